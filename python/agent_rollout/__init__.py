@@ -1,0 +1,82 @@
+"""agent_rollout: rollout-backend config rules and a fast, safe rollout row normaliser.
+
+The public API lives here; everything in underscored modules is private.
+The pydantic config types (``RolloutSettings`` and friends) are imported on
+first use, so ``import agent_rollout`` stays cheap for row-only users.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._backends import (
+    MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_ROWS,
+    MAX_ROLLOUT_STEPS,
+    MAX_ROWS_LIMIT,
+    SUPPORTED_ROLLOUT_BACKENDS,
+    RolloutBackendSpec,
+    get_rollout_backend_spec,
+    list_rollout_backends,
+    required_rollout_package,
+    resolve_rollout_func,
+    validate_rollout_backend,
+    validate_rollout_func,
+)
+from ._engine import implementation, normalise_rollout_rows
+from ._errors import RolloutRowError
+from ._launch import (
+    RolloutResult,
+    launch_rollout,
+    register_rollout_runner,
+    unregister_rollout_runner,
+)
+
+if TYPE_CHECKING:
+    from .config import RolloutBackend, RolloutFunc, RolloutSettings
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "RolloutSettings": "config",
+    "RolloutBackend": "config",
+    "RolloutFunc": "config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "MAX_MESSAGE_DEPTH",
+    "MAX_ROLLOUT_ROWS",
+    "MAX_ROLLOUT_STEPS",
+    "MAX_ROWS_LIMIT",
+    "SUPPORTED_ROLLOUT_BACKENDS",
+    "RolloutBackend",
+    "RolloutBackendSpec",
+    "RolloutFunc",
+    "RolloutResult",
+    "RolloutRowError",
+    "RolloutSettings",
+    "__version__",
+    "get_rollout_backend_spec",
+    "implementation",
+    "launch_rollout",
+    "list_rollout_backends",
+    "normalise_rollout_rows",
+    "register_rollout_runner",
+    "required_rollout_package",
+    "resolve_rollout_func",
+    "unregister_rollout_runner",
+    "validate_rollout_backend",
+    "validate_rollout_func",
+]

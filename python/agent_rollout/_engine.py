@@ -1,0 +1,110 @@
+"""Which engine runs the row rules, and the public ``normalise_rollout_rows``.
+
+The Rust engine (``agent_rollout._native``) is used when it imports; setting
+``AGENT_ROLLOUT_PURE_PYTHON=1`` (read once, at import) forces the pure-Python
+twin. If the native module is missing or broken the twin takes over and a
+``RuntimeWarning`` says so once.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any, Literal
+
+from . import _rows
+from ._backends import MAX_MESSAGE_DEPTH, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT, validate_rollout_backend
+from ._errors import from_native
+
+Engine = Literal["rust", "python"]
+
+PURE_PYTHON_ENV = "AGENT_ROLLOUT_PURE_PYTHON"
+
+_native: Any = None
+if os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
+    try:
+        from . import _native  # type: ignore[no-redef]
+    except ImportError as exc:
+        # Only the native module's own absence (or a broken build of it) falls
+        # back; an ImportError about anything else is a real bug: re-raise.
+        if exc.name not in (None, f"{__package__}._native"):
+            raise
+        warnings.warn(
+            f"agent_rollout: the Rust engine could not be imported ({exc}); "
+            "using the pure-Python engine, which is slower",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+_active: Engine = "rust" if _native is not None else "python"
+
+
+def implementation() -> Engine:
+    """The engine in use: ``"rust"`` or ``"python"``."""
+    return _active
+
+
+def native_available() -> bool:
+    """Whether the Rust engine was imported (it may still be switched off)."""
+    return _native is not None
+
+
+def _set_engine(engine: Engine) -> Engine:
+    """Switch engines (tests use this to run both in one process); returns the old one."""
+    global _active
+    if engine == "rust" and _native is None:
+        raise RuntimeError("the Rust engine is not available")
+    if engine not in ("rust", "python"):
+        raise ValueError(f"unknown engine {engine!r}")
+    previous, _active = _active, engine
+    return previous
+
+
+def check_max_rows(max_rows: object) -> int:
+    """``max_rows`` must be an int (not a bool) in [1, MAX_ROWS_LIMIT]."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int):
+        raise TypeError(f"max_rows must be an int, got {type(max_rows).__name__}")
+    if not 1 <= max_rows <= MAX_ROWS_LIMIT:
+        raise ValueError(f"max_rows must be in [1, {MAX_ROWS_LIMIT}], got {max_rows}")
+    return int(max_rows)
+
+
+def _rust_rows(rows: Any, backend: str, max_rows: int) -> tuple[dict, ...]:
+    try:
+        result: tuple[dict, ...] = _native.normalise_rows(rows, max_rows, MAX_MESSAGE_DEPTH)
+    except _native.NativeRowError as exc:
+        raise from_native(exc, backend, max_rows) from None
+    return result
+
+
+def _python_rows(rows: Any, backend: str, max_rows: int) -> tuple[dict, ...]:
+    return _rows.normalise_rows(rows, backend, max_rows, MAX_MESSAGE_DEPTH)
+
+
+_RUNNERS: dict[str, Callable[[Any, str, int], tuple[dict, ...]]] = {
+    "rust": _rust_rows,
+    "python": _python_rows,
+}
+
+
+def normalise_rollout_rows(
+    rows: Any, backend: str = "openenv", *, max_rows: int = MAX_ROLLOUT_ROWS
+) -> tuple[dict, ...]:
+    """Check rollout rows and return them as fresh ``{prompt, answer?}`` dicts.
+
+    ``rows`` is any iterable of row mappings (a list, a tuple, a generator...).
+    It is read at most ``max_rows + 1`` items deep, so an endless generator is
+    stopped, not drained. The result holds only exact built-in types and
+    shares no mutable object with the input.
+
+    Raises:
+        RolloutRowError: a row breaks a rule (``.index``, ``.path`` say where).
+        ValueError: the input as a whole is unusable: not an iterable of rows
+            (``None``, a string, bytes, a single mapping), empty, or longer
+            than ``max_rows``; also an unknown ``backend`` name.
+        TypeError: ``max_rows`` is not an int.
+    """
+    backend = validate_rollout_backend(backend)
+    max_rows = check_max_rows(max_rows)
+    return _RUNNERS[_active](rows, backend, max_rows)

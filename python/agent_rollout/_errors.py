@@ -1,0 +1,135 @@
+"""Every user-facing text of the row rules, in one table, for both engines.
+
+Both engines report a broken rule as a *code* plus facts (row index, path
+segments, a type name or value, a file line). This module turns those facts
+into the exception users see; neither engine formats a message itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional, Union
+
+from ._backends import MAX_MESSAGE_DEPTH
+
+JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
+
+# Messages about one row. {fact} is a type name, or a value's repr for
+# float_not_finite. The row index, file line and path are added in front.
+ROW_MESSAGES: dict[str, str] = {
+    "row_not_mapping": "a rollout row must be a mapping with a 'prompt' key, got {fact!r}",
+    "prompt_missing": "missing (every row needs a 'prompt': a str or a list of chat messages)",
+    "prompt_type": "must be a str or a list of chat messages, got {fact!r}",
+    "prompt_empty": "empty prompt (a non-empty str or at least one message is required)",
+    "message_not_mapping": "a chat message must be a mapping with str keys, got {fact!r}",
+    "key_not_str": "keys must be str, got a key of type {fact!r}",
+    "role_missing": "a chat message needs a 'role' (a non-empty str)",
+    "role_type": "must be a non-empty str, got {fact!r}",
+    "role_empty": "must be a non-empty str, got ''",
+    "value_type": "unsupported value of type {fact!r} (message values must be JSON-like: "
+    + JSON_LIKE
+    + ")",
+    "float_not_finite": "non-finite float {fact} (message values must be JSON-like: "
+    "NaN and infinities are not)",
+    "too_deep": f"nested deeper than {MAX_MESSAGE_DEPTH} levels "
+    "(MAX_MESSAGE_DEPTH), or a container that holds itself",
+    "answer_type": "must be a str or None, got {fact!r}",
+}
+
+# Messages about the whole input: raised as plain ValueError.
+INPUT_MESSAGES: dict[str, str] = {
+    "input_not_iterable": "rollout backend {backend!r} must return an iterable of row "
+    "mappings, got {fact}",
+    "input_is_mapping": "rollout backend {backend!r} must return an iterable of row "
+    "mappings, got a single {fact} (wrap one row in a list)",
+    "too_many_rows": "rollout backend {backend!r} produced more than {max_rows} rows "
+    "(max_rows={max_rows})",
+    "no_rows": "rollout backend {backend!r} produced no rows; refusing to train on an "
+    "empty prompt set",
+}
+
+PathSegment = Union[int, str]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class RolloutRowError(ValueError):
+    """A rollout row broke a rule.
+
+    ``index`` is the row's position in the input (0-based), ``path`` where in
+    the row (``"prompt[1].content"``; ``""`` for the row itself), ``code`` the
+    rule (a key of ``agent_rollout._errors.ROW_MESSAGES``) and ``line`` the
+    1-based file line when the row came from a file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int,
+        path: str,
+        code: str,
+        line: Optional[int] = None,
+    ) -> None:
+        super().__init__(message)
+        self.index = index
+        self.path = path
+        self.code = code
+        self.line = line
+
+
+def _quote_key(key: str) -> str:
+    out = ['"']
+    for ch in key:
+        point = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif point < 0x20 or 0xD800 <= point <= 0xDFFF:
+            out.append(f"\\u{point:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def format_path(segments: tuple[PathSegment, ...]) -> str:
+    """``("prompt", 1, "content")`` -> ``prompt[1].content``; odd keys quoted."""
+    parts: list[str] = []
+    for seg in segments:
+        if isinstance(seg, int):
+            parts.append(f"[{seg}]")
+        elif _IDENTIFIER.fullmatch(seg):
+            parts.append(f".{seg}" if parts else seg)
+        else:
+            parts.append(f"[{_quote_key(seg)}]")
+    return "".join(parts)
+
+
+def row_error(
+    code: str,
+    index: int,
+    segments: tuple[PathSegment, ...] = (),
+    fact: Optional[str] = None,
+    *,
+    line: Optional[int] = None,
+    source: Optional[str] = None,
+) -> RolloutRowError:
+    """Build the ``RolloutRowError`` for a broken row rule."""
+    path = format_path(segments)
+    body = ROW_MESSAGES[code].format(fact=fact)
+    where = f"row {index}: {path}: " if path else f"row {index}: "
+    prefix = f"{source}:{line}: " if source is not None and line is not None else ""
+    return RolloutRowError(prefix + where + body, index=index, path=path, code=code, line=line)
+
+
+def input_error(code: str, backend: str, max_rows: int, fact: Optional[str] = None) -> ValueError:
+    """Build the ``ValueError`` for a problem with the whole input."""
+    return ValueError(INPUT_MESSAGES[code].format(backend=backend, max_rows=max_rows, fact=fact))
+
+
+def from_native(exc: Any, backend: str, max_rows: int) -> ValueError:
+    """Turn the Rust engine's ``NativeRowError`` into the user-facing error."""
+    code, index, segments, fact, line = exc.args
+    if index is None:
+        return input_error(code, backend, max_rows, fact)
+    return row_error(code, index, segments, fact, line=line)

@@ -1,0 +1,158 @@
+"""Running a backend: ``launch_rollout``, ``RolloutResult`` and the runner registry."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ._backends import (
+    DEFAULT_ROLLOUT_STEPS,
+    MAX_ROLLOUT_ROWS,
+    MAX_ROLLOUT_STEPS,
+    MAX_ROWS_LIMIT,
+    require_backend_package,
+    resolve_rollout_func,
+    validate_rollout_backend,
+    validate_rollout_func,
+)
+from ._engine import normalise_rollout_rows
+
+RolloutRunner = Callable[..., Any]
+
+_runners: dict[str, RolloutRunner] = {}
+_runners_lock = threading.Lock()
+
+
+def _external_backend(name: object, verb: str) -> str:
+    canonical = validate_rollout_backend(name)
+    if canonical == "openenv":
+        raise ValueError(
+            f"cannot {verb} a runner for 'openenv': it runs training.rollout_func; "
+            "runners are for art, nemo_gym and ruler"
+        )
+    return canonical
+
+
+def register_rollout_runner(name: str, runner: RolloutRunner) -> None:
+    """Make ``runner`` produce the rows of an external backend (art, nemo_gym, ruler).
+
+    A registered runner takes precedence over the built-in adapter. It is
+    called with keyword arguments ``prompts``, ``model``, ``tokenizer``,
+    ``reward_fn``, ``max_steps``, ``rollout_func`` and ``options`` (accept
+    ``**kwargs`` to stay compatible with additions) and returns an iterable of
+    row mappings, which are normalised like any other backend's.
+    """
+    canonical = _external_backend(name, "register")
+    if not callable(runner):
+        raise TypeError(f"runner must be callable, got {type(runner).__name__}")
+    with _runners_lock:
+        _runners[canonical] = runner
+
+
+def unregister_rollout_runner(name: str) -> None:
+    """Remove a registered runner; removing one that is not there does nothing."""
+    canonical = _external_backend(name, "unregister")
+    with _runners_lock:
+        _runners.pop(canonical, None)
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """A backend's normalised output: ``rows`` replace the trainer's prompt dataset.
+
+    Constructing one directly re-checks ``rows`` (a tuple) with the row rules,
+    under the largest cap (``MAX_ROWS_LIMIT``), so a hand-built result cannot
+    carry malformed rows; ``launch_rollout`` builds it from rows it has just
+    checked and skips the second pass.
+    """
+
+    backend: str
+    rows: tuple[dict, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "backend", validate_rollout_backend(self.backend))
+        if not isinstance(self.rows, tuple):
+            raise TypeError(f"rows must be a tuple, got {type(self.rows).__name__}")
+        checked = normalise_rollout_rows(self.rows, self.backend, max_rows=MAX_ROWS_LIMIT)
+        object.__setattr__(self, "rows", checked)
+
+    @classmethod
+    def _checked(cls, backend: str, rows: tuple[dict, ...]) -> RolloutResult:
+        result = object.__new__(cls)
+        object.__setattr__(result, "backend", backend)
+        object.__setattr__(result, "rows", rows)
+        return result
+
+
+def _check_steps(max_steps: object) -> int:
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int):
+        raise TypeError(f"max_steps must be an int, got {type(max_steps).__name__}")
+    if not 1 <= max_steps <= MAX_ROLLOUT_STEPS:
+        raise ValueError(f"max_steps must be in [1, {MAX_ROLLOUT_STEPS}], got {max_steps}")
+    return int(max_steps)
+
+
+def launch_rollout(
+    name: str,
+    *,
+    prompts: Optional[Sequence[Any]] = None,
+    rollout_func: Optional[str] = None,
+    model: Any = None,
+    tokenizer: Any = None,
+    reward_fn: Any = None,
+    max_steps: int = DEFAULT_ROLLOUT_STEPS,
+    options: Optional[Mapping[str, Any]] = None,
+    max_rows: int = MAX_ROLLOUT_ROWS,
+) -> RolloutResult:
+    """Run the named backend on the seed ``prompts`` and return its normalised rows.
+
+    - ``openenv``: ``rollout_func`` (``module.path:function_name``) is imported
+      and called with the list of seed prompts; it returns the rows.
+    - ``art``, ``ruler``, ``nemo_gym``: a runner registered with
+      :func:`register_rollout_runner` if there is one, else the built-in
+      adapter in ``agent_rollout.backends``. A missing backend package raises
+      ``ImportError`` naming what to ``pip install``.
+
+    ``options`` carries backend settings (``group_size``, ``judge_model``,
+    ``judge_base_url``, ``source``); ``max_rows`` caps the rows accepted.
+    """
+    backend = validate_rollout_backend(name)
+    steps = _check_steps(max_steps)
+    if prompts is not None and (
+        isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence)
+    ):
+        raise TypeError(f"prompts must be a sequence, got {type(prompts).__name__}")
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a mapping, got {type(options).__name__}")
+    func_spec = validate_rollout_func(rollout_func)
+    seed_prompts = list(prompts or [])
+    settings = dict(options or {})
+
+    if backend == "openenv":
+        if func_spec is None:
+            raise ValueError(
+                "rollout_backend='openenv' requires training.rollout_func "
+                "('module.path:function_name')"
+            )
+        raw = resolve_rollout_func(func_spec)(seed_prompts)
+    else:
+        with _runners_lock:
+            runner = _runners.get(backend)
+        if runner is None:
+            require_backend_package(backend)
+            adapter = importlib.import_module(f"{__package__}.backends.{backend}")
+            runner = adapter.launch
+        raw = runner(
+            prompts=seed_prompts,
+            model=model,
+            tokenizer=tokenizer,
+            reward_fn=reward_fn,
+            max_steps=steps,
+            rollout_func=func_spec,
+            options=settings,
+        )
+    rows = normalise_rollout_rows(raw, backend, max_rows=max_rows)
+    return RolloutResult._checked(backend, rows)

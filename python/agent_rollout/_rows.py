@@ -1,0 +1,214 @@
+"""The pure-Python engine: the row rules, step for step as the Rust engine.
+
+Used when the native module is missing or ``AGENT_ROLLOUT_PURE_PYTHON=1``.
+Every check runs in the same order as ``rust/rows.rs`` so the first broken
+rule, and so the error text, is the same on both engines.
+"""
+
+from __future__ import annotations
+
+import gc
+import operator
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, Optional
+
+from ._errors import PathSegment, input_error, row_error
+
+
+class _Bad(Exception):
+    """A broken rule below the row level; segments are added as it unwinds."""
+
+    def __init__(self, code: str, fact: Optional[str] = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.fact = fact
+        self.rev_path: list[PathSegment] = []
+
+
+def _name(obj: object) -> str:
+    return type(obj).__name__
+
+
+class GcPause:
+    """Pause the cyclic collector for a bulk build; restore the caller's state.
+
+    A collector the caller had turned off stays off; one that was on is turned
+    back on however the block ends.
+    """
+
+    __slots__ = ("_was_enabled",)
+
+    def __enter__(self) -> None:
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was_enabled:
+            gc.enable()
+
+
+def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tuple[dict, ...]:
+    """Normalise ``raw`` rows into a tuple of ``{prompt, answer?}`` dicts."""
+    if raw is None or isinstance(raw, (str, bytes, bytearray)):
+        raise input_error("input_not_iterable", backend, max_rows, _name(raw))
+    if isinstance(raw, Mapping):
+        raise input_error("input_is_mapping", backend, max_rows, _name(raw))
+    try:
+        rows_in: Iterable[Any] = iter(raw)
+    except TypeError:
+        raise input_error("input_not_iterable", backend, max_rows, _name(raw)) from None
+    out: list[dict] = []
+    append = out.append
+    with GcPause():
+        for index, row in enumerate(rows_in):
+            if index >= max_rows:
+                raise input_error("too_many_rows", backend, max_rows)
+            try:
+                append(_row(row, max_depth))
+            except _Bad as bad:
+                bad.rev_path.reverse()
+                raise row_error(bad.code, index, tuple(bad.rev_path), bad.fact) from None
+    if not out:
+        raise input_error("no_rows", backend, max_rows)
+    return tuple(out)
+
+
+def _get(row: Any, key: str) -> Any:
+    return dict.get(row, key) if type(row) is dict else row.get(key)
+
+
+def _row(row: Any, max_depth: int) -> dict:
+    if type(row) is not dict and not isinstance(row, Mapping):
+        raise _Bad("row_not_mapping", _name(row))
+    prompt = _get(row, "prompt")
+    try:
+        if prompt is None:
+            raise _Bad("prompt_missing")
+        if type(prompt) is str:
+            if not prompt:
+                raise _Bad("prompt_empty")
+        elif isinstance(prompt, list):
+            prompt = _messages(prompt, max_depth)
+        elif isinstance(prompt, str):
+            if str.__len__(prompt) == 0:
+                raise _Bad("prompt_empty")
+            prompt = str.__str__(prompt)
+        else:
+            raise _Bad("prompt_type", _name(prompt))
+    except _Bad as bad:
+        bad.rev_path.append("prompt")
+        raise
+    out = {"prompt": prompt}
+    answer = _get(row, "answer")
+    if answer is not None:
+        if not isinstance(answer, str):
+            bad = _Bad("answer_type", _name(answer))
+            bad.rev_path.append("answer")
+            raise bad
+        if str.__len__(answer):
+            out["answer"] = answer if type(answer) is str else str.__str__(answer)
+    return out
+
+
+def _messages(prompt: list, max_depth: int) -> list:
+    if list.__len__(prompt) == 0:
+        raise _Bad("prompt_empty")
+    out = []
+    items = prompt if type(prompt) is list else list.__iter__(prompt)
+    for i, message in enumerate(items):
+        try:
+            converted = _mapping(message, 1, max_depth)
+            if converted is None:
+                raise _Bad("message_not_mapping", _name(message))
+            role = converted.get("role")
+            if role is None and "role" not in converted:
+                raise _Bad("role_missing")
+            if type(role) is not str or not role:
+                bad = _Bad("role_empty" if type(role) is str else "role_type", _name(role))
+                bad.rev_path.append("role")
+                raise bad
+        except _Bad as bad:
+            bad.rev_path.append(i)
+            raise
+        out.append(converted)
+    return out
+
+
+def _fail_depth() -> NoReturn:
+    raise _Bad("too_deep")
+
+
+def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
+    """A fresh dict for a mapping at nesting ``level``; None if not a mapping."""
+    if isinstance(obj, dict):
+        if level > max_depth:
+            _fail_depth()
+        entries: Iterable[Any] = obj.items() if type(obj) is dict else dict.items(obj)
+    elif isinstance(obj, Mapping):
+        if level > max_depth:
+            _fail_depth()
+        entries = obj.items()
+    else:
+        return None
+    out = {}
+    child = level + 1
+    for key, value in entries:
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise _Bad("key_not_str", _name(key))
+            key = str.__str__(key)
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            out[key] = value
+            continue
+        try:
+            out[key] = _value(value, child, max_depth)
+        except _Bad as bad:
+            bad.rev_path.append(key)
+            raise
+    return out
+
+
+def _finite(number: float) -> float:
+    if number - number != 0.0:  # NaN or an infinity
+        raise _Bad("float_not_finite", repr(number))
+    return number
+
+
+def _value(value: Any, level: int, max_depth: int) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return _finite(value)
+    if isinstance(value, (list, tuple)):
+        if level > max_depth:
+            _fail_depth()
+        if kind is list or kind is tuple:
+            items: Iterable[Any] = value
+        elif isinstance(value, list):
+            items = list.__iter__(value)
+        else:
+            items = tuple.__iter__(value)
+        out = []
+        child = level + 1
+        for i, item in enumerate(items):
+            try:
+                out.append(_value(item, child, max_depth))
+            except _Bad as bad:
+                bad.rev_path.append(i)
+                raise
+        return out
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return operator.index(value)
+    if isinstance(value, float):
+        return _finite(float.__float__(value))
+    converted = _mapping(value, level, max_depth)
+    if converted is None:
+        raise _Bad("value_type", _name(value))
+    return converted
+
+
+__all__ = ["GcPause", "normalise_rows"]

@@ -1,0 +1,1 @@
+"""Built-in adapters for the external rollout backends (imported on demand)."""
