@@ -1,0 +1,82 @@
+"""Helpers shared by the benchmark scripts: data, timing, the reference normaliser."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO.parent / "shared" / "reference" / "agent_rollout_seed.py"
+
+
+def load_reference() -> Any:
+    """The seed module from ../shared/reference, or None where it is absent."""
+    if not REFERENCE.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("agent_rollout_seed", REFERENCE)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def string_rows(n: int) -> list[dict]:
+    return [
+        {"prompt": f"What is {i} + {i}?", "answer": str(2 * i), "reward": 0.5, "id": i}
+        for i in range(n)
+    ]
+
+
+def message_rows(n: int) -> list[dict]:
+    return [
+        {
+            "prompt": [
+                {"role": "system", "content": "You are a careful calculator."},
+                {"role": "user", "content": f"What is {i} + {i}?"},
+            ],
+            "answer": str(2 * i),
+            "meta": {"id": i},
+        }
+        for i in range(n)
+    ]
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> float:
+    """Fastest of ``repeat`` runs, in seconds (the collector left as the caller has it)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def median_of(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_bytes(fn: Callable[[], Any]) -> int:
+    """Peak Python-heap bytes allocated while ``fn`` runs (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del result
+    return peak

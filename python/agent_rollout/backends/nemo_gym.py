@@ -1,0 +1,392 @@
+"""The ``nemo_gym`` backend: NVIDIA NeMo Gym task and rollout rows as training rows.
+
+NeMo Gym stores its data as JSONL. Every row carries ``responses_create_params``,
+the body of an OpenAI Responses API request; collected rollouts add ``response``
+(the Responses API reply) and ``reward``. Task fields such as ``expected_answer``
+sit beside them at the top level. This module turns one such row into an
+``agent_rollout`` row, ``{"prompt": [chat messages], "answer"?: str}``, without
+importing NeMo Gym (which needs Python 3.12 and a large stack).
+
+The mapping mirrors what Gym's own Responses-to-Chat-Completions converter sends
+to a chat model, so a prompt trains on the conversation Gym would have shown:
+
+- ``instructions`` (a non-empty string) becomes a leading system message;
+- ``input`` as a string becomes one user message;
+- message items keep their role, except ``developer``, which becomes ``system``
+  (chat templates of open models know no developer role);
+- content parts: ``input_text``/``output_text`` give their text, ``refusal`` its
+  refusal text. Text-only content is joined into one string ("\\n" between parts
+  of user/system messages, as vLLM does; nothing between parts of assistant
+  messages, as Gym does). Content with an ``input_image`` part that has an
+  ``image_url`` stays a list of OpenAI chat parts (``text`` and ``image_url``);
+- consecutive assistant output (message text, ``reasoning`` summaries wrapped in
+  ``<think>...</think>``, and ``function_call`` items as ``tool_calls``) folds
+  into one assistant message, the way Gym's converter buffers it;
+- ``function_call_output`` becomes a ``tool`` message with ``tool_call_id``.
+
+The answer is the first of ``ANSWER_FIELDS`` at the top level of the row that
+is neither missing, null nor empty; it must be a string. A rollout's ``response`` never supplies
+the answer: it is the policy's own sample, not a reference.
+
+Anything else (an unknown item or part type, an image given only by file id, a
+missing ``responses_create_params``) is refused with a ``GymRowError`` that
+names the row and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from agent_rollout._backends import MAX_ROLLOUT_ROWS
+
+__all__ = [
+    "ANSWER_FIELDS",
+    "GymRowError",
+    "gym_row_to_row",
+    "launch",
+    "read_gym_jsonl",
+]
+
+ANSWER_FIELDS: tuple[str, ...] = ("expected_answer", "answer", "ground_truth")
+"""Top-level task fields that hold the reference answer, in order of precedence."""
+
+_CHAT_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
+_TEXT_PARTS = ("input_text", "output_text")
+_KNOWN_ITEMS = "message, function_call, function_call_output, reasoning"
+
+
+class GymRowError(ValueError):
+    """A NeMo Gym row that cannot be mapped; ``field`` is the dotted path at fault."""
+
+    def __init__(self, where: str, field: str, why: str) -> None:
+        self.where = where
+        self.field = field
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{field}: {why}")
+
+
+class _Builder:
+    """Collects chat messages, folding consecutive assistant output into one message."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._text = ""
+        self._tool_calls: list[dict[str, Any]] = []
+
+    def add(self, message: dict[str, Any]) -> None:
+        self.flush()
+        self.messages.append(message)
+
+    def add_assistant_text(self, text: str) -> None:
+        self._text += text
+
+    def add_tool_call(self, call: dict[str, Any]) -> None:
+        self._tool_calls.append(call)
+
+    def flush(self) -> None:
+        if not (self._text or self._tool_calls):
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": self._text}
+        if self._tool_calls:
+            message["tool_calls"] = self._tool_calls
+        self.messages.append(message)
+        self._text = ""
+        self._tool_calls = []
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _require_str(value: object, where: str, field: str) -> str:
+    if not isinstance(value, str):
+        raise GymRowError(where, field, f"must be a string, got {_type_name(value)}")
+    return value
+
+
+def _image_part(part: Mapping[str, Any], where: str, field: str) -> dict[str, Any]:
+    url = part.get("image_url")
+    if not isinstance(url, str) or not url:
+        file_id = part.get("file_id")
+        why = (
+            f"image given only by file_id {file_id!r}; a row can carry an image only as a URL"
+            if file_id
+            else f"input_image needs a non-empty string image_url, got {_type_name(url)}"
+        )
+        raise GymRowError(where, f"{field}.image_url", why)
+    detail = part.get("detail")
+    if detail is None:
+        detail = "auto"
+    return {
+        "type": "image_url",
+        "image_url": {"url": url, "detail": _require_str(detail, where, f"{field}.detail")},
+    }
+
+
+def _content(content: object, role: str, where: str, field: str) -> str | list[dict[str, Any]]:
+    """A message's content as a string, or as OpenAI chat parts when it holds an image."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise GymRowError(
+            where, field, f"must be a string or a list of content parts, got {_type_name(content)}"
+        )
+    parts: list[dict[str, Any]] = []
+    has_image = False
+    for index, part in enumerate(content):
+        here = f"{field}[{index}]"
+        if not isinstance(part, Mapping):
+            raise GymRowError(
+                where, here, f"a content part must be an object, got {_type_name(part)}"
+            )
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            parts.append(
+                {"type": "text", "text": _require_str(part.get("text"), where, f"{here}.text")}
+            )
+        elif kind == "refusal":
+            refusal = _require_str(part.get("refusal"), where, f"{here}.refusal")
+            parts.append({"type": "text", "text": refusal})
+        elif kind == "input_image":
+            if role == "assistant":
+                raise GymRowError(where, here, "an assistant message cannot carry an image")
+            parts.append(_image_part(part, where, here))
+            has_image = True
+        else:
+            raise GymRowError(
+                where,
+                f"{here}.type",
+                f"unsupported content part type {kind!r} "
+                "(supported: input_text, output_text, refusal, input_image)",
+            )
+    if has_image:
+        return parts
+    separator = "" if role == "assistant" else "\n"
+    return separator.join(part["text"] for part in parts)
+
+
+def _message(item: Mapping[str, Any], out: _Builder, where: str, field: str) -> None:
+    role = item.get("role")
+    chat_role = _CHAT_ROLES.get(role) if isinstance(role, str) else None
+    if chat_role is None:
+        raise GymRowError(
+            where,
+            f"{field}.role",
+            f"unsupported role {role!r} (supported: {', '.join(_CHAT_ROLES)})",
+        )
+    if "content" not in item:
+        raise GymRowError(where, f"{field}.content", "missing")
+    content = _content(item["content"], chat_role, where, f"{field}.content")
+    if chat_role == "assistant":
+        assert isinstance(content, str)  # _content refuses images for the assistant
+        out.add_assistant_text(content)
+    else:
+        out.add({"role": chat_role, "content": content})
+
+
+def _function_call(item: Mapping[str, Any], out: _Builder, where: str, field: str) -> None:
+    call_id = _require_str(item.get("call_id"), where, f"{field}.call_id")
+    name = _require_str(item.get("name"), where, f"{field}.name")
+    arguments = _require_str(item.get("arguments"), where, f"{field}.arguments")
+    out.add_tool_call(
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    )
+
+
+def _function_call_output(item: Mapping[str, Any], out: _Builder, where: str, field: str) -> None:
+    call_id = _require_str(item.get("call_id"), where, f"{field}.call_id")
+    output = _require_str(item.get("output"), where, f"{field}.output")
+    out.add({"role": "tool", "tool_call_id": call_id, "content": output})
+
+
+def _reasoning(item: Mapping[str, Any], out: _Builder, where: str, field: str) -> None:
+    # Only the readable summary is kept; ``encrypted_content`` is an opaque
+    # provider blob with no text in it (Gym's own converter drops it as well).
+    summary = item.get("summary")
+    if summary is None:
+        summary = []
+    if not isinstance(summary, list):
+        raise GymRowError(where, f"{field}.summary", f"must be a list, got {_type_name(summary)}")
+    for index, entry in enumerate(summary):
+        here = f"{field}.summary[{index}]"
+        if not isinstance(entry, Mapping):
+            raise GymRowError(where, here, f"must be an object, got {_type_name(entry)}")
+        text = _require_str(entry.get("text"), where, f"{here}.text")
+        if text:
+            out.add_assistant_text(f"<think>{text}</think>")
+
+
+_ITEM_HANDLERS = {
+    "message": _message,
+    "function_call": _function_call,
+    "function_call_output": _function_call_output,
+    "reasoning": _reasoning,
+}
+
+
+def _prompt(params: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    out = _Builder()
+    field = "responses_create_params"
+    instructions = params.get("instructions")
+    if instructions is not None:
+        if _require_str(instructions, where, f"{field}.instructions"):
+            out.add({"role": "system", "content": instructions})
+    if "input" not in params:
+        raise GymRowError(where, f"{field}.input", "missing")
+    items = params["input"]
+    field = f"{field}.input"
+    if isinstance(items, str):
+        if not items:
+            raise GymRowError(where, field, "is an empty string")
+        out.add({"role": "user", "content": items})
+        return out.messages
+    if not isinstance(items, list):
+        raise GymRowError(
+            where, field, f"must be a string or a list of items, got {_type_name(items)}"
+        )
+    if not items:
+        raise GymRowError(where, field, "is an empty list")
+    for index, item in enumerate(items):
+        here = f"{field}[{index}]"
+        if not isinstance(item, Mapping):
+            raise GymRowError(
+                where, here, f"an input item must be an object, got {_type_name(item)}"
+            )
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            kind = "message"  # an "easy input message" may leave its type out
+        handler = _ITEM_HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            raise GymRowError(
+                where,
+                f"{here}.type",
+                f"unsupported input item type {kind!r} (supported: {_KNOWN_ITEMS})",
+            )
+        handler(item, out, where, here)
+    out.flush()
+    if not out.messages:
+        raise GymRowError(where, field, "holds no text to train on (only empty reasoning items)")
+    return out.messages
+
+
+def gym_row_to_row(
+    obj: object, *, where: str = "", answer_fields: Sequence[str] = ANSWER_FIELDS
+) -> dict[str, Any]:
+    """Map one NeMo Gym task or rollout row to ``{"prompt": [messages], "answer"?: str}``.
+
+    ``where`` prefixes every error message (for example ``"data.jsonl:12: row 11"``
+    or ``"row 3"``). ``answer_fields`` lists the top-level fields that may
+    hold the reference answer: the first that is not missing, null or ``""``
+    wins; pass ``()`` to take none.
+    Raises ``GymRowError`` (a ``ValueError``) naming the field that cannot be
+    mapped. The input is not modified and shares no containers with the result.
+    """
+    if isinstance(answer_fields, str):
+        raise TypeError(
+            f"answer_fields must be a sequence of field names, not a str: {answer_fields!r}"
+        )
+    if not isinstance(obj, Mapping):
+        raise GymRowError(where, "row", f"a Gym row must be an object, got {_type_name(obj)}")
+    params = obj.get("responses_create_params")
+    if params is None:
+        raise GymRowError(
+            where,
+            "responses_create_params",
+            "missing (a Gym row needs the Responses API request; a raw row for a prompt "
+            "template must be materialized with ng_materialize_prompts first)",
+        )
+    if not isinstance(params, Mapping):
+        raise GymRowError(
+            where, "responses_create_params", f"must be an object, got {_type_name(params)}"
+        )
+    row: dict[str, Any] = {"prompt": _prompt(params, where)}
+    for name in answer_fields:
+        value = obj.get(name)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise GymRowError(
+                where,
+                name,
+                f"the reference answer must be a string, got {_type_name(value)} "
+                "(convert it yourself, or choose other answer_fields)",
+            )
+        row["answer"] = value
+        break
+    return row
+
+
+def read_gym_jsonl(
+    path: str | os.PathLike[str], *, max_rows: int = MAX_ROLLOUT_ROWS
+) -> list[dict[str, Any]]:
+    """Read a NeMo Gym JSONL file and convert every row with ``gym_row_to_row``.
+
+    Blank lines are skipped. Every error starts with ``path:line:``. More than
+    ``max_rows`` rows is an error, not a silent cut.
+    """
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError(f"max_rows must be a positive int, got {max_rows!r}")
+    name = os.fspath(path)
+    rows: list[dict[str, Any]] = []
+    with open(name, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{name}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+            if len(rows) >= max_rows:
+                raise ValueError(f"{where}: more than {max_rows} rows")
+            rows.append(gym_row_to_row(obj, where=f"{where}: row {len(rows)}"))
+    if not rows:
+        raise ValueError(f"{name}: no Gym rows (the file is empty or blank)")
+    return rows
+
+
+def launch(
+    *,
+    prompts: Sequence[Any] | None,
+    rollout_func: str | None,
+    model: Any,
+    tokenizer: Any,
+    reward_fn: Any,
+    max_steps: int,
+    options: Mapping[str, Any],
+) -> Iterable[Mapping[str, Any]]:
+    """Backend entry point for ``launch_rollout("nemo_gym", ...)``.
+
+    The rows come from ``options["source"]`` (a Gym JSONL path) when it is set,
+    otherwise from ``prompts`` (each a Gym row mapping). Nothing is generated:
+    ``model``, ``tokenizer``, ``reward_fn`` and ``max_steps`` are not used, and a
+    ``rollout_func`` is refused because this backend has nothing to call it with.
+    """
+    del model, tokenizer, reward_fn, max_steps  # conversion only; nothing runs
+    if rollout_func is not None:
+        raise ValueError(
+            "rollout_backend 'nemo_gym' converts Gym data and takes no rollout_func; "
+            "use rollout_backend 'openenv' to run a function"
+        )
+    source = options.get("source")
+    if source is not None:
+        if not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"rollout_source must be a path string, got {_type_name(source)}")
+        return read_gym_jsonl(source)
+    if not prompts:
+        raise ValueError(
+            "rollout_backend 'nemo_gym' needs rollout_source (a Gym JSONL file) "
+            "or prompts (Gym row mappings)"
+        )
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
+        raise ValueError(f"prompts must be a list of Gym rows, got {_type_name(prompts)}")
+    if len(prompts) > MAX_ROLLOUT_ROWS:
+        raise ValueError(f"prompts: more than {MAX_ROLLOUT_ROWS} Gym rows")
+    return [gym_row_to_row(row, where=f"row {index}") for index, row in enumerate(prompts)]
