@@ -47,7 +47,7 @@ SEEDS: list[Any] = [
     {"question": "How much is 100 - 58?"},
 ]
 EXPECTED_ANSWERS = ["42", "5", "-42", "42"]
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "examples"
 
 
 def _bundled_prompts() -> list[Any]:

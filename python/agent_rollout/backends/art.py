@@ -1,0 +1,523 @@
+"""The ``art`` backend: OpenPipe ART trajectories as training rows.
+
+ART (PyPI ``openpipe-art``, imported as ``art``) records one agent episode as an
+``art.Trajectory``. Its ``messages_and_choices`` list mixes plain chat message
+dicts (system, user and tool turns the rollout wrote itself) with OpenAI
+``Choice`` objects (the turns the policy generated). Rollouts of one task are
+collected into an ``art.TrajectoryGroup`` and many groups are awaited together
+with ``art.gather_trajectory_groups``.
+
+One trajectory becomes one row:
+
+- ``prompt`` is every message before the first assistant turn, as plain chat
+  dicts. A trajectory that opens with an assistant turn (or has no messages)
+  has no prompt and is refused with a ``ValueError``.
+- ``answer`` is the text of the trajectory's last assistant turn (a ``Choice``
+  or an assistant dict): its string content, or the ``text`` parts of a content
+  list joined together. When that turn carries no text (it ended on a tool call,
+  say) the row has no ``answer``. This is the rollout's own output, not a
+  reference: use it to distil a scripted or stronger agent, or score it
+  yourself. ``rollout_backend: ruler`` picks the judge's favourite per prompt.
+- ``tools``, ``reward``, ``metrics``, ``metadata`` and ``logs`` do not enter
+  the row.
+
+Assistant turns are converted the way ART's own ``Trajectory.messages()`` does
+(``{"role": "assistant", "content": ..., "tool_calls": [...]}`` with tool calls
+dumped to JSON-like dicts); pydantic objects anywhere in a message are dumped
+the same way.
+
+``launch`` runs a user rollout function: ``rollout_func`` names ``fn(model,
+prompt)`` (ART's own ``rollout(model, scenario)`` shape), sync or async, which
+returns one ``art.Trajectory``. ``model`` is whatever the trainer passed to
+``launch_rollout`` (an ``art.Model``, a client, or ``None``); ``prompt`` is a
+private deep copy of one seed prompt. Alternatively ``rollout_source`` names a
+file ART wrote (see :func:`read_trajectory_groups`) and no function runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import inspect
+import json
+import math
+import os
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
+
+from pydantic import BaseModel
+
+from agent_rollout._backends import (
+    MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_ROWS,
+    require_backend_package,
+    resolve_rollout_func,
+)
+
+if TYPE_CHECKING:
+    from art import Trajectory, TrajectoryGroup
+
+__all__ = [
+    "DEFAULT_GROUP_SIZE",
+    "MAX_GROUP_SIZE",
+    "PROMPT_INDEX_KEY",
+    "gather_groups",
+    "launch",
+    "plan",
+    "read_trajectory_groups",
+    "resolve_rollout",
+    "run_sync",
+    "trajectory_groups_to_rows",
+    "trajectory_to_row",
+]
+
+DEFAULT_GROUP_SIZE = 4
+MAX_GROUP_SIZE = 1024
+"""The most rollouts one seed prompt may ask for (``rollout_group_size``)."""
+PROMPT_INDEX_KEY = "agent_rollout_prompt_index"
+"""``TrajectoryGroup.metadata`` key that records which seed prompt a group ran."""
+
+_T = TypeVar("_T")
+RolloutFn = Callable[[Any, Any], Any]
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _plain(value: Any, where: str, depth: int = 1) -> Any:
+    """A JSON-like copy of one message value; pydantic objects are dumped."""
+    if depth > MAX_MESSAGE_DEPTH:
+        raise ValueError(f"{where}: nested deeper than {MAX_MESSAGE_DEPTH} levels")
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: non-finite float {value!r}")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"{where}: keys must be str, got a key of type {_type_name(key)!r}"
+                )
+            out[key] = _plain(item, f"{where}.{key}", depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
+    raise ValueError(
+        f"{where}: unsupported value of type {_type_name(value)!r} "
+        "(message values must be JSON-like)"
+    )
+
+
+def _choice_message(item: Any) -> Optional[Any]:
+    """The inner message of a ``Choice`` (live object or ART's dumped dict), else None."""
+    if isinstance(item, Mapping):
+        inner = item.get("message")
+        if "role" not in item and isinstance(inner, Mapping):
+            return inner  # a Choice serialised by ART (legacy JSONL, for_logging)
+        return None
+    return getattr(item, "message", None)
+
+
+def _assistant_from_choice(message: Any, where: str) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        content, tool_calls = message.get("content"), message.get("tool_calls")
+    else:
+        content = getattr(message, "content", None)
+        tool_calls = getattr(message, "tool_calls", None)
+    out: dict[str, Any] = {"role": "assistant", "content": _plain(content, f"{where}.content")}
+    if tool_calls:
+        out["tool_calls"] = _plain(list(tool_calls), f"{where}.tool_calls")
+    return out
+
+
+def _to_message(item: Any, where: str) -> dict[str, Any]:
+    """One entry of ``messages_and_choices`` as a plain chat dict."""
+    inner = _choice_message(item)
+    if inner is not None:
+        return _assistant_from_choice(inner, where)
+    if isinstance(item, Mapping):
+        message: dict[str, Any] = _plain(item, where)
+        if not isinstance(message.get("role"), str) or not message["role"]:
+            raise ValueError(f"{where}: a chat message needs a non-empty str 'role'")
+        return message
+    raise ValueError(
+        f"{where}: expected a chat message dict or an OpenAI Choice, got {_type_name(item)!r}"
+    )
+
+
+def _text_of(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _messages_of(trajectory: Any, where: str) -> list[dict[str, Any]]:
+    items = getattr(trajectory, "messages_and_choices", None)
+    if items is None or isinstance(items, (str, bytes, Mapping)):
+        raise ValueError(
+            f"{where}: expected an art.Trajectory with messages_and_choices, "
+            f"got {_type_name(trajectory)!r}"
+        )
+    return [
+        _to_message(item, f"{where}: messages_and_choices[{i}]") for i, item in enumerate(items)
+    ]
+
+
+def trajectory_to_row(trajectory: Trajectory, *, where: str = "trajectory") -> dict[str, Any]:
+    """Turn one ``art.Trajectory`` into ``{"prompt": [messages], "answer"?: str}``.
+
+    ``where`` prefixes every error message (``"group 2 trajectory 1"``, say).
+    Raises ``ValueError`` when the trajectory has no message before its first
+    assistant turn, or holds something that is not a chat message.
+    """
+    messages = _messages_of(trajectory, where)
+    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
+    if first == 0:
+        what = "has no messages" if not messages else "opens with an assistant turn"
+        raise ValueError(
+            f"{where}: {what}; a row needs at least one message (system or user) "
+            "before the first assistant turn to use as its prompt"
+        )
+    row: dict[str, Any] = {"prompt": messages[:first]}
+    replies = [m for m in messages[first:] if m["role"] == "assistant"]
+    answer = _text_of(replies[-1]) if replies else ""
+    if answer:
+        row["answer"] = answer
+    return row
+
+
+def _iter_groups(groups: Any) -> Iterable[tuple[int, Any]]:
+    """Yield ``(group index, TrajectoryGroup-like)``; a bare Trajectory is a group of one."""
+    from art import Trajectory, TrajectoryGroup
+
+    if isinstance(groups, (Trajectory, TrajectoryGroup)):
+        groups = [groups]
+    elif isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
+        raise ValueError(
+            "expected an art.Trajectory, an art.TrajectoryGroup or a list of them, "
+            f"got {_type_name(groups)!r}"
+        )
+    for index, item in enumerate(groups):
+        if isinstance(item, Trajectory):
+            yield index, [item]
+        elif isinstance(item, TrajectoryGroup):
+            if item.exceptions:
+                first = item.exceptions[0]
+                raise ValueError(
+                    f"group {index}: {len(item.exceptions)} rollout(s) raised instead of "
+                    f"returning a trajectory (first: {first.type}: {first.message}); "
+                    "refusing to drop them silently"
+                )
+            yield index, item.trajectories
+        else:
+            raise ValueError(
+                f"item {index}: expected an art.Trajectory or art.TrajectoryGroup, "
+                f"got {_type_name(item)!r}"
+            )
+
+
+def trajectory_groups_to_rows(groups: Any) -> list[dict[str, Any]]:
+    """Rows from ``Trajectory``/``TrajectoryGroup`` objects, one row per trajectory.
+
+    Accepts one object or an iterable of them (a bare Trajectory counts as a
+    group of one). Order is kept: groups in order, trajectories in group order.
+    A group that recorded exceptions is refused rather than silently shrunk.
+    """
+    rows: list[dict[str, Any]] = []
+    for g, trajectories in _iter_groups(groups):
+        for t, trajectory in enumerate(trajectories):
+            if len(rows) >= MAX_ROLLOUT_ROWS:
+                raise ValueError(f"more than {MAX_ROLLOUT_ROWS} trajectories (MAX_ROLLOUT_ROWS)")
+            rows.append(trajectory_to_row(trajectory, where=f"group {g} trajectory {t}"))
+    return rows
+
+
+# ------------------------------------------------------------------ ART's files
+
+
+def read_trajectory_groups(path: str | os.PathLike[str]) -> list[TrajectoryGroup]:
+    """Read trajectory groups from a file ART wrote.
+
+    - ``.parquet``: what ``model.log()`` writes to
+      ``<project>/models/<model>/trajectories/<split>/<step>.parquet`` (one
+      table row per trajectory, ``group_index`` tying them into groups). Read
+      with polars, a base dependency of ``openpipe-art``.
+    - ``.jsonl``: ART's older log format (one ``{"trajectories": [...]}`` group
+      per line, ``messages_and_choices`` holding dicts and dumped Choices), or
+      its SFT format (one ``{"messages": [...], "tools"?: [...]}`` trajectory
+      per line, read as a group of one).
+
+    Errors name the file and the line (JSONL) or table row (Parquet).
+    """
+    require_backend_package("art")
+    name = os.fspath(path)
+    if name.endswith(".parquet"):
+        return _read_parquet(name)
+    if name.endswith(".jsonl"):
+        return _read_jsonl(name)
+    raise ValueError(f"{name}: unsupported ART trajectory file; expected .parquet or .jsonl")
+
+
+def _trajectory_from(data: Any, where: str) -> Trajectory:
+    from art import Trajectory
+
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: a trajectory must be a JSON object, got {_type_name(data)}")
+    key = "messages_and_choices" if "messages_and_choices" in data else "messages"
+    items = data.get(key)
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: '{key}' must be a list of messages")
+    reward = data.get("reward", 0.0)
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        raise ValueError(f"{where}: 'reward' must be a number, got {_type_name(reward)}")
+    return Trajectory(messages_and_choices=items, reward=float(reward))
+
+
+def _read_jsonl(name: str) -> list[TrajectoryGroup]:
+    from art import TrajectoryGroup
+
+    groups: list[TrajectoryGroup] = []
+    total = 0
+    with open(name, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{name}:{line_no}"
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: invalid JSON: {exc.msg}") from None
+            if isinstance(data, Mapping) and "trajectories" in data:
+                items = data["trajectories"]
+                if not isinstance(items, list):
+                    raise ValueError(f"{where}: 'trajectories' must be a list")
+                trajectories = [
+                    _trajectory_from(t, f"{where}: trajectories[{i}]") for i, t in enumerate(items)
+                ]
+            else:
+                trajectories = [_trajectory_from(data, where)]
+            total += len(trajectories)
+            if total > MAX_ROLLOUT_ROWS:
+                raise ValueError(f"{where}: more than {MAX_ROLLOUT_ROWS} trajectories")
+            groups.append(TrajectoryGroup(trajectories))
+    return groups
+
+
+def _read_parquet(name: str) -> list[TrajectoryGroup]:
+    import polars as pl
+    from art import Trajectory, TrajectoryGroup
+
+    try:
+        table = pl.read_parquet(name, columns=["group_index", "reward", "messages"])
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise ValueError(f"{name}: not an ART trajectory Parquet file: {exc}") from None
+    if table.height > MAX_ROLLOUT_ROWS:
+        raise ValueError(f"{name}: more than {MAX_ROLLOUT_ROWS} trajectories")
+    by_group: dict[int, list[Trajectory]] = {}
+    for row_no, record in enumerate(table.iter_rows(named=True)):
+        where = f"{name}: table row {row_no}"
+        messages: list[Any] = [
+            _unflatten(m, f"{where}: messages[{i}]") for i, m in enumerate(record["messages"] or [])
+        ]
+        trajectory = Trajectory(messages_and_choices=messages, reward=record["reward"] or 0.0)
+        by_group.setdefault(int(record["group_index"] or 0), []).append(trajectory)
+    return [TrajectoryGroup(by_group[index]) for index in sorted(by_group)]
+
+
+def _unflatten(flat: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """One message of ART's Parquet schema back to a chat dict."""
+    message: dict[str, Any] = {"role": flat.get("role"), "content": flat.get("content")}
+    if flat.get("tool_calls"):
+        try:
+            message["tool_calls"] = json.loads(flat["tool_calls"])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}.tool_calls: invalid JSON: {exc.msg}") from None
+    if flat.get("tool_call_id"):
+        message["tool_call_id"] = flat["tool_call_id"]
+    return message
+
+
+# ------------------------------------------------------------------- gathering
+
+
+def run_sync(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run the coroutine ``factory()`` builds to completion from sync code.
+
+    With no event loop running in this thread, ``asyncio.run`` runs it. When a
+    loop is already running here (a notebook, an async trainer), blocking that
+    loop on itself would deadlock, so the coroutine runs on a fresh loop in one
+    worker thread while this thread waits: the outer loop is paused until the
+    rollouts finish, and objects bound to the outer loop cannot be used by the
+    rollout function. Async callers should await :func:`gather_groups` instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-rollout-art") as pool:
+        return pool.submit(context.run, lambda: asyncio.run(factory())).result()
+
+
+def _check_group_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"rollout_group_size must be an int, got {_type_name(value)}")
+    if not 1 <= value <= MAX_GROUP_SIZE:
+        raise ValueError(f"rollout_group_size must be in [1, {MAX_GROUP_SIZE}], got {value}")
+    return value
+
+
+def _check_prompts(prompts: Any, backend: str) -> list[Any]:
+    if prompts is None or isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
+        raise ValueError(
+            f"rollout_backend {backend!r} needs prompts: a list of seed prompts, "
+            f"got {_type_name(prompts)}"
+        )
+    if not prompts:
+        raise ValueError(f"rollout_backend {backend!r} needs at least one seed prompt")
+    return list(prompts)
+
+
+def _assistant_turns(trajectory: Any) -> int:
+    return sum(
+        1
+        for item in trajectory.messages_and_choices
+        if _choice_message(item) is not None
+        or (isinstance(item, Mapping) and item.get("role") == "assistant")
+    )
+
+
+async def _one_rollout(
+    fn: RolloutFn, model: Any, prompt: Any, where: str, max_steps: int
+) -> Trajectory:
+    from art import Trajectory
+
+    try:
+        result = fn(model, copy.deepcopy(prompt))
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:
+        raise RuntimeError(f"{where}: rollout_func raised {_type_name(exc)}: {exc}") from exc
+    if not isinstance(result, Trajectory):
+        raise TypeError(
+            f"{where}: rollout_func must return an art.Trajectory, got {_type_name(result)}"
+        )
+    trajectory_to_row(result, where=where)  # refuse a prompt-less trajectory early
+    turns = _assistant_turns(result)
+    if turns > max_steps:
+        raise ValueError(f"{where}: {turns} assistant turns exceed rollout_max_steps={max_steps}")
+    return result
+
+
+async def gather_groups(
+    prompts: Sequence[Any],
+    fn: RolloutFn,
+    *,
+    model: Any = None,
+    group_size: int = DEFAULT_GROUP_SIZE,
+    max_steps: int = MAX_ROLLOUT_ROWS,
+    after_each: Optional[Callable[[TrajectoryGroup], Awaitable[TrajectoryGroup]]] = None,
+) -> list[TrajectoryGroup]:
+    """Run ``group_size`` rollouts per seed prompt and gather them with ART.
+
+    Each prompt becomes one ``art.TrajectoryGroup`` (its ``metadata`` records
+    ``PROMPT_INDEX_KEY``); all groups are awaited together by
+    ``art.gather_trajectory_groups``, passing ``after_each`` through. Groups
+    come back in prompt order and trajectories in rollout order. The first
+    rollout that raises, returns something other than a Trajectory, has no
+    prompt or runs past ``max_steps`` assistant turns stops the gather with an
+    error naming the prompt and the rollout.
+    """
+    import art
+
+    async def one_group(index: int, prompt: Any) -> art.TrajectoryGroup:
+        trajectories = await asyncio.gather(
+            *(
+                _one_rollout(fn, model, prompt, f"prompt {index} rollout {k}", max_steps)
+                for k in range(group_size)
+            )
+        )
+        return art.TrajectoryGroup(trajectories, metadata={PROMPT_INDEX_KEY: index})
+
+    return await art.gather_trajectory_groups(
+        (one_group(index, prompt) for index, prompt in enumerate(prompts)),
+        pbar_desc="agent_rollout",
+        after_each=after_each,
+    )
+
+
+def resolve_rollout(rollout_func: Optional[str], backend: str) -> RolloutFn:
+    """Resolve the ``module:fn`` spec a config names; ``None`` is refused."""
+    if rollout_func is None:
+        raise ValueError(
+            f"rollout_backend {backend!r} requires training.rollout_func "
+            "('module.path:function_name' naming fn(model, prompt) -> art.Trajectory)"
+        )
+    return resolve_rollout_func(rollout_func)
+
+
+def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[Any], int]:
+    """Check the seed prompts and group size; bound the total number of rollouts."""
+    seeds = _check_prompts(prompts, backend)
+    group_size = _check_group_size(options.get("group_size", DEFAULT_GROUP_SIZE))
+    if len(seeds) * group_size > MAX_ROLLOUT_ROWS:
+        raise ValueError(
+            f"{len(seeds)} prompts x rollout_group_size {group_size} exceed "
+            f"{MAX_ROLLOUT_ROWS} rollouts (MAX_ROLLOUT_ROWS)"
+        )
+    return seeds, group_size
+
+
+def launch(
+    *,
+    prompts: Sequence[Any] | None,
+    rollout_func: str | None,
+    model: Any,
+    tokenizer: Any,
+    reward_fn: Any,
+    max_steps: int,
+    options: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """Backend entry point for ``launch_rollout("art", ...)``.
+
+    With ``rollout_func``: ``options["group_size"]`` rollouts per seed prompt,
+    gathered by ART, one row per trajectory (prompt order, then rollout order).
+    With ``options["source"]`` instead: the rows of an ART trajectory file.
+    ``tokenizer`` and ``reward_fn`` are not used (ART rollouts set their own
+    rewards, which rows do not carry).
+    """
+    del tokenizer, reward_fn
+    require_backend_package("art")
+    source = options.get("source")
+    if source is not None:
+        if rollout_func is not None:
+            raise ValueError("rollout_backend 'art': set rollout_func or rollout_source, not both")
+        if not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"rollout_source must be a path string, got {_type_name(source)}")
+        return trajectory_groups_to_rows(read_trajectory_groups(source))
+    fn = resolve_rollout(rollout_func, "art")
+    seeds, group_size = plan(prompts, options, "art")
+    groups = run_sync(
+        lambda: gather_groups(seeds, fn, model=model, group_size=group_size, max_steps=max_steps)
+    )
+    return trajectory_groups_to_rows(groups)

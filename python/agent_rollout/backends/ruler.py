@@ -1,0 +1,244 @@
+"""The ``ruler`` backend: one row per seed prompt, the answer a RULER judge liked best.
+
+RULER ships inside ``openpipe-art`` as ``art.rewards.ruler_score_group``: it
+shows every trajectory of one group to an LLM judge (through LiteLLM) and sets
+each trajectory's ``reward`` to the judge's score in [0, 1].
+
+The rollouts run exactly as for ``rollout_backend: art`` (``rollout_func`` names
+``fn(model, prompt) -> art.Trajectory``, ``group_size`` rollouts per prompt,
+gathered by ``art.gather_trajectory_groups``); each group is scored as it
+arrives (ART's ``after_each`` hook). Then each prompt gives at most one row:
+
+- ``prompt``: the winning trajectory's messages before its first assistant turn;
+- ``answer``: the text of the winning trajectory's last assistant turn.
+
+The winner is the trajectory with the highest score. A prompt is **dropped**,
+and counted, when its group has no usable winner:
+
+- ``judge_failed``: RULER raised (the judge was unreachable, or its reply did
+  not parse, or held the wrong number of scores);
+- ``bad_score``: a score is not a finite number;
+- ``no_signal``: the best score is 0 or less (the judge rated every rollout a
+  failure);
+- ``tie``: trajectories with different answers share the best score (RULER
+  expressed no preference; identical answers tied at the top are one winner);
+- ``empty_answer``: the winner's last assistant turn has no text.
+
+A rollout that raises, returns no Trajectory or has no prompt is not a judge
+outcome: it stops the run with an error, as in the ``art`` backend.
+
+Options: ``judge_model`` (required, a LiteLLM model name such as
+``openai/gpt-4o-mini``) and ``judge_base_url`` (optional). With a base URL the
+judge is any OpenAI-compatible server (vLLM, a LiteLLM proxy, ...): the model
+name is sent as ``openai/<judge_model>`` (unless it already starts with
+``openai/``), to ``<judge_base_url>/chat/completions``, with the key from
+``OPENAI_API_KEY`` or the placeholder ``EMPTY`` when that is unset.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+from agent_rollout._backends import require_backend_package
+from agent_rollout.backends.art import (
+    PROMPT_INDEX_KEY,
+    gather_groups,
+    plan,
+    resolve_rollout,
+    run_sync,
+    trajectory_to_row,
+)
+
+if TYPE_CHECKING:
+    from art import TrajectoryGroup
+
+__all__ = ["DROP_REASONS", "Drop", "RulerRows", "judge_params", "launch", "pick_winner", "run"]
+
+logger = logging.getLogger(__name__)
+
+DROP_REASONS = ("judge_failed", "bad_score", "no_signal", "tie", "empty_answer")
+_FAILED_KEY = "agent_rollout_ruler_error"
+
+
+@dataclass(frozen=True)
+class Drop:
+    """One seed prompt left without a row, and why (``reason`` is in ``DROP_REASONS``)."""
+
+    prompt_index: int
+    reason: str
+    detail: str
+
+
+class RulerRows(list[dict[str, Any]]):
+    """The rows of a RULER run (a plain ``list``), plus what was dropped."""
+
+    drops: tuple[Drop, ...]
+
+    def __init__(self, rows: Sequence[dict[str, Any]], drops: Sequence[Drop]) -> None:
+        super().__init__(rows)
+        self.drops = tuple(drops)
+
+    @property
+    def dropped(self) -> int:
+        """How many seed prompts produced no row."""
+        return len(self.drops)
+
+    def drop_counts(self) -> dict[str, int]:
+        """Dropped prompts per reason."""
+        return dict(Counter(drop.reason for drop in self.drops))
+
+
+def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, object]]:
+    """Check the judge options; return the LiteLLM model name and extra params."""
+    if not isinstance(judge_model, str) or not judge_model.strip():
+        raise ValueError(
+            "rollout_backend 'ruler' requires training.rollout_judge_model "
+            f"(a LiteLLM model name such as 'openai/gpt-4o-mini'), got {judge_model!r}"
+        )
+    if judge_base_url is None:
+        return judge_model, {}
+    if not isinstance(judge_base_url, str) or not judge_base_url.startswith(
+        ("http://", "https://")
+    ):
+        raise ValueError(
+            "rollout_judge_base_url must be an http(s) URL such as "
+            f"'http://127.0.0.1:8000/v1', got {judge_base_url!r}"
+        )
+    model = judge_model if judge_model.startswith("openai/") else f"openai/{judge_model}"
+    api_key = os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    return model, {"api_base": judge_base_url.rstrip("/"), "api_key": api_key}
+
+
+def pick_winner(group: TrajectoryGroup, where: str) -> tuple[Optional[dict[str, Any]], str, str]:
+    """The row of a scored group's best trajectory, or ``None`` with a reason and detail."""
+    error = group.metadata.get(_FAILED_KEY)
+    if error is not None:
+        return None, "judge_failed", str(error)
+    scored = list(enumerate(group.trajectories))
+    for k, trajectory in scored:
+        if not math.isfinite(trajectory.reward):
+            return None, "bad_score", f"rollout {k} scored {trajectory.reward!r}"
+    best = max(trajectory.reward for _, trajectory in scored)
+    if best <= 0:
+        return None, "no_signal", f"best score {best}"
+    top = [
+        (k, trajectory_to_row(trajectory, where=f"{where} rollout {k}"))
+        for k, trajectory in scored
+        if trajectory.reward == best
+    ]
+    answers = {row.get("answer", "") for _, row in top}
+    if len(answers) > 1:
+        ids = ", ".join(str(k) for k, _ in top)
+        return None, "tie", f"rollouts {ids} share the best score {best} with different answers"
+    winner_index, row = top[0]
+    if not row.get("answer"):
+        return None, "empty_answer", f"rollout {winner_index} (score {best}) has no answer text"
+    return row, "", ""
+
+
+async def _gather_scored(
+    seeds: list[Any],
+    fn: Any,
+    model: Any,
+    group_size: int,
+    max_steps: int,
+    judge_model: str,
+    extra: dict[str, object],
+) -> list[TrajectoryGroup]:
+    from art.rewards import ruler_score_group
+
+    async def score(group: TrajectoryGroup) -> TrajectoryGroup:
+        try:
+            scored = await ruler_score_group(group, judge_model, extra_litellm_params=extra or None)
+        except Exception as exc:  # any judge failure drops this prompt only
+            group.metadata[_FAILED_KEY] = f"{type(exc).__name__}: {exc}"
+            return group
+        if scored is None:  # only with swallow_exceptions=True, kept for safety
+            group.metadata[_FAILED_KEY] = "ruler_score_group returned None"
+            return group
+        scored.metadata.update(group.metadata)  # RULER builds a new group without it
+        return scored
+
+    return await gather_groups(
+        seeds, fn, model=model, group_size=group_size, max_steps=max_steps, after_each=score
+    )
+
+
+def run(
+    *,
+    prompts: Sequence[Any] | None,
+    rollout_func: str | None,
+    model: Any = None,
+    max_steps: int = 64,
+    options: Mapping[str, Any],
+) -> RulerRows:
+    """Roll out, score with RULER and keep each prompt's winner; never raises for drops.
+
+    Returns a :class:`RulerRows` (a list of rows, in prompt order, whose
+    ``drops`` say which prompts were dropped and why).
+    """
+    require_backend_package("ruler")
+    judge_model, extra = judge_params(options.get("judge_model"), options.get("judge_base_url"))
+    fn = resolve_rollout(rollout_func, "ruler")
+    seeds, group_size = plan(prompts, options, "ruler")
+    groups = run_sync(
+        lambda: _gather_scored(seeds, fn, model, group_size, max_steps, judge_model, extra)
+    )
+    rows: list[dict[str, Any]] = []
+    drops: list[Drop] = []
+    for group in groups:
+        index = int(group.metadata[PROMPT_INDEX_KEY])  # type: ignore[arg-type]
+        row, reason, detail = pick_winner(group, f"prompt {index}")
+        if row is None:
+            drops.append(Drop(index, reason, detail))
+        else:
+            rows.append(row)
+    return RulerRows(rows, drops)
+
+
+def launch(
+    *,
+    prompts: Sequence[Any] | None,
+    rollout_func: str | None,
+    model: Any,
+    tokenizer: Any,
+    reward_fn: Any,
+    max_steps: int,
+    options: Mapping[str, Any],
+) -> RulerRows:
+    """Backend entry point for ``launch_rollout("ruler", ...)``.
+
+    Logs a warning with the dropped count (per reason) when any prompt was
+    dropped, and raises ``ValueError`` when every prompt was. ``tokenizer`` and
+    ``reward_fn`` are not used: the judge is the reward.
+    """
+    del tokenizer, reward_fn
+    result = run(
+        prompts=prompts,
+        rollout_func=rollout_func,
+        model=model,
+        max_steps=max_steps,
+        options=options,
+    )
+    if result.dropped:
+        counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.drop_counts().items()))
+        total = result.dropped + len(result)
+        if not result:
+            first = result.drops[0]
+            raise ValueError(
+                f"rollout_backend 'ruler': every prompt was dropped ({total} of {total}; "
+                f"{counts}); first: prompt {first.prompt_index}: {first.detail}"
+            )
+        logger.warning(
+            "rollout_backend 'ruler': dropped %d of %d prompts with no usable winner (%s)",
+            result.dropped,
+            total,
+            counts,
+        )
+    return result

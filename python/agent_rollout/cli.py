@@ -1,0 +1,84 @@
+"""The ``agent-rollout`` command line (also ``python -m agent_rollout``).
+
+Each command lives in its own module ``agent_rollout._cmd_<name>`` with
+``add_arguments(parser)`` and ``run(args) -> int``; only the module of the
+command being run is imported, so ``check`` in a pre-commit hook does not pay
+for what ``demo`` or ``run`` need.
+
+Exit codes: 0 success, 1 invalid input (a bad config or rollout file),
+2 usage or internal error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import import_module
+from typing import Optional
+
+COMMANDS: dict[str, str] = {
+    "check": "validate training config files (positioned errors, CI formats)",
+    "schema": "print the JSON Schema of a training config",
+    "normalise": "normalise a rollout JSONL file into canonical {prompt, answer} rows",
+    "run": "load a config, launch its rollout backend and write the rows as JSONL",
+    "demo": "validate the bundled config, run its rollout and time both engines",
+}
+
+DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
+
+
+def _command_of(argv: list[str]) -> Optional[str]:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="agent-rollout",
+        description="Rollout-backend config checks and fast rollout row normalisation.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-rollout {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = _command_of(argv)
+    for name, summary in COMMANDS.items():
+        command = sub.add_parser(name, help=summary, description=summary)
+        if name == chosen:
+            module = import_module(f"{__package__}._cmd_{name}")
+            module.add_arguments(command)
+            command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    parser = build_parser(args_in)
+    args = parser.parse_args(args_in)
+    try:
+        code: int = args._run(args)
+    except KeyboardInterrupt:
+        print("agent-rollout: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(
+            f"agent-rollout: internal error: {type(exc).__name__}: {exc} "
+            f"(set {DEBUG_ENV}=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

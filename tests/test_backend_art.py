@@ -1,0 +1,339 @@
+"""The ``art`` backend over the real openpipe-art package (no model is called)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# LiteLLM (imported by ART) otherwise fetches its price list from the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+art = pytest.importorskip("art")
+
+from openai.types.chat import ChatCompletionMessage  # noqa: E402
+from openai.types.chat.chat_completion import Choice  # noqa: E402
+
+from agent_rollout import launch_rollout  # noqa: E402
+from agent_rollout.backends import art as art_backend  # noqa: E402
+from agent_rollout.examples.art_rollout import SYSTEM_PROMPT, rollout  # noqa: E402
+
+QUESTION = "What is 2 + 3?"
+OPENING = [
+    {"role": "system", "content": SYSTEM_PROMPT},
+    {"role": "user", "content": QUESTION},
+]
+TOOL_CALL = {
+    "id": "call_add",
+    "type": "function",
+    "function": {"name": "add", "arguments": json.dumps({"numbers": [2, 3]})},
+}
+
+
+def _choice(content: Any, tool_calls: Any = None) -> Choice:
+    return Choice(
+        index=0,
+        finish_reason="stop",
+        message=ChatCompletionMessage(role="assistant", content=content, tool_calls=tool_calls),
+    )
+
+
+def _launch(**overrides: Any) -> list[dict[str, Any]]:
+    kwargs: dict[str, Any] = {
+        "prompts": [QUESTION],
+        "rollout_func": "agent_rollout.examples.art_rollout:rollout",
+        "model": None,
+        "tokenizer": None,
+        "reward_fn": None,
+        "max_steps": 64,
+        "options": {"group_size": 2},
+    }
+    kwargs.update(overrides)
+    return art_backend.launch(**kwargs)
+
+
+# ------------------------------------------------------------------ trajectory_to_row
+
+
+def test_example_trajectory_becomes_prompt_and_final_answer() -> None:
+    row = art_backend.trajectory_to_row(rollout(None, QUESTION))
+    assert row == {"prompt": OPENING, "answer": "5"}
+
+
+def test_choices_and_tool_calls_become_plain_dicts() -> None:
+    trajectory = art.Trajectory(
+        messages_and_choices=[
+            *OPENING,
+            _choice(None, tool_calls=[TOOL_CALL]),
+            {"role": "tool", "tool_call_id": "call_add", "content": "5"},
+            _choice("It is 5."),
+            {"role": "user", "content": "Thanks"},
+            _choice("You are welcome."),
+        ]
+    )
+    row = art_backend.trajectory_to_row(trajectory)
+    assert row == {"prompt": OPENING, "answer": "You are welcome."}
+    assert all(type(m) is dict for m in row["prompt"])
+    # The converted assistant turn (used by the ruler backend and error paths) is JSON-like.
+    message = art_backend._to_message(trajectory.messages_and_choices[2], "m")
+    assert message == {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]}
+    json.dumps(message)
+
+
+def test_answer_joins_text_parts_of_an_assistant_dict() -> None:
+    trajectory = art.Trajectory(
+        messages_and_choices=[
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}],
+            },
+        ]
+    )
+    assert art_backend.trajectory_to_row(trajectory)["answer"] == "Hello"
+
+
+def test_no_answer_when_the_last_assistant_turn_is_a_bare_tool_call() -> None:
+    trajectory = art.Trajectory(
+        messages_and_choices=[*OPENING, _choice(None, tool_calls=[TOOL_CALL])]
+    )
+    assert art_backend.trajectory_to_row(trajectory) == {"prompt": OPENING}
+
+
+@pytest.mark.parametrize(
+    ("items", "what"),
+    [
+        ([], "has no messages"),
+        ([_choice("5"), {"role": "user", "content": "x"}], "opens with an assistant turn"),
+        ([{"role": "assistant", "content": "5"}], "opens with an assistant turn"),
+    ],
+)
+def test_a_trajectory_without_prompt_messages_is_refused(items: list[Any], what: str) -> None:
+    trajectory = art.Trajectory(messages_and_choices=items)
+    with pytest.raises(ValueError, match=f"^group 1 trajectory 0: {what}; a row needs"):
+        art_backend.trajectory_to_row(trajectory, where="group 1 trajectory 0")
+
+
+def test_a_foreign_object_in_messages_is_named_by_index() -> None:
+    trajectory = art.Trajectory(messages_and_choices=[{"role": "user", "content": "x"}, 42])
+    with pytest.raises(ValueError, match=r"messages_and_choices\[1\]: expected a chat message"):
+        art_backend.trajectory_to_row(trajectory)
+
+
+def test_a_message_without_role_is_refused() -> None:
+    trajectory = art.Trajectory(messages_and_choices=[{"content": "no role"}])
+    with pytest.raises(ValueError, match=r"messages_and_choices\[0\]: a chat message needs"):
+        art_backend.trajectory_to_row(trajectory)
+
+
+def test_a_non_json_value_is_named_by_path() -> None:
+    trajectory = art.Trajectory(
+        messages_and_choices=[{"role": "user", "content": [{"type": "x", "blob": object()}]}]
+    )
+    with pytest.raises(ValueError, match=r"\[0\]\.content\[0\]\.blob: unsupported value"):
+        art_backend.trajectory_to_row(trajectory)
+
+
+# ------------------------------------------------------------ groups and gathering
+
+
+def test_groups_and_bare_trajectories_keep_their_order() -> None:
+    first = rollout(None, "What is 1 + 1?")
+    second = rollout(None, "What is 2 + 2?")
+    rows = art_backend.trajectory_groups_to_rows([art.TrajectoryGroup([first, second]), first])
+    assert [row["answer"] for row in rows] == ["2", "4", "2"]
+    assert art_backend.trajectory_groups_to_rows(second) == [art_backend.trajectory_to_row(second)]
+
+
+def test_a_group_with_recorded_exceptions_is_refused() -> None:
+    group = art.TrajectoryGroup([rollout(None, QUESTION), RuntimeError("judge down")])
+    with pytest.raises(ValueError, match=r"group 0: 1 rollout.*RuntimeError.*judge down"):
+        art_backend.trajectory_groups_to_rows([group])
+
+
+def test_something_else_than_trajectories_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"item 0: expected an art\.Trajectory"):
+        art_backend.trajectory_groups_to_rows([{"prompt": "x"}])
+
+
+def test_launch_runs_group_size_rollouts_per_prompt() -> None:
+    rows = _launch(prompts=[QUESTION, "What is 10 + 20?"], options={"group_size": 3})
+    assert [row["answer"] for row in rows] == ["5"] * 3 + ["30"] * 3
+    assert rows[3]["prompt"][1] == {"role": "user", "content": "What is 10 + 20?"}
+
+
+def test_launch_accepts_an_async_rollout_and_message_prompts() -> None:
+    prompt = [{"role": "user", "content": "Add 4 and 5"}]
+    rows = _launch(prompts=[prompt], rollout_func="agent_rollout.examples.art_rollout:arollout")
+    assert rows == [{"prompt": prompt, "answer": "9"}] * 2
+
+
+def test_launch_works_inside_a_running_event_loop() -> None:
+    async def caller() -> list[dict[str, Any]]:
+        return _launch()
+
+    rows = asyncio.run(caller())
+    assert [row["answer"] for row in rows] == ["5", "5"]
+
+
+def test_launch_rollout_goes_through_the_adapter() -> None:
+    result = launch_rollout(
+        "art",
+        prompts=[QUESTION],
+        rollout_func="agent_rollout.examples.art_rollout:rollout",
+        options={"group_size": 1},
+    )
+    assert result.backend == "art"
+    assert result.rows == ({"prompt": OPENING, "answer": "5"},)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"rollout_func": None}, "requires training.rollout_func"),
+        ({"prompts": []}, "needs at least one seed prompt"),
+        ({"prompts": "What?"}, "needs prompts: a list of seed prompts, got str"),
+        ({"options": {"group_size": 0}}, r"rollout_group_size must be in \[1, 1024\], got 0"),
+        ({"options": {"group_size": True}}, "rollout_group_size must be an int, got bool"),
+        ({"options": {"group_size": 1000}, "prompts": ["a"] * 101}, "exceed 100000 rollouts"),
+        ({"rollout_func": "agent_rollout.examples.art_rollout:nope"}, "has no attribute 'nope'"),
+    ],
+)
+def test_launch_refuses_bad_settings(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _launch(**overrides)
+
+
+def _gather(fn: Any, **kwargs: Any) -> list[Any]:
+    return art_backend.run_sync(lambda: art_backend.gather_groups(["What is 1 + 2?"], fn, **kwargs))
+
+
+def test_a_raising_rollout_names_prompt_and_rollout() -> None:
+    def broken(model: Any, prompt: Any) -> Any:
+        raise KeyError("tool missing")
+
+    with pytest.raises(RuntimeError, match="prompt 0 rollout 0: rollout_func raised KeyError"):
+        _gather(broken, group_size=1)
+
+
+def test_a_rollout_must_return_a_trajectory() -> None:
+    async def wrong(model: Any, prompt: Any) -> Any:
+        return {"prompt": prompt}
+
+    with pytest.raises(TypeError, match=r"rollout 0: rollout_func must return an art\.Trajectory"):
+        _gather(wrong, group_size=1)
+
+
+def test_a_rollout_longer_than_max_steps_is_refused() -> None:
+    with pytest.raises(ValueError, match="2 assistant turns exceed rollout_max_steps=1"):
+        _gather(rollout, group_size=1, max_steps=1)
+
+
+def test_gathered_groups_carry_prompt_index_and_model() -> None:
+    seen: list[Any] = []
+
+    def spy(model: Any, prompt: Any) -> Any:
+        seen.append(model)
+        prompt.append({"role": "user", "content": "mutated"})  # must not leak to siblings
+        return art.Trajectory(messages_and_choices=[*prompt, _choice("ok")])
+
+    sentinel = object()
+    groups = art_backend.run_sync(
+        lambda: art_backend.gather_groups(
+            [[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]],
+            spy,
+            model=sentinel,
+            group_size=2,
+        )
+    )
+    assert [g.metadata[art_backend.PROMPT_INDEX_KEY] for g in groups] == [0, 1]
+    assert [len(g.trajectories) for g in groups] == [2, 2]
+    assert seen == [sentinel] * 4
+    assert all(len(t.messages_and_choices) == 3 for g in groups for t in g.trajectories)
+
+
+# -------------------------------------------------------------------- ART's files
+
+
+def _groups() -> list[Any]:
+    group = art.TrajectoryGroup(
+        [rollout(None, QUESTION), rollout(None, [{"role": "user", "content": "1 and 1"}])]
+    )
+    return [group, art.TrajectoryGroup([rollout(None, "What is 7 + 8?")])]
+
+
+EXPECTED = [
+    {"prompt": OPENING, "answer": "5"},
+    {"prompt": [{"role": "user", "content": "1 and 1"}], "answer": "2"},
+    {
+        "prompt": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": "What is 7 + 8?"},
+        ],
+        "answer": "15",
+    },
+]
+
+
+def test_reads_the_parquet_model_log_writes(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")  # ART's writer needs it; CI installs it
+    from art.utils.trajectory_logging import write_trajectory_groups_parquet
+
+    path = tmp_path / "0001.parquet"
+    write_trajectory_groups_parquet(_groups(), path)
+    groups = art_backend.read_trajectory_groups(path)
+    assert [len(g.trajectories) for g in groups] == [2, 1]
+    assert art_backend.trajectory_groups_to_rows(groups) == EXPECTED
+    # the tool call survives the round trip as a plain dict
+    assert groups[0].trajectories[0].messages_and_choices[2]["tool_calls"][0]["id"] == "call_add"
+    assert _launch(rollout_func=None, options={"source": str(path)}) == EXPECTED
+
+
+def test_reads_arts_legacy_jsonl(tmp_path: Path) -> None:
+    from art.utils.trajectory_migration import serialize_trajectory_groups
+
+    path = tmp_path / "0001.jsonl"
+    path.write_text(serialize_trajectory_groups(_groups()) + "\n\n", encoding="utf-8")
+    groups = art_backend.read_trajectory_groups(path)
+    assert art_backend.trajectory_groups_to_rows(groups) == EXPECTED
+
+
+def test_reads_arts_sft_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "sft.jsonl"
+    lines = [{"messages": [*OPENING, {"role": "assistant", "content": "5"}]}]
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    rows = art_backend.trajectory_groups_to_rows(art_backend.read_trajectory_groups(path))
+    assert rows == [{"prompt": OPENING, "answer": "5"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"messages": []}\n{oops\n', r"bad\.jsonl:2: invalid JSON"),
+        ('{"trajectories": 3}\n', r"bad\.jsonl:1: 'trajectories' must be a list"),
+        (
+            '{"trajectories": [{"reward": 1}]}\n',
+            r":1: trajectories\[0\]: 'messages' must be a list",
+        ),
+        ('{"messages": [], "reward": "high"}\n', r":1: 'reward' must be a number, got str"),
+    ],
+)
+def test_a_bad_jsonl_line_is_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        art_backend.read_trajectory_groups(path)
+
+
+def test_unknown_files_and_double_sources_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"x\.csv: unsupported ART trajectory file"):
+        art_backend.read_trajectory_groups(tmp_path / "x.csv")
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"not parquet")
+    with pytest.raises(ValueError, match=r"junk\.parquet: not an ART trajectory Parquet file"):
+        art_backend.read_trajectory_groups(junk)
+    with pytest.raises(ValueError, match="set rollout_func or rollout_source, not both"):
+        _launch(options={"source": str(junk)})
