@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Union
-
-from typing_extensions import NotRequired, TypedDict
+from typing import Any, NotRequired, Union
 
 import msgspec
 from pydantic import TypeAdapter
-
-from _common import best_of, load_reference, message_rows, peak_bytes, string_rows
+from typing_extensions import TypedDict
 
 import agent_rollout
+from _common import best_of, load_reference, message_rows, peak_bytes, string_rows
 from agent_rollout import _engine
 
 
@@ -68,18 +66,27 @@ def main() -> int:
     if reference is None:
         print("note: ../shared/reference not found; the reference is left out", file=sys.stderr)
     runners = contenders(reference)
-    print(f"agent_rollout {agent_rollout.__version__}, default engine: "
-          f"{agent_rollout.implementation()}; {args.rows} rows, best of {args.repeat}")
-    for shape, make in (("string prompt + answer + 2 extra keys", string_rows),
-                        ("system+user messages + answer + 1 extra key", message_rows)):
+    print(
+        f"agent_rollout {agent_rollout.__version__}, default engine: "
+        f"{agent_rollout.implementation()}; {args.rows} rows, best of {args.repeat}"
+    )
+    for shape, make in (
+        ("string prompt + answer + 2 extra keys", string_rows),
+        ("system+user messages + answer + 1 extra key", message_rows),
+    ):
         rows = make(args.rows)
-        times = {name: best_of(lambda fn=fn: fn(rows), args.repeat) for name, fn in runners.items()}
+        times = {
+            name: best_of(lambda fn=fn, rows=rows: fn(rows), args.repeat)
+            for name, fn in runners.items()
+        }
         base = times.get("reference")
         msg = times["msgspec.convert"]
         print(f"\n## {shape}")
-        print(f"{'contender':<22} {'ms':>8} {'vs reference':>13} {'vs msgspec':>11} {'peak MiB':>9}")
+        print(
+            f"{'contender':<22} {'ms':>8} {'vs reference':>13} {'vs msgspec':>11} {'peak MiB':>9}"
+        )
         for name, seconds in times.items():
-            peak = peak_bytes(lambda fn=runners[name]: fn(rows)) / 2**20
+            peak = peak_bytes(lambda fn=runners[name], rows=rows: fn(rows)) / 2**20
             ref = f"{base / seconds:.2f}x" if base else "-"
             print(f"{name:<22} {seconds * 1e3:8.1f} {ref:>13} {msg / seconds:10.2f}x {peak:9.1f}")
     return 0

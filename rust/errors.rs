@@ -41,9 +41,17 @@ pub enum Fault {
     /// mapping's `items`), or by the interpreter (memory, Ctrl-C): passed on.
     Py(PyErr),
     /// A row broke a rule.
-    Row { rule: Rule, index: usize, line: Option<u64> },
+    Row {
+        rule: Rule,
+        index: usize,
+        line: Option<u64>,
+    },
     /// The whole input broke a rule (not iterable, empty, over the cap, bad file).
-    Input { code: &'static str, fact: Option<String>, line: Option<u64> },
+    Input {
+        code: &'static str,
+        fact: Option<String>,
+        line: Option<u64>,
+    },
 }
 
 impl From<PyErr> for Fault {
@@ -66,7 +74,11 @@ impl From<PyErr> for Bad {
 
 impl Bad {
     pub fn rule(code: &'static str, fact: Option<String>) -> Self {
-        Bad::Rule(Rule { code, rev_path: Vec::new(), fact })
+        Bad::Rule(Rule {
+            code,
+            rev_path: Vec::new(),
+            fact,
+        })
     }
 
     /// Prepend one path segment while the error travels outwards.
@@ -87,7 +99,11 @@ impl Bad {
 
 impl Fault {
     pub fn input(code: &'static str, fact: Option<String>) -> Self {
-        Fault::Input { code, fact, line: None }
+        Fault::Input {
+            code,
+            fact,
+            line: None,
+        }
     }
 
     /// Turn the fault into the Python exception, once, at the boundary.
@@ -102,7 +118,13 @@ impl Fault {
                     .map(|seg| seg_to_py(py, seg))
                     .collect();
                 PyTuple::new(py, segs).map(|path| {
-                    NativeRowError::new_err((rule.code, Some(index), path.unbind(), rule.fact, line))
+                    NativeRowError::new_err((
+                        rule.code,
+                        Some(index),
+                        path.unbind(),
+                        rule.fact,
+                        line,
+                    ))
                 })
             }
             Fault::Input { code, fact, line } => Ok(NativeRowError::new_err((
@@ -119,7 +141,10 @@ impl Fault {
 
 fn seg_to_py(py: Python<'_>, seg: Seg) -> Py<PyAny> {
     match seg {
-        Seg::Index(i) => i.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|never| match never {}),
+        Seg::Index(i) => i
+            .into_pyobject(py)
+            .map(|v| v.into_any().unbind())
+            .unwrap_or_else(|never| match never {}),
         Seg::PyKey(key) => key,
         Seg::Key(key) => pyo3::types::PyString::new(py, &key).into_any().unbind(),
     }

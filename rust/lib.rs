@@ -14,7 +14,10 @@ fn normalise_rows<'py>(
     max_rows: usize,
     max_depth: usize,
 ) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
-    let limits = rows::Limits { max_rows, max_depth };
+    let limits = rows::Limits {
+        max_rows,
+        max_depth,
+    };
     rows::normalise_rows(rows, limits).map_err(|fault| fault.into_pyerr(rows.py()))
 }
 

@@ -5,7 +5,9 @@
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple,
+};
 
 use crate::errors::{Bad, Fault, Seg};
 
@@ -51,7 +53,10 @@ fn type_name(obj: &Bound<'_, PyAny>) -> Option<String> {
 }
 
 /// Normalise every row of `rows` into a tuple of `{prompt, answer?}` dicts.
-pub fn normalise_rows<'py>(rows: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'py, PyTuple>, Fault> {
+pub fn normalise_rows<'py>(
+    rows: &Bound<'py, PyAny>,
+    limits: Limits,
+) -> Result<Bound<'py, PyTuple>, Fault> {
     let py = rows.py();
     if rows.is_none()
         || rows.is_instance_of::<PyString>()
@@ -80,7 +85,11 @@ pub fn normalise_rows<'py>(rows: &Bound<'py, PyAny>, limits: Limits) -> Result<B
         if index % SIGNAL_EVERY == SIGNAL_EVERY - 1 {
             py.check_signals()?;
         }
-        out.push(normalise_row(&row, limits).map_err(|bad| bad.at_row(index, None))?.into_any());
+        out.push(
+            normalise_row(&row, limits)
+                .map_err(|bad| bad.at_row(index, None))?
+                .into_any(),
+        );
     }
     if out.is_empty() {
         return Err(Fault::input("no_rows", None));
@@ -89,7 +98,10 @@ pub fn normalise_rows<'py>(rows: &Bound<'py, PyAny>, limits: Limits) -> Result<B
 }
 
 /// Look a key up in a row: the C lookup for a plain dict, `.get()` otherwise.
-fn row_get<'py>(row: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> Result<Option<Bound<'py, PyAny>>, Bad> {
+fn row_get<'py>(
+    row: &Bound<'py, PyAny>,
+    key: &Bound<'py, PyString>,
+) -> Result<Option<Bound<'py, PyAny>>, Bad> {
     let found = if let Ok(dict) = row.cast_exact::<PyDict>() {
         dict.get_item(key)?
     } else {
@@ -111,12 +123,15 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
     let Some(prompt) = prompt else {
         return Err(Bad::rule("prompt_missing", None).within(Seg::Key("prompt".into())));
     };
-    let prompt_value = normalise_prompt(&prompt, limits).map_err(|bad| bad.within(Seg::Key("prompt".into())))?;
+    let prompt_value =
+        normalise_prompt(&prompt, limits).map_err(|bad| bad.within(Seg::Key("prompt".into())))?;
     out.set_item(prompt_key, prompt_value)?;
 
     if let Some(answer) = row_get(row, answer_key)? {
         let Ok(text) = answer.cast::<PyString>() else {
-            return Err(Bad::rule("answer_type", type_name(&answer)).within(Seg::Key("answer".into())));
+            return Err(
+                Bad::rule("answer_type", type_name(&answer)).within(Seg::Key("answer".into()))
+            );
         };
         if !text.is_empty()? {
             out.set_item(answer_key, exact_str(text)?)?;
@@ -125,7 +140,10 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
     Ok(out)
 }
 
-fn normalise_prompt<'py>(prompt: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'py, PyAny>, Bad> {
+fn normalise_prompt<'py>(
+    prompt: &Bound<'py, PyAny>,
+    limits: Limits,
+) -> Result<Bound<'py, PyAny>, Bad> {
     if let Ok(text) = prompt.cast::<PyString>() {
         if text.is_empty()? {
             return Err(Bad::rule("prompt_empty", None));
@@ -148,7 +166,10 @@ fn normalise_prompt<'py>(prompt: &Bound<'py, PyAny>, limits: Limits) -> Result<B
     Ok(PyList::new(prompt.py(), out)?.into_any())
 }
 
-fn normalise_message<'py>(message: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'py, PyAny>, Bad> {
+fn normalise_message<'py>(
+    message: &Bound<'py, PyAny>,
+    limits: Limits,
+) -> Result<Bound<'py, PyAny>, Bad> {
     let py = message.py();
     let Some(out) = normalise_mapping(message, 1, limits)? else {
         return Err(Bad::rule("message_not_mapping", type_name(message)));
@@ -162,8 +183,16 @@ fn normalise_message<'py>(message: &Bound<'py, PyAny>, limits: Limits) -> Result
         Err(_) => false,
     };
     if !role_ok {
-        let fact = if role.is_instance_of::<PyString>() { Some(String::new()) } else { type_name(&role) };
-        let code = if role.is_instance_of::<PyString>() { "role_empty" } else { "role_type" };
+        let fact = if role.is_instance_of::<PyString>() {
+            Some(String::new())
+        } else {
+            type_name(&role)
+        };
+        let code = if role.is_instance_of::<PyString>() {
+            "role_empty"
+        } else {
+            "role_type"
+        };
         return Err(Bad::rule(code, fact).within(Seg::Key("role".into())));
     }
     Ok(out.into_any())
@@ -185,7 +214,11 @@ fn exact_str<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>>
 
 /// Convert a mapping (dict, dict subclass or other `Mapping`) at nesting
 /// `level` into a fresh dict. `Ok(None)`: the object is not a mapping at all.
-fn normalise_mapping<'py>(obj: &Bound<'py, PyAny>, level: usize, limits: Limits) -> Result<Option<Bound<'py, PyDict>>, Bad> {
+fn normalise_mapping<'py>(
+    obj: &Bound<'py, PyAny>,
+    level: usize,
+    limits: Limits,
+) -> Result<Option<Bound<'py, PyDict>>, Bad> {
     let py = obj.py();
     if let Ok(dict) = obj.cast::<PyDict>() {
         check_depth(level, limits)?;
@@ -197,8 +230,15 @@ fn normalise_mapping<'py>(obj: &Bound<'py, PyAny>, level: usize, limits: Limits)
         // SAFETY: PyDict_Next hands out borrowed references, which are turned
         // into owned ones at once, before any Python code can run; the size
         // check below stops the walk if that code resized the dict.
-        while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) } != 0 {
-            let (key, value) = unsafe { (Bound::from_borrowed_ptr(py, key_ptr), Bound::from_borrowed_ptr(py, value_ptr)) };
+        while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) }
+            != 0
+        {
+            let (key, value) = unsafe {
+                (
+                    Bound::from_borrowed_ptr(py, key_ptr),
+                    Bound::from_borrowed_ptr(py, value_ptr),
+                )
+            };
             put_entry(&out, &key, &value, level, limits)?;
             if dict.len() != size {
                 return Err(Bad::Py(pyo3::exceptions::PyRuntimeError::new_err(
@@ -228,18 +268,29 @@ fn check_depth(level: usize, limits: Limits) -> Result<(), Bad> {
     Ok(())
 }
 
-fn put_entry<'py>(out: &Bound<'py, PyDict>, key: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>, level: usize, limits: Limits) -> Result<(), Bad> {
+fn put_entry<'py>(
+    out: &Bound<'py, PyDict>,
+    key: &Bound<'py, PyAny>,
+    value: &Bound<'py, PyAny>,
+    level: usize,
+    limits: Limits,
+) -> Result<(), Bad> {
     let Ok(key) = key.cast::<PyString>() else {
         return Err(Bad::rule("key_not_str", type_name(key)));
     };
     let key = exact_str(key)?;
-    let value = normalise_value(value, level + 1, limits).map_err(|bad| bad.within(Seg::PyKey(key.clone().into_any().unbind())))?;
+    let value = normalise_value(value, level + 1, limits)
+        .map_err(|bad| bad.within(Seg::PyKey(key.clone().into_any().unbind())))?;
     out.set_item(key, value)?;
     Ok(())
 }
 
 /// Convert one JSON-like value found at nesting `level` (used if it is a container).
-fn normalise_value<'py>(value: &Bound<'py, PyAny>, level: usize, limits: Limits) -> Result<Bound<'py, PyAny>, Bad> {
+fn normalise_value<'py>(
+    value: &Bound<'py, PyAny>,
+    level: usize,
+    limits: Limits,
+) -> Result<Bound<'py, PyAny>, Bad> {
     let py = value.py();
     // Exact built-in types first: the common case costs a pointer compare.
     if value.is_exact_instance_of::<PyString>()
@@ -258,7 +309,10 @@ fn normalise_value<'py>(value: &Bound<'py, PyAny>, level: usize, limits: Limits)
         let mut i = 0;
         while i < items.len() {
             let item = items.get_item(i)?;
-            out.push(normalise_value(&item, level + 1, limits).map_err(|bad| bad.within(Seg::Index(i)))?);
+            out.push(
+                normalise_value(&item, level + 1, limits)
+                    .map_err(|bad| bad.within(Seg::Index(i)))?,
+            );
             i += 1;
         }
         return Ok(PyList::new(py, out)?.into_any());
@@ -267,7 +321,10 @@ fn normalise_value<'py>(value: &Bound<'py, PyAny>, level: usize, limits: Limits)
         check_depth(level, limits)?;
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            out.push(normalise_value(&item, level + 1, limits).map_err(|bad| bad.within(Seg::Index(i)))?);
+            out.push(
+                normalise_value(&item, level + 1, limits)
+                    .map_err(|bad| bad.within(Seg::Index(i)))?,
+            );
         }
         return Ok(PyList::new(py, out)?.into_any());
     }
@@ -277,7 +334,9 @@ fn normalise_value<'py>(value: &Bound<'py, PyAny>, level: usize, limits: Limits)
     if value.is_instance_of::<PyInt>() {
         // SAFETY: attached; PyNumber_Index returns an exact int for an int
         // subclass without calling user code, or NULL with an exception set.
-        return Ok(unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))? });
+        return Ok(unsafe {
+            Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))?
+        });
     }
     if let Ok(number) = value.cast::<PyFloat>() {
         let exact = PyFloat::new(py, number.value());

@@ -70,8 +70,11 @@ def values(odd: bool) -> st.SearchStrategy[Any]:
 
 
 def messages(odd: bool) -> st.SearchStrategy[Any]:
-    roles = st.one_of(st.sampled_from(["system", "user", "assistant", ""]), st.integers(),
-                      st.none()) if odd else st.sampled_from(["system", "user", "assistant"])
+    roles = (
+        st.one_of(st.sampled_from(["system", "user", "assistant", ""]), st.integers(), st.none())
+        if odd
+        else st.sampled_from(["system", "user", "assistant"])
+    )
     message = st.builds(
         lambda role, extra, drop_role: extra | ({} if drop_role else {"role": role}),
         roles,
@@ -91,8 +94,9 @@ def rows(odd: bool) -> st.SearchStrategy[Any]:
         answer = st.one_of(answer, scalars)
     row = st.builds(
         lambda p, a, extra: {"prompt": p, "answer": a} | extra,
-        prompt, answer, st.dictionaries(st.sampled_from(["reward", "id", "meta"]), values(odd),
-                                        max_size=2),
+        prompt,
+        answer,
+        st.dictionaries(st.sampled_from(["reward", "id", "meta"]), values(odd), max_size=2),
     )
     if odd:
         row = st.one_of(row, st.dictionaries(keys, values(odd), max_size=2), scalars)
@@ -103,9 +107,13 @@ def run(engine: str, data: Any, max_rows: int) -> tuple[str, Any]:
     previous = _engine._set_engine(engine)  # type: ignore[arg-type]
     try:
         return "ok", normalise_rollout_rows(data, max_rows=max_rows)
-    except Exception as exc:  # noqa: BLE001 - the point is to compare any failure
-        return "error", (type(exc).__name__, str(exc), getattr(exc, "index", None),
-                         getattr(exc, "path", None))
+    except Exception as exc:
+        return "error", (
+            type(exc).__name__,
+            str(exc),
+            getattr(exc, "index", None),
+            getattr(exc, "path", None),
+        )
     finally:
         _engine._set_engine(previous)
 

@@ -72,8 +72,13 @@ def test_message_prompt_kept(engine: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "fact"),
-    [(None, "NoneType"), ("rows", "str"), (b"rows", "bytes"), (bytearray(b"x"), "bytearray"),
-     (42, "int")],
+    [
+        (None, "NoneType"),
+        ("rows", "str"),
+        (b"rows", "bytes"),
+        (bytearray(b"x"), "bytearray"),
+        (42, "int"),
+    ],
 )
 def test_whole_input_not_iterable(engine: str, raw: object, fact: str) -> None:
     with pytest.raises(ValueError) as info:
@@ -106,14 +111,23 @@ def test_row_must_be_mapping(engine: str) -> None:
 @pytest.mark.parametrize(
     ("row", "code", "text"),
     [
-        ({}, "prompt_missing",
-         "row 0: prompt: missing (every row needs a 'prompt': a str or a list of chat messages)"),
+        (
+            {},
+            "prompt_missing",
+            "row 0: prompt: missing (every row needs a 'prompt': a str or a list of chat messages)",
+        ),
         ({"prompt": None}, "prompt_missing", None),
-        ({"prompt": ""}, "prompt_empty",
-         "row 0: prompt: empty prompt (a non-empty str or at least one message is required)"),
+        (
+            {"prompt": ""},
+            "prompt_empty",
+            "row 0: prompt: empty prompt (a non-empty str or at least one message is required)",
+        ),
         ({"prompt": []}, "prompt_empty", None),
-        ({"prompt": 3}, "prompt_type",
-         "row 0: prompt: must be a str or a list of chat messages, got 'int'"),
+        (
+            {"prompt": 3},
+            "prompt_type",
+            "row 0: prompt: must be a str or a list of chat messages, got 'int'",
+        ),
         ({"prompt": ({"role": "user"},)}, "prompt_type", None),
         ({"prompt": Text("")}, "prompt_empty", None),
     ],
@@ -145,11 +159,21 @@ def test_message_must_be_mapping(engine: str) -> None:
 @pytest.mark.parametrize(
     ("message", "path", "code", "tail"),
     [
-        ({"content": "x"}, "prompt[0]", "role_missing", "a chat message needs a 'role' (a non-empty str)"),
+        (
+            {"content": "x"},
+            "prompt[0]",
+            "role_missing",
+            "a chat message needs a 'role' (a non-empty str)",
+        ),
         ({"role": None}, "prompt[0].role", "role_type", "must be a non-empty str, got 'NoneType'"),
         ({"role": 1}, "prompt[0].role", "role_type", "must be a non-empty str, got 'int'"),
         ({"role": ""}, "prompt[0].role", "role_empty", "must be a non-empty str, got ''"),
-        ({"role": "u", 3: "x"}, "prompt[0]", "key_not_str", "keys must be str, got a key of type 'int'"),
+        (
+            {"role": "u", 3: "x"},
+            "prompt[0]",
+            "key_not_str",
+            "keys must be str, got a key of type 'int'",
+        ),
     ],
 )
 def test_role_and_key_rules(engine: str, message: dict, path: str, code: str, tail: str) -> None:
@@ -159,8 +183,7 @@ def test_role_and_key_rules(engine: str, message: dict, path: str, code: str, ta
 
 
 def test_unsupported_value_names_path_and_type(engine: str) -> None:
-    row = {"prompt": [{"role": "system", "content": "s"},
-                      {"role": "user", "content": [Image()]}]}
+    row = {"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": [Image()]}]}
     err = rows_error([{"prompt": "fine"}] * 12 + [row])
     assert (err.index, err.path, err.code) == (12, "prompt[1].content[0]", "value_type")
     assert str(err) == (
@@ -244,8 +267,10 @@ def test_output_is_a_deep_copy(engine: str) -> None:
     assert row["prompt"][0]["content"][0] is not content[0]
     content[0]["tags"].append("mutated")
     message["role"] = "assistant"
-    assert row["prompt"][0] == {"role": "user",
-                                "content": [{"type": "text", "text": "hi", "tags": ["a"]}]}
+    assert row["prompt"][0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "hi", "tags": ["a"]}],
+    }
 
 
 def exact_types(value: object) -> set[type]:
@@ -270,15 +295,23 @@ def test_subclasses_become_builtin_types(engine: str) -> None:
         pass
 
     row = UserDict(
-        prompt=Items([
-            OrderedDict(role=Role("user"), n=Count(3), x=Score(1.5),
-                        parts=Pair((Text("t"), Frozen({"k": Items([True, None])})))),
-        ]),
+        prompt=Items(
+            [
+                OrderedDict(
+                    role=Role("user"),
+                    n=Count(3),
+                    x=Score(1.5),
+                    parts=Pair((Text("t"), Frozen({"k": Items([True, None])}))),
+                ),
+            ]
+        ),
         answer=Role("yes"),
     )
     (out,) = normalise_rollout_rows([row])
-    assert out == {"prompt": [{"role": "user", "n": 3, "x": 1.5,
-                               "parts": ["t", {"k": [True, None]}]}], "answer": "yes"}
+    assert out == {
+        "prompt": [{"role": "user", "n": 3, "x": 1.5, "parts": ["t", {"k": [True, None]}]}],
+        "answer": "yes",
+    }
     assert exact_types(out) <= {dict, list, str, int, float, bool, type(None)}
     assert type(out["answer"]) is str
 
@@ -294,7 +327,8 @@ def test_any_iterable_of_mappings(engine: str) -> None:
     assert normalise_rollout_rows(gen) == ({"prompt": "p0"}, {"prompt": "p1"}, {"prompt": "p2"})
     assert normalise_rollout_rows(({"prompt": "t"},)) == ({"prompt": "t"},)
     assert normalise_rollout_rows([Frozen({"prompt": "m", "answer": "a"})]) == (
-        {"prompt": "m", "answer": "a"},)
+        {"prompt": "m", "answer": "a"},
+    )
 
 
 # ---- the row cap ----------------------------------------------------------------------

@@ -102,9 +102,9 @@ def _row(row: Any, max_depth: int) -> dict:
     answer = _get(row, "answer")
     if answer is not None:
         if not isinstance(answer, str):
-            bad = _Bad("answer_type", _name(answer))
-            bad.rev_path.append("answer")
-            raise bad
+            wrong = _Bad("answer_type", _name(answer))
+            wrong.rev_path.append("answer")
+            raise wrong
         if str.__len__(answer):
             out["answer"] = answer if type(answer) is str else str.__str__(answer)
     return out
@@ -124,9 +124,9 @@ def _messages(prompt: list, max_depth: int) -> list:
             if role is None and "role" not in converted:
                 raise _Bad("role_missing")
             if type(role) is not str or not role:
-                bad = _Bad("role_empty" if type(role) is str else "role_type", _name(role))
-                bad.rev_path.append("role")
-                raise bad
+                wrong = _Bad("role_empty" if type(role) is str else "role_type", _name(role))
+                wrong.rev_path.append("role")
+                raise wrong
         except _Bad as bad:
             bad.rev_path.append(i)
             raise

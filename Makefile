@@ -1,0 +1,60 @@
+# One entry point per check. Everything runs inside .venv, made on first use.
+#   make demo   set up, then run the whole job on the bundled example
+#   make test   set up, build, lint, then run the test suite (both engines)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+NEMO_GYM_DATA ?= $(HOME)/.cache/agent_rollout/nemo_gym-0.4.0
+
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
+
+.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest pytest test bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Rebuild the extension (release) after any Rust change; fast when nothing changed.
+build: setup
+	$(BIN)/maturin develop --release --quiet --skip-install 2>/dev/null || $(BIN)/maturin develop --release
+
+demo: build
+	$(BIN)/agent-rollout demo
+
+fmt-check:
+	cargo fmt --check
+
+clippy:
+	cargo clippy --all-targets --locked -- -D warnings
+
+ruff: setup
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+
+mypy: setup
+	$(BIN)/mypy
+
+stubtest: build
+	$(BIN)/python -m mypy.stubtest agent_rollout._native
+
+lint: fmt-check clippy ruff mypy stubtest
+
+# NeMo Gym's example data (the wheel is downloaded and unpacked, never installed).
+nemo-gym-data: setup
+	PYTHON=$(BIN)/python bash scripts/fetch_nemo_gym_data.sh $(NEMO_GYM_DATA)
+
+pytest: build nemo-gym-data
+	$(BIN)/python -c "import agent_rollout as a, sys; e = a.implementation(); print('engine in use:', e); sys.exit(e != 'rust')"
+	$(BIN)/python -m pytest
+
+test: lint pytest
+
+bench: build
+	$(BIN)/python benches/bench_rows.py
