@@ -171,7 +171,9 @@ def resolve_rollout_func(spec: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_path)
     except ImportError as exc:
-        raise ValueError(f"rollout_func module {module_path!r} could not be imported: {exc}") from exc
+        raise ValueError(
+            f"rollout_func module {module_path!r} could not be imported: {exc}"
+        ) from exc
     if not hasattr(module, fn_name):
         raise ValueError(
             f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}"

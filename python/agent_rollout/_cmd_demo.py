@@ -15,8 +15,9 @@ import importlib.util
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
@@ -47,11 +48,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"demo: the bundled config is invalid:\n{exc}")
         return 1
     kwargs = settings.to_launch_kwargs()
-    print(f"1. config  {config_path.name}: valid; backend={kwargs['name']} "
-          f"rollout_func={kwargs['rollout_func']} max_steps={kwargs['max_steps']}")
+    print(
+        f"1. config  {config_path.name}: valid; backend={kwargs['name']} "
+        f"rollout_func={kwargs['rollout_func']} max_steps={kwargs['max_steps']}"
+    )
 
-    seeds = [json.loads(line) for line in
-             (EXAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    seeds = [
+        json.loads(line)
+        for line in (EXAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     live = not args.offline and importlib.util.find_spec("openenv") is not None
     start = time.perf_counter()
     if live:
@@ -64,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
         result = launch_rollout(prompts=seeds, **(kwargs | {"rollout_func": offline}))
         how = "offline (" + ("--offline" if args.offline else "openenv-core not installed") + ")"
     elapsed = time.perf_counter() - start
-    print(f"2. rollout {len(result.rows)} rows from {len(seeds)} seed prompts, {how}, "
-          f"{elapsed:.2f} s")
+    print(
+        f"2. rollout {len(result.rows)} rows from {len(seeds)} seed prompts, {how}, {elapsed:.2f} s"
+    )
     print(f"   first row: {json.dumps(result.rows[0], ensure_ascii=False)}")
 
     raw = offline_rollout(seeds, rows=args.rows)
@@ -80,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
             timings[engine] = _best_ms(lambda: normalise_rollout_rows(raw, max_rows=len(raw)))
         finally:
             _engine._set_engine(previous)
-        print(f"   {engine:<7} {timings[engine]:8.1f} ms  "
-              f"({len(raw) / timings[engine] * 1e3:,.0f} rows/s)")
+        print(
+            f"   {engine:<7} {timings[engine]:8.1f} ms  "
+            f"({len(raw) / timings[engine] * 1e3:,.0f} rows/s)"
+        )
     if len(timings) == 2:
         print(f"   rust is {timings['python'] / timings['rust']:.1f}x faster than pure Python")
     return 0

@@ -68,7 +68,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
         print(
