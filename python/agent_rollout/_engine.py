@@ -8,6 +8,7 @@ twin. If the native module is missing or broken the twin takes over and a
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from collections.abc import Callable
@@ -24,11 +25,14 @@ PURE_PYTHON_ENV = "AGENT_ROLLOUT_PURE_PYTHON"
 _native: Any = None
 if os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
     try:
-        from . import _native  # type: ignore[no-redef]
+        _native = importlib.import_module(f"{__package__}._native")
     except ImportError as exc:
-        # Only the native module's own absence (or a broken build of it) falls
-        # back; an ImportError about anything else is a real bug: re-raise.
-        if exc.name not in (None, f"{__package__}._native"):
+        # Fall back only when the native module itself is absent or broken (a
+        # file that is missing, truncated or built for another interpreter);
+        # an ImportError about anything else is a real bug: re-raise it.
+        here = os.path.dirname(os.path.abspath(__file__))
+        own_file = exc.path is not None and os.path.dirname(os.path.abspath(exc.path)) == here
+        if exc.name != f"{__package__}._native" and not (exc.name == "_native" and own_file):
             raise
         warnings.warn(
             f"agent_rollout: the Rust engine could not be imported ({exc}); "

@@ -18,7 +18,7 @@ from ._backends import (
     validate_rollout_backend,
     validate_rollout_func,
 )
-from ._engine import normalise_rollout_rows
+from ._engine import check_max_rows, normalise_rollout_rows
 
 RolloutRunner = Callable[..., Any]
 
@@ -121,6 +121,7 @@ def launch_rollout(
     """
     backend = validate_rollout_backend(name)
     steps = _check_steps(max_steps)
+    max_rows = check_max_rows(max_rows)
     if prompts is not None and (
         isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence)
     ):
