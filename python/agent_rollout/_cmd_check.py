@@ -1,0 +1,175 @@
+"""``agent-rollout check FILE...``: validate training configs with positioned errors.
+
+Exit status: 0 when every file is valid, 1 when any is not, 2 for a usage or
+internal error. Module-level imports stay in the standard library so that
+start-up is fast; the loader (pydantic, PyYAML) is imported inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Optional, TextIO
+
+if TYPE_CHECKING:
+    from agent_rollout._loader import CheckResult, ConfigIssue
+
+__all__ = ["add_arguments", "github_annotation", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Check the rollout settings of training config files (.yaml, .yml, .json, "
+        ".toml). Errors read path:line:col: location: message."
+    )
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="config files; '-' reads standard input"
+    )
+    parser.add_argument(
+        "--section",
+        default="training",
+        help="top-level key holding the settings (default: training; '' for the top level)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text: one line per error; json: one report; github: workflow annotations",
+    )
+    parser.add_argument(
+        "--stdin-format",
+        choices=("yaml", "json", "toml"),
+        default="yaml",
+        help="format of '-' (standard input); default: yaml",
+    )
+    parser.add_argument(
+        "--resolve",
+        action="store_true",
+        help="also import rollout_func and check it takes the seed prompts (runs user code)",
+    )
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotation(issue: ConfigIssue) -> str:
+    """One ``::error`` workflow command, escaped the way GitHub Actions reads them."""
+    where = f"{issue.location}: " if issue.location else ""
+    return (
+        f"::error file={_escape_property(issue.path)},line={issue.line},col={issue.col},"
+        f"title={_escape_property('agent-rollout check')}::{_escape_data(where + issue.message)}"
+    )
+
+
+# How each backend calls rollout_func: openenv hands it the list of seed
+# prompts; art and ruler call it once per prompt with the model first.
+_CALL_SHAPES = {"openenv": ("fn(prompts)", 1), "art": ("fn(model, prompt)", 2)}
+
+
+def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[ConfigIssue]:
+    """Import ``rollout_func`` and check the backend can call it with the seed prompts."""
+    import inspect
+
+    from agent_rollout._backends import resolve_rollout_func
+    from agent_rollout._loader import ConfigIssue
+
+    settings = result.settings
+    if settings is None or settings.rollout_func is None:
+        return None
+    shape = ""
+    path = (section, "rollout_func") if section is not None else ("rollout_func",)
+    line, col = result.key_positions.get(path, ((1, 1), (1, 1)))[1]
+    location = ".".join(path)
+    try:
+        func = resolve_rollout_func(settings.rollout_func)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError):
+            return None  # no introspectable signature (some builtins): nothing to check
+        shape, count = _CALL_SHAPES.get(settings.rollout_backend or "", _CALL_SHAPES["art"])
+        signature.bind(*(["seed prompt"] * count))
+    except TypeError as exc:
+        message = (
+            f"rollout_func {settings.rollout_func!r} cannot be called as {shape} "
+            f"with the seed prompts: {exc}"
+        )
+        return ConfigIssue(result.source, line, col, location, message, "resolve")
+    except Exception as exc:  # importing user code may raise anything
+        message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        return ConfigIssue(result.source, line, col, location, message, "resolve")
+    return None
+
+
+def _check_all(args: argparse.Namespace) -> list[CheckResult]:
+    from agent_rollout._loader import check_bytes, check_file
+
+    section: Optional[str] = args.section or None
+    results = []
+    for name in args.files:
+        if name == "-":
+            result = check_bytes(
+                sys.stdin.buffer.read(), format=args.stdin_format, source="<stdin>", section=section
+            )
+        else:
+            result = check_file(name, section=section)
+        if args.resolve:
+            problem = _resolve_issue(result, section)
+            if problem is not None:
+                result.issues.append(problem)
+                result.settings = None
+        results.append(result)
+    return results
+
+
+def _summary(results: list[CheckResult]) -> dict[str, int]:
+    invalid = sum(1 for result in results if result.issues)
+    return {
+        "files": len(results),
+        "valid": len(results) - invalid,
+        "invalid": invalid,
+        "errors": sum(len(result.issues) for result in results),
+    }
+
+
+def _report(results: list[CheckResult], style: str, out: TextIO) -> None:
+    counts = _summary(results)
+    if style == "json":
+        report: dict[str, Any] = {
+            "valid": counts["invalid"] == 0,
+            "summary": counts,
+            "files": [
+                {
+                    "path": result.source,
+                    "valid": not result.issues,
+                    "errors": [issue.as_dict() for issue in result.issues],
+                }
+                for result in results
+            ],
+        }
+        out.write(json.dumps(report, indent=2) + "\n")
+        return
+    for result in results:
+        for issue in result.issues:
+            out.write((github_annotation(issue) if style == "github" else issue.format()) + "\n")
+    plural = "" if counts["files"] == 1 else "s"
+    out.write(
+        f"checked {counts['files']} file{plural}: {counts['valid']} valid, "
+        f"{counts['invalid']} invalid, {counts['errors']} error"
+        f"{'' if counts['errors'] == 1 else 's'}\n"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        results = _check_all(args)
+        _report(results, args.format, sys.stdout)
+    except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
+        sys.stderr.write(f"agent-rollout check: internal error: {type(exc).__name__}: {exc}\n")
+        return 2
+    return 1 if any(result.issues for result in results) else 0

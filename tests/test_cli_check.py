@@ -1,0 +1,231 @@
+"""`agent-rollout check` and `agent-rollout schema`, run as real processes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import agent_rollout
+from agent_rollout._cmd_check import github_annotation
+from agent_rollout._loader import ConfigIssue
+
+PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
+
+# Until the package's own entry point exists, build the parser the way cli.py
+# does: one subparser per command module, add_arguments() then run().
+HARNESS = """
+import argparse, sys
+from importlib import import_module
+parser = argparse.ArgumentParser(prog="agent-rollout")
+commands = parser.add_subparsers(dest="command", required=True)
+for name in ("check", "schema"):
+    module = import_module(f"agent_rollout._cmd_{name}")
+    sub = commands.add_parser(name)
+    module.add_arguments(sub)
+    sub.set_defaults(run=module.run)
+args = parser.parse_args()
+sys.exit(args.run(args))
+"""
+
+
+def cli_prefix() -> list[str]:
+    has_main = importlib.util.find_spec("agent_rollout.__main__") is not None
+    has_cli = importlib.util.find_spec("agent_rollout.cli") is not None
+    if has_main and has_cli:
+        return [sys.executable, "-m", "agent_rollout"]
+    return [sys.executable, "-c", HARNESS]
+
+
+def cli(*args: str, stdin: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [*cli_prefix(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    good = tmp_path / "good.yaml"
+    good.write_text("training:\n  rollout_backend: art\n  rollout_func: m:f\n", encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  rollout_backend: verl\n  rollout_fucn: m:f\n", encoding="utf-8")
+    toml = tmp_path / "good.toml"
+    toml.write_text('[training]\nrollout_backend = "nemo_gym"\n', encoding="utf-8")
+    return {"good": good, "bad": bad, "toml": toml}
+
+
+def test_all_valid_exits_0_with_a_summary(files: dict[str, Path]) -> None:
+    done = cli("check", str(files["good"]), str(files["toml"]))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "checked 2 files: 2 valid, 0 invalid, 0 errors\n"
+
+
+def test_text_format_lists_positioned_errors_then_the_summary(files: dict[str, Path]) -> None:
+    done = cli("check", str(files["good"]), str(files["bad"]))
+    assert done.returncode == 1
+    bad = files["bad"]
+    assert done.stdout.splitlines() == [
+        f"{bad}:2:20: training.rollout_backend: rollout_backend='verl' is not supported; "
+        "valid: art, nemo_gym, openenv, ruler",
+        f"{bad}:3:3: training.rollout_fucn: unknown key 'rollout_fucn'; "
+        "did you mean 'rollout_func'?",
+        "checked 2 files: 1 valid, 1 invalid, 2 errors",
+    ]
+
+
+def test_json_format_is_one_report(files: dict[str, Path]) -> None:
+    done = cli("check", "--format", "json", str(files["good"]), str(files["bad"]))
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["valid"] is False
+    assert report["summary"] == {"files": 2, "valid": 1, "invalid": 1, "errors": 2}
+    assert [entry["valid"] for entry in report["files"]] == [True, False]
+    first = report["files"][1]["errors"][0]
+    assert (first["line"], first["col"], first["kind"]) == (2, 20, "value")
+
+
+def test_github_format_annotations(files: dict[str, Path]) -> None:
+    done = cli("check", "--format", "github", str(files["bad"]))
+    assert done.returncode == 1
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(
+        f"::error file={files['bad']},line=2,col=20,title=agent-rollout check::"
+    )
+    assert first.endswith("valid: art, nemo_gym, openenv, ruler")
+
+
+def test_github_escaping() -> None:
+    issue = ConfigIssue("a,b:c%.yaml", 3, 4, "training.x", "100% bad\r\nnext, line: here", "value")
+    assert github_annotation(issue) == (
+        "::error file=a%2Cb%3Ac%25.yaml,line=3,col=4,title=agent-rollout check::"
+        "training.x: 100%25 bad%0D%0Anext, line: here"
+    )
+
+
+def test_stdin_with_its_format_flag() -> None:
+    done = cli("check", "-", stdin="training:\n  rollout_backend: nope\n")
+    assert done.returncode == 1
+    assert done.stdout.startswith("<stdin>:2:20: training.rollout_backend:")
+    done = cli(
+        "check",
+        "--stdin-format",
+        "json",
+        "-",
+        stdin='{"training": {"rollout_backend": "nemo_gym"}}',
+    )
+    assert done.returncode == 0, done.stdout
+    done = cli("check", "--stdin-format", "toml", "-", stdin="[training]\nrollout_backend = 3\n")
+    assert done.returncode == 1
+    assert done.stdout.startswith("<stdin>:2:19: training.rollout_backend: rollout_backend must")
+
+
+def test_section_flag(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("rl:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
+    assert cli("check", "--section", "rl", str(path)).returncode == 0
+    done = cli("check", str(path))
+    assert done.returncode == 1
+    assert "section 'training' is missing" in done.stdout
+    flat = tmp_path / "flat.json"
+    flat.write_text('{"rollout_backend": "art", "rollout_func": "m:f"}', encoding="utf-8")
+    assert cli("check", "--section", "", str(flat)).returncode == 0
+
+
+def test_usage_errors_exit_2(files: dict[str, Path]) -> None:
+    assert cli("check").returncode == 2
+    assert cli("check", "--format", "xml", str(files["good"])).returncode == 2
+
+
+def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
+    (tmp_path / "user_rollouts.py").write_text(
+        "def good(prompts):\n    return []\n"
+        "def two_args(a, b):\n    return []\n"
+        "def art_style(model, prompt):\n    return None\n"
+        "not_callable = 3\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "c.yaml"
+
+    def check(func: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        config.write_text(
+            f"training:\n  rollout_backend: openenv\n  rollout_func: {func}\n", encoding="utf-8"
+        )
+        return cli("check", *flags, str(config), cwd=tmp_path)
+
+    assert check("user_rollouts:missing").returncode == 0  # not imported without --resolve
+    assert check("user_rollouts:good", "--resolve").returncode == 0
+    art = tmp_path / "art.yaml"
+    art.write_text(
+        "training:\n  rollout_backend: art\n  rollout_func: user_rollouts:art_style\n",
+        encoding="utf-8",
+    )
+    assert cli("check", "--resolve", str(art), cwd=tmp_path).returncode == 0
+    art.write_text(art.read_text(encoding="utf-8").replace("art_style", "good"), encoding="utf-8")
+    done = cli("check", "--resolve", str(art), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "cannot be called as fn(model, prompt)" in done.stdout
+    for func, needle in (
+        ("user_rollouts:missing", "has no attribute 'missing'"),
+        ("user_rollouts:not_callable", "not callable"),
+        ("user_rollouts:two_args", "cannot be called as fn(prompts) with the seed prompts"),
+        ("user_rollouts:art_style", "cannot be called as fn(prompts)"),
+        ("no_such_module_xyz:f", "could not be imported"),
+    ):
+        done = check(func, "--resolve")
+        assert done.returncode == 1, func
+        assert done.stdout.startswith(f"{config}:3:17: training.rollout_func: "), done.stdout
+        assert needle in done.stdout
+
+
+def test_schema_command_prints_and_writes(tmp_path: Path) -> None:
+    done = cli("schema")
+    assert done.returncode == 0
+    schema = json.loads(done.stdout)
+    assert schema["required"] == ["training"]
+    out = tmp_path / "s.json"
+    assert cli("schema", "--section", "rl", "-o", str(out)).returncode == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["required"] == ["rl"]
+    done = cli("schema", "-o", str(tmp_path / "no" / "dir" / "s.json"))
+    assert done.returncode == 2
+    assert "cannot write" in done.stderr
+
+
+def test_check_imports_stay_light() -> None:
+    code = (
+        "import sys, argparse\n"
+        "import agent_rollout._cmd_check as c, agent_rollout._cmd_schema as s\n"
+        "heavy = [m for m in ('pydantic', 'yaml', 'jsonschema') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
+
+
+def test_pre_commit_hook_manifest() -> None:
+    import yaml
+
+    manifest = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
+    hooks = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    assert [hook["id"] for hook in hooks] == ["agent-rollout-check"]
+    hook = hooks[0]
+    assert hook["entry"] == "agent-rollout check"
+    assert hook["language"] == "python"
+    assert set(hook["types_or"]) == {"yaml", "json", "toml"}

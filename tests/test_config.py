@@ -1,0 +1,369 @@
+"""The pydantic models: annotated types, RolloutSettings rules, look-alike keys."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+import agent_rollout
+from agent_rollout._backends import (
+    BACKEND_NAMES,
+    MAX_ROLLOUT_FUNC_LEN,
+    MAX_ROLLOUT_STEPS,
+    validate_rollout_backend,
+    validate_rollout_func,
+)
+from agent_rollout.config import (
+    ROLLOUT_KEYS,
+    RolloutBackend,
+    RolloutFunc,
+    RolloutSettings,
+    lookalike_key,
+    nearest_key,
+)
+
+BACKEND = TypeAdapter(RolloutBackend)
+FUNC = TypeAdapter(RolloutFunc)
+
+
+def errors_of(data: Any) -> list[tuple[tuple[Any, ...], str]]:
+    with pytest.raises(ValidationError) as caught:
+        RolloutSettings.model_validate(data)
+    return [(tuple(error["loc"]), error["msg"]) for error in caught.value.errors()]
+
+
+def only_message(data: Any) -> str:
+    errors = errors_of(data)
+    assert len(errors) == 1, errors
+    return errors[0][1]
+
+
+# ------------------------------------------------------------ RolloutBackend
+
+
+@pytest.mark.parametrize("name", ["art", "ART", "Ruler", "NEMO_GYM", "OpenEnv"])
+def test_backend_type_folds_case_to_canonical(name: str) -> None:
+    assert BACKEND.validate_python(name) == name.lower()
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        (True, "must be a string, got bool"),
+        (3, "must be a string, got int"),
+        ("", "non-empty"),
+        ("art\x00", "null bytes"),
+        ("x" * 33, "exceeds 32 chars"),
+        ("verl", "'verl' is not supported; valid: art, nemo_gym, openenv, ruler"),
+    ],
+)
+def test_backend_type_errors_keep_the_facts(value: object, needle: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        BACKEND.validate_python(value)
+    assert needle in caught.value.errors()[0]["msg"]
+
+
+@given(st.one_of(st.text(max_size=40), st.sampled_from(BACKEND_NAMES).map(str.upper)))
+def test_backend_type_accepts_exactly_what_the_function_accepts(value: str) -> None:
+    try:
+        expected: Optional[str] = validate_rollout_backend(value)
+    except ValueError:
+        expected = None
+    try:
+        got: Optional[str] = BACKEND.validate_python(value)
+    except ValidationError:
+        got = None
+    assert got == expected
+
+
+def test_backend_type_json_schema_has_enum_description_examples() -> None:
+    schema = BACKEND.json_schema()
+    assert schema["enum"] == list(BACKEND_NAMES)
+    assert schema["description"]
+    assert set(schema["examples"]) <= set(BACKEND_NAMES)
+
+
+# ------------------------------------------------------------ RolloutFunc
+
+
+@given(st.text(alphabet="ab_.:1\n", max_size=12))
+def test_func_type_accepts_exactly_what_the_function_accepts(value: str) -> None:
+    try:
+        expected = validate_rollout_func(value)
+    except ValueError:
+        expected = None
+    try:
+        got: Optional[str] = FUNC.validate_python(value)
+    except ValidationError:
+        got = None
+    assert got == expected
+
+
+def test_func_type_refuses_trailing_newline_and_keeps_value_in_message() -> None:
+    with pytest.raises(ValidationError) as caught:
+        FUNC.validate_python("pkg.mod:fn\n")
+    assert "'pkg.mod:fn\\n' must match 'module.path:function_name'" in str(caught.value)
+
+
+def test_func_type_json_schema_pattern_and_message() -> None:
+    schema = FUNC.json_schema()
+    assert schema["pattern"].startswith("^") and schema["pattern"].endswith("$")
+    assert schema["maxLength"] == MAX_ROLLOUT_FUNC_LEN
+    assert "module.path:function_name" in schema["patternErrorMessage"]
+    assert schema["examples"] and schema["description"]
+
+
+def test_trainer_models_embed_the_types_and_get_located_errors() -> None:
+    class TrainerConfig(BaseModel):
+        backend: RolloutBackend
+        func: Optional[RolloutFunc] = None
+        rollout: RolloutSettings = RolloutSettings()
+
+    config = TrainerConfig.model_validate({"backend": "ART", "func": "m:f"})
+    assert config.backend == "art"
+    with pytest.raises(ValidationError) as caught:
+        TrainerConfig.model_validate(
+            {"backend": "nope", "rollout": {"rollout_backend": "art", "rollout_max_steps": 0}}
+        )
+    locs = {tuple(error["loc"]) for error in caught.value.errors()}
+    assert ("backend",) in locs
+    assert ("rollout", "rollout_max_steps") in locs
+    assert ("rollout", "rollout_func") in locs  # art needs a rollout_func
+
+
+def test_public_names_are_importable_from_config() -> None:
+    from agent_rollout import config
+
+    for name in ("RolloutSettings", "RolloutBackend", "RolloutFunc", "load_config", "ConfigError"):
+        assert hasattr(config, name)
+    assert issubclass(config.ConfigError, ValueError)
+
+
+# ------------------------------------------------------------ RolloutSettings
+
+
+def test_defaults_mean_no_rollout() -> None:
+    settings = RolloutSettings()
+    assert settings.rollout_backend is None
+    assert settings.rollout_max_steps == 64
+    assert settings.rollout_group_size == 4
+    with pytest.raises(ValueError, match="rollout_backend is not set"):
+        settings.to_launch_kwargs()
+
+
+def test_trainer_keys_are_ignored() -> None:
+    settings = RolloutSettings.model_validate(
+        {"learning_rate": 1e-5, "rollouts": 3, "epochs": 2, "rollout_backend": "nemo_gym"}
+    )
+    assert settings.rollout_backend == "nemo_gym"
+
+
+@pytest.mark.parametrize("steps", [1, 64, MAX_ROLLOUT_STEPS])
+def test_max_steps_in_range(steps: int) -> None:
+    assert RolloutSettings(rollout_max_steps=steps).rollout_max_steps == steps
+
+
+@pytest.mark.parametrize("steps", [0, MAX_ROLLOUT_STEPS + 1, True, 5.0, "5", None])
+def test_max_steps_strict_int(steps: object) -> None:
+    errors = errors_of({"rollout_max_steps": steps})
+    assert [loc for loc, _ in errors] == [("rollout_max_steps",)]
+
+
+@pytest.mark.parametrize("size", [0, 1025, False, 2.0, "4"])
+def test_group_size_strict_int_in_range(size: object) -> None:
+    errors = errors_of(
+        {"rollout_backend": "art", "rollout_func": "m:f", "rollout_group_size": size}
+    )
+    assert [loc for loc, _ in errors] == [("rollout_group_size",)]
+
+
+@pytest.mark.parametrize("backend", ["openenv", "ruler"])
+def test_func_backends_require_rollout_func(backend: str) -> None:
+    data: dict[str, Any] = {"rollout_backend": backend}
+    if backend == "ruler":
+        data["rollout_judge_model"] = "judge"
+    assert only_message(data) == f"rollout_func is required when rollout_backend is {backend!r}"
+
+
+def test_art_takes_exactly_one_of_func_and_source() -> None:
+    assert only_message({"rollout_backend": "art"}) == (
+        "rollout_func or rollout_source is required when rollout_backend is 'art'"
+    )
+    both = {"rollout_backend": "art", "rollout_func": "m:f", "rollout_source": "t.jsonl"}
+    assert errors_of(both) == [
+        (
+            ("rollout_source",),
+            "set only one of rollout_func and rollout_source when rollout_backend is 'art'",
+        )
+    ]
+    from_file = RolloutSettings(rollout_backend="art", rollout_source="t.jsonl")
+    assert from_file.to_launch_kwargs()["options"] == {"group_size": 4, "source": "t.jsonl"}
+
+
+def test_func_needs_a_func_backend() -> None:
+    message = only_message({"rollout_backend": "nemo_gym", "rollout_func": "m:f"})
+    assert message == (
+        "rollout_func needs rollout_backend 'art' or 'openenv' or 'ruler', "
+        "but rollout_backend is 'nemo_gym'"
+    )
+    assert "rollout_backend is not set" in only_message({"rollout_func": "m:f"})
+
+
+def test_ruler_requires_judge_model_and_judge_keys_are_ruler_only() -> None:
+    assert only_message({"rollout_backend": "ruler", "rollout_func": "m:f"}) == (
+        "rollout_judge_model is required when rollout_backend is 'ruler'"
+    )
+    for key, value in (("rollout_judge_model", "j"), ("rollout_judge_base_url", "http://h")):
+        message = only_message({"rollout_backend": "art", "rollout_func": "m:f", key: value})
+        assert message == f"{key} needs rollout_backend 'ruler', but rollout_backend is 'art'"
+
+
+def test_source_is_art_or_nemo_gym_only_and_options_need_a_backend() -> None:
+    assert RolloutSettings(rollout_backend="nemo_gym", rollout_source="d.jsonl").rollout_source
+    assert "rollout_source needs rollout_backend 'art' or 'nemo_gym'" in only_message(
+        {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_source": "d.jsonl"}
+    )
+    errors = errors_of({"rollout_group_size": 8, "rollout_judge_model": "j"})
+    assert {loc for loc, _ in errors} == {("rollout_group_size",), ("rollout_judge_model",)}
+    assert all("rollout_backend is not set" in message for _, message in errors)
+
+
+def test_null_options_count_as_unset() -> None:
+    settings = RolloutSettings.model_validate(
+        {"rollout_backend": "nemo_gym", "rollout_func": None, "rollout_judge_model": None}
+    )
+    assert settings.rollout_func is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("rollout_judge_model", "", "non-empty"),
+        ("rollout_judge_model", "a\x00b", "null bytes"),
+        ("rollout_judge_model", "m" * 201, "<= 200 chars, got 201"),
+        ("rollout_judge_model", 7, "must be a string, got int"),
+        ("rollout_judge_base_url", "ftp://host", "'ftp://host' must be an http:// or https://"),
+        ("rollout_judge_base_url", "http://", "must be an http"),
+        ("rollout_judge_base_url", "http://a b", "must be an http"),
+        ("rollout_judge_base_url", "http://h/\n", "must be an http"),
+    ],
+)
+def test_text_option_errors(key: str, value: object, needle: str) -> None:
+    data = {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
+    data[key] = value
+    assert needle in only_message(data)
+
+
+def test_url_accepts_http_and_https_with_paths() -> None:
+    for url in ("http://127.0.0.1:8000/v1", "https://judge.example/v1?x=1#f"):
+        settings = RolloutSettings(
+            rollout_backend="ruler",
+            rollout_func="m:f",
+            rollout_judge_model="j",
+            rollout_judge_base_url=url,
+        )
+        assert settings.rollout_judge_base_url == url
+
+
+def test_all_errors_are_reported_together() -> None:
+    errors = errors_of(
+        {
+            "rollout_backend": "openenv",
+            "rollout_fucn": "m:f",
+            "rollout_max_steps": -1,
+            "rollout_source": "x",
+        }
+    )
+    assert {loc for loc, _ in errors} == {
+        ("rollout_fucn",),
+        ("rollout_max_steps",),
+        ("rollout_source",),
+        ("rollout_func",),
+    }
+
+
+def test_bad_backend_skips_rules_that_need_it() -> None:
+    errors = errors_of({"rollout_backend": "verl", "rollout_func": "m:f"})
+    assert [loc for loc, _ in errors] == [("rollout_backend",)]
+
+
+def test_messages_with_braces_are_not_formatted() -> None:
+    assert "'{x}' is not supported" in only_message({"rollout_backend": "{x}"})
+
+
+# ------------------------------------------------------------ look-alike keys
+
+
+@pytest.mark.parametrize(
+    ("key", "suggestion"),
+    [
+        ("rollout_fucn", "rollout_func"),
+        ("rollout-backend", "rollout_backend"),
+        ("Rollout_Max_Steps", "rollout_max_steps"),
+        ("ROLLOUT_GROUP", "rollout_group_size"),
+        ("rolloutbackend", "rollout_backend"),
+        ("rolout_func", "rollout_func"),
+        ("rollout_judge_modle", "rollout_judge_model"),
+        ("rollout_", "rollout_backend"),
+        ("rollout_sauce", "rollout_source"),
+    ],
+)
+def test_lookalike_keys_are_errors_with_a_suggestion(key: str, suggestion: str) -> None:
+    assert lookalike_key(key)
+    assert nearest_key(key) == suggestion
+    assert only_message({key: 1}) == f"unknown key {key!r}; did you mean {suggestion!r}?"
+
+
+@pytest.mark.parametrize(
+    "key", ["rollouts", "rollout", "learning_rate", "max_steps", "source", "rollout\nfunc", 3]
+)
+def test_keys_that_do_not_look_like_ours_are_left_alone(key: object) -> None:
+    assert not lookalike_key(key)
+    RolloutSettings.model_validate({key: 1})
+
+
+def test_every_valid_key_is_not_a_lookalike() -> None:
+    assert not any(lookalike_key(key) for key in ROLLOUT_KEYS)
+
+
+# ------------------------------------------------------------ launch kwargs
+
+
+def test_to_launch_kwargs_carries_only_the_backend_options() -> None:
+    ruler = RolloutSettings(
+        rollout_backend="RULER",
+        rollout_func="m:f",
+        rollout_max_steps=9,
+        rollout_group_size=6,
+        rollout_judge_model="judge",
+    )
+    assert ruler.to_launch_kwargs() == {
+        "name": "ruler",
+        "rollout_func": "m:f",
+        "max_steps": 9,
+        "options": {"group_size": 6, "judge_model": "judge", "judge_base_url": None},
+    }
+    gym = RolloutSettings(rollout_backend="nemo_gym", rollout_source="d.jsonl")
+    assert gym.to_launch_kwargs()["options"] == {"source": "d.jsonl"}
+    openenv = RolloutSettings(rollout_backend="openenv", rollout_func="m:f")
+    assert openenv.to_launch_kwargs()["options"] == {}
+
+
+def test_launch_kwargs_drive_the_real_launch(tmp_path: Path, monkeypatch: Any) -> None:
+    module = tmp_path / "cfg_rollout_mod.py"
+    module.write_text(
+        "def rollout(prompts):\n    return [{'prompt': p, 'answer': p.upper()} for p in prompts]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    settings = RolloutSettings(rollout_backend="openenv", rollout_func="cfg_rollout_mod:rollout")
+    result = agent_rollout.launch_rollout(prompts=["hi", "yo"], **settings.to_launch_kwargs())
+    assert result.backend == "openenv"
+    assert [row["answer"] for row in result.rows] == ["HI", "YO"]
+    sys.modules.pop("cfg_rollout_mod", None)

@@ -1,0 +1,368 @@
+"""load_config: YAML, JSON and TOML files, positioned errors, hostile files."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_rollout._loader import (
+    MAX_CONFIG_BYTES,
+    MAX_NESTING_DEPTH,
+    MAX_YAML_EXPANDED_NODES,
+    ConfigError,
+    ConfigIssue,
+    check_file,
+    load_config,
+    load_config_bytes,
+)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def issues_of(path: Path, **kwargs: object) -> list[ConfigIssue]:
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, **kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == "\n".join(issue.format() for issue in caught.value.issues)
+    return caught.value.issues
+
+
+def lines_of(path: Path, **kwargs: object) -> list[str]:
+    return [issue.format() for issue in issues_of(path, **kwargs)]
+
+
+# ------------------------------------------------------------ valid files
+
+
+def test_yaml_json_toml_load_the_same_settings(tmp_path: Path) -> None:
+    yaml_file = write(
+        tmp_path,
+        "c.yaml",
+        "model: m\ntraining:\n  lr: 1.0e-5\n  rollout_backend: OpenEnv\n"
+        "  rollout_func: 'pkg.mod:fn'\n  rollout_max_steps: 8\n",
+    )
+    json_file = write(
+        tmp_path,
+        "c.json",
+        '{"model": "m", "training": {"lr": 1e-5, "rollout_backend": "OpenEnv",'
+        ' "rollout_func": "pkg.mod:fn", "rollout_max_steps": 8}}',
+    )
+    toml_file = write(
+        tmp_path,
+        "c.toml",
+        'model = "m"\n[training]\nlr = 1e-5\nrollout_backend = "OpenEnv"\n'
+        'rollout_func = "pkg.mod:fn"\nrollout_max_steps = 8\n',
+    )
+    loaded = [load_config(path) for path in (yaml_file, json_file, toml_file)]
+    assert loaded[0] == loaded[1] == loaded[2]
+    assert loaded[0].rollout_backend == "openenv"
+    assert loaded[0].rollout_max_steps == 8
+
+
+def test_section_none_reads_the_top_level_and_other_sections(tmp_path: Path) -> None:
+    flat = write(tmp_path, "flat.yml", "rollout_backend: nemo_gym\nepochs: 3\n")
+    assert load_config(flat, section=None).rollout_backend == "nemo_gym"
+    other = write(tmp_path, "o.yaml", "rl:\n  rollout_backend: nemo_gym\n")
+    assert load_config(other, section="rl").rollout_backend == "nemo_gym"
+
+
+def test_yaml_is_read_as_yaml_1_2_core(tmp_path: Path) -> None:
+    # 'on' and 'yes' are strings in YAML 1.2 (booleans in 1.1), as editors read them.
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n  rollout_judge_model: yes\n"
+        "  rollout_max_steps: 0x10\n",
+    )
+    settings = load_config(path)
+    assert settings.rollout_judge_model == "yes"
+    assert settings.rollout_max_steps == 16
+
+
+def test_yaml_merge_keys_and_anchors(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "base: &base\n  rollout_backend: openenv\n  rollout_func: m:f\n"
+        "training:\n  <<: *base\n  rollout_max_steps: 3\n",
+    )
+    settings = load_config(path)
+    assert (settings.rollout_backend, settings.rollout_max_steps) == ("openenv", 3)
+
+
+def test_bom_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"\xef\xbb\xbftraining:\n  rollout_backend: art\n  rollout_func: m:f\n")
+    assert load_config(path).rollout_backend == "art"
+
+
+# ------------------------------------------------------------ positioned errors
+
+
+def test_every_error_is_positioned_and_all_are_reported(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "grpo.yaml",
+        "model: m\n"
+        "training:\n"
+        "  lr: 3\n"
+        "  rollout_backend: verl\n"
+        "  rollout_fucn: m:f\n"
+        "  rollout_max_steps: 0\n",
+    )
+    assert lines_of(path) == [
+        f"{path}:4:20: training.rollout_backend: rollout_backend='verl' is not supported; "
+        "valid: art, nemo_gym, openenv, ruler",
+        f"{path}:5:3: training.rollout_fucn: unknown key 'rollout_fucn'; "
+        "did you mean 'rollout_func'?",
+        f"{path}:6:22: training.rollout_max_steps: Input should be greater than or equal to 1 "
+        "(got 0)",
+    ]
+
+
+def test_missing_key_points_at_the_section_and_cross_rules_at_the_key(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "x: 1\ntraining:\n  rollout_backend: ruler\n  rollout_source: d.jsonl\n",
+    )
+    issues = issues_of(path)
+    assert [(i.line, i.col, i.location, i.kind) for i in issues] == [
+        (2, 1, "training.rollout_func", "missing"),
+        (2, 1, "training.rollout_judge_model", "missing"),
+        (4, 3, "training.rollout_source", "cross_field"),
+    ]
+    assert "rollout_judge_model is required when rollout_backend is 'ruler'" in issues[1].message
+
+
+def test_json_positions(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.json",
+        '{\n  "training": {\n    "rollout_backend": "art",\n    "rollout_max_steps": true\n  }\n}',
+    )
+    assert lines_of(path) == [
+        f"{path}:2:3: training.rollout_func: rollout_func or rollout_source is required "
+        "when rollout_backend is 'art'",
+        f"{path}:4:26: training.rollout_max_steps: Input should be a valid integer (got True)",
+    ]
+
+
+def test_toml_positions_tables_dotted_keys_and_multiline_strings(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.toml",
+        'notes = """\nrollout_backend = "fake"\n"""\n'
+        "[training]\n"
+        'rollout_backend = "art"\n'
+        "rollout_max_steps = 1.5\n"
+        "list = [\n  1,\n  2,\n]\n"
+        'rollout_typo = "x"\n',
+    )
+    assert [(i.line, i.col, i.location) for i in issues_of(path)] == [
+        (4, 2, "training.rollout_func"),
+        (6, 21, "training.rollout_max_steps"),
+        (11, 1, "training.rollout_typo"),
+    ]
+    dotted = write(tmp_path, "d.toml", 'a = 1\ntraining.rollout_backend = "nope"\n')
+    assert [(i.line, i.col) for i in issues_of(dotted)] == [(2, 28)]
+
+
+def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.toml", 'x = 1\ntraining = { rollout_backend = "nope" }\n')
+    assert [(i.line, i.col) for i in issues_of(path)] == [(2, 1)]
+
+
+# ------------------------------------------------------------ bad files
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("c.yaml", "training: [1\n", ":2:1: invalid YAML: did not find expected ',' or ']'"),
+        ("c.yaml", "a: 1\n---\nb: 2\n", ":2:1: expected a single YAML document"),
+        ("c.json", '{"training": {"a": 1,}}', ":1:22: invalid JSON: Expecting property name"),
+        ("c.toml", "[training]\nx = \n", ":2:5: invalid TOML: Invalid value"),
+        ("c.yaml", "- 1\n- 2\n", ":1:1: the file must hold a mapping of settings, got list"),
+        ("c.yaml", "", ":1:1: the file must hold a mapping of settings, got an empty file"),
+        ("c.json", "[]", ":1:1: the file must hold a mapping of settings, got list"),
+        ("c.yaml", "model: m\n", ":1:1: training: section 'training' is missing"),
+        ("c.yaml", "training:\n", ":1:10: training: section must be a mapping, got null"),
+        ("c.yaml", "training: 3\n", ":1:11: training: section must be a mapping, got int"),
+        ("c.yaml", "x: !!python/object:os.system {}\n", ":1:4: unsupported YAML tag"),
+        ("c.yaml", "x: !!binary aGk=\n", ":1:4: unsupported YAML tag"),
+        ("c.yaml", "x: !custom 1\n", ":1:4: unsupported YAML tag '!custom'"),
+        ("c.yaml", "x: &a [*a]\n", ":1:8: alias *a names no complete anchor"),
+        ("c.yaml", "x: *nope\n", ":1:4: alias *nope names no complete anchor"),
+        ("c.yaml", "? [1]\n: 2\n", ":1:3: mapping keys must be scalars"),
+        ("c.ini", "a=1", ":1:1: unsupported file type .ini"),
+        ("c.json", '{"a": ' + "1" * 5000 + "}", ":1:7: invalid JSON: Exceeds the limit"),
+        ("c.toml", "a = " + "1" * 5000, ":1:5: invalid TOML: Exceeds the limit"),
+        ("c.yaml", "a: " + "1" * 5000, ":1:4: bad int '1111"),
+    ],
+)
+def test_bad_files_give_one_clear_positioned_error(
+    tmp_path: Path, name: str, text: str, expected: str
+) -> None:
+    path = write(tmp_path, name, text)
+    lines = lines_of(path)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{path}{expected}"), lines[0]
+
+
+def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:
+    yaml_file = write(
+        tmp_path,
+        "c.yaml",
+        "training:\n  rollout_backend: art\n  rollout_func: m:f\n  rollout_backend: openenv\n",
+    )
+    assert lines_of(yaml_file) == [
+        f"{yaml_file}:4:3: training.rollout_backend: duplicate key 'rollout_backend' "
+        "(first at line 2, column 3); YAML would silently keep this one"
+    ]
+    json_file = write(
+        tmp_path, "c.json", '{"training": {},\n "x": [{"k": 1,\n  "k": 2}],\n "training": {}}'
+    )
+    assert [(i.line, i.col, i.location, i.kind) for i in issues_of(json_file)] == [
+        (3, 3, "k", "duplicate"),
+        (4, 2, "training", "duplicate"),
+    ]
+
+
+def test_non_utf8_and_unreadable_and_too_big(tmp_path: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_bytes(b"training:\n  rollout_backend: \xff\n")
+    assert lines_of(bad) == [f"{bad}:2:20: not UTF-8: byte 0xff"]
+    directory = tmp_path / "dir.yaml"
+    directory.mkdir()
+    assert lines_of(directory)[0].startswith(f"{directory}:1:1: cannot read file: ")
+    missing = tmp_path / "missing.json"
+    assert lines_of(missing) == [f"{missing}:1:1: cannot read file: No such file or directory"]
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1))
+    assert lines_of(big) == [f"{big}:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit"]
+
+
+def test_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 9):
+        refs = ", ".join([f"*a{level - 1}"] * 9)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    lines.append("training: {rollout_backend: art, rollout_func: 'm:f', bomb: *a8}")
+    path = write(tmp_path, "bomb.yaml", "\n".join(lines) + "\n")
+    started = time.perf_counter()
+    issues = issues_of(path)
+    assert time.perf_counter() - started < 2.0
+    assert len(issues) == 1
+    assert f"expands to more than {MAX_YAML_EXPANDED_NODES:,} values" in issues[0].message
+
+
+def test_aliases_under_the_limit_are_fine(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "a: &a [1, 2, 3]\nb: [*a, *a, *a]\ntraining: {rollout_backend: nemo_gym, x: *a}\n",
+    )
+    assert load_config(path).rollout_backend == "nemo_gym"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("deep.yaml", "x: " + "[" * 100_000),
+        ("deep.json", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        (
+            "deep2.json",
+            '{"x": ' + "[" * (MAX_NESTING_DEPTH + 5) + "]" * (MAX_NESTING_DEPTH + 5) + "}",
+        ),
+    ],
+)
+def test_deep_nesting_is_refused_without_crashing(tmp_path: Path, name: str, text: str) -> None:
+    issues = issues_of(write(tmp_path, name, text))
+    assert len(issues) == 1
+    assert f"nested deeper than {MAX_NESTING_DEPTH} levels" in issues[0].message
+
+
+def test_load_config_bytes_and_check_file(tmp_path: Path) -> None:
+    settings = load_config_bytes(
+        '{"training": {"rollout_backend": "nemo_gym"}}', format="json", source="<mem>"
+    )
+    assert settings.rollout_backend == "nemo_gym"
+    with pytest.raises(ConfigError) as caught:
+        load_config_bytes(b"training: {rollout_backend: x}", source="<stdin>")
+    assert caught.value.issues[0].format().startswith("<stdin>:1:29: training.rollout_backend:")
+    with pytest.raises(ValueError, match="format must be one of"):
+        load_config_bytes("", format="ini")
+    result = check_file(write(tmp_path, "ok.yaml", "training:\n  rollout_func: m:f\n"))
+    assert result.settings is None and result.issues[0].kind == "cross_field"
+    assert result.key_positions[("training", "rollout_func")] == ((2, 3), (2, 17))
+
+
+def test_path_like_and_error_records(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.yaml", "training: {rollout_max_steps: '5'}\n")
+    issue = issues_of(Path(os.fspath(path)))[0]
+    assert issue.as_dict() == {
+        "path": str(path),
+        "line": 1,
+        "col": 31,
+        "location": "training.rollout_max_steps",
+        "message": "Input should be a valid integer (got '5')",
+        "kind": "value",
+    }
+
+
+FRAGMENTS = st.sampled_from(
+    [
+        "training",
+        ":",
+        " ",
+        "\n",
+        "  ",
+        "rollout_backend",
+        "art",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        '"',
+        "'",
+        "&a",
+        "*a",
+        "<<",
+        "!!str",
+        "=",
+        "#",
+        "- ",
+        "0x1",
+        "1e3",
+        "null",
+        "\\",
+        "\t",
+        "rollout_func",
+        "m:f",
+        ".",
+        "---",
+        "\x00",
+        "é",
+        "[[x]]",
+        '"""',
+    ]
+)
+
+
+@given(st.lists(FRAGMENTS, max_size=30).map("".join), st.sampled_from(["yaml", "json", "toml"]))
+def test_any_text_gives_settings_or_config_error(text: str, fmt: str) -> None:
+    try:
+        load_config_bytes(text, format=fmt)
+    except ConfigError as exc:
+        assert exc.issues
+        assert all(issue.line >= 1 and issue.col >= 1 for issue in exc.issues)

@@ -1,0 +1,289 @@
+"""The JSON Schema: committed copy, editor-facing content, and editor/loader agreement.
+
+The agreement property: over generated configs, the schema (draft 7, checked
+with the ``jsonschema`` package) accepts a config exactly when ``load_config``
+does. Two differences are by design and tested on their own:
+- the loader folds the case of backend names ('ART' is 'art'); the schema's
+  enum lists the canonical names only, so editors complete and flag them;
+- an integral float such as ``64.0`` is not an integer to the loader (strict
+  ints, as in the reference), while JSON Schema's ``integer`` type accepts any
+  number with a zero fraction: editors cannot tell ``64.0`` from ``64``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft7Validator
+
+from agent_rollout._backends import BACKEND_NAMES
+from agent_rollout._cmd_schema import render_schema
+from agent_rollout._loader import ConfigError, load_config_bytes
+from agent_rollout.config import (
+    LOOKALIKE_NEAR_PATTERN,
+    LOOKALIKE_PREFIX_PATTERN,
+    ROLLOUT_KEYS,
+    lookalike_key,
+    training_config_schema,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "schema" / "training-config.schema.json"
+SCHEMA = training_config_schema()
+VALIDATOR = Draft7Validator(SCHEMA)
+NAMES = Draft7Validator(SCHEMA["properties"]["training"]["propertyNames"])
+MANY = max(300, settings().max_examples)
+
+
+def schema_accepts(doc: Any) -> bool:
+    return VALIDATOR.is_valid(doc)
+
+
+SURROGATE_PAIR = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
+
+
+def _yaml_escape(match: re.Match[str]) -> str:
+    high, low = int(match.group(1), 16), int(match.group(2), 16)
+    return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
+
+
+def loader_accepts(doc: Any, fmt: str) -> bool:
+    # JSON text is also YAML 1.2 text, except that YAML spells a character
+    # outside the BMP as one \U escape rather than a surrogate pair.
+    text = json.dumps(doc)
+    if fmt == "yaml":
+        text = SURROGATE_PAIR.sub(_yaml_escape, text)
+    try:
+        load_config_bytes(text, format=fmt, source="<generated>")
+    except ConfigError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------ the committed file
+
+
+def test_committed_schema_is_current() -> None:
+    assert COMMITTED.exists(), "run: agent-rollout schema -o schema/training-config.schema.json"
+    assert COMMITTED.read_text(encoding="utf-8") == render_schema(), (
+        "schema/training-config.schema.json is stale; regenerate it with: "
+        "agent-rollout schema -o schema/training-config.schema.json"
+    )
+
+
+def test_schema_is_valid_draft_7() -> None:
+    Draft7Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "http://json-schema.org/draft-07/schema#"
+
+
+# ------------------------------------------------------------ what editors show
+
+
+def test_every_rollout_key_has_hover_text_and_completion_data() -> None:
+    section = SCHEMA["properties"]["training"]
+    assert set(section["properties"]) == set(ROLLOUT_KEYS)
+    for key, prop in section["properties"].items():
+        text = json.dumps(prop)
+        assert '"description"' in text, key
+        assert '"examples"' in text or '"default"' in text, key
+    backend = section["properties"]["rollout_backend"]["anyOf"][0]
+    assert backend["enum"] == list(BACKEND_NAMES)
+    func = section["properties"]["rollout_func"]["anyOf"][0]
+    assert func["patternErrorMessage"]
+
+
+def _patterns(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        return found + [
+            p for key, value in node.items() if key != "pattern" for p in _patterns(value)
+        ]
+    if isinstance(node, list):
+        return [p for value in node for p in _patterns(value)]
+    return []
+
+
+PATTERNS = sorted(set(_patterns(SCHEMA)))
+SAMPLES = [
+    "a:b",
+    "pkg.mod:fn",
+    "http://127.0.0.1:8000/v1",
+    "http://a b",
+    "ftp://h",
+    "x\x00y",
+    "rolout_func",
+    "Rollout-x",
+    "rollout_judge_modle",
+    "roll_func",
+    "ROLLOUT_SOURCE",
+    "résumé",
+    "",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_patterns_read_the_same_in_python_and_ecmascript(pattern: str) -> None:
+    # regress implements ECMAScript regular expressions (what editors run).
+    regress = pytest.importorskip("regress")
+    ecma = regress.Regex(pattern, "u")
+    python = re.compile(pattern)
+    for sample in SAMPLES:
+        assert (ecma.find(sample) is not None) == (python.search(sample) is not None), sample
+
+
+@given(st.text(alphabet="rolutfncbakemxsp_gizdjRLO-é\n", max_size=24))
+@settings(max_examples=MANY)
+def test_lookalike_patterns_match_the_python_rule(key: str) -> None:
+    by_schema = key not in ROLLOUT_KEYS and (
+        re.search(LOOKALIKE_PREFIX_PATTERN, key) is not None
+        or ("\n" not in key and re.search(LOOKALIKE_NEAR_PATTERN, key) is not None)
+    )
+    assert by_schema == lookalike_key(key)
+    assert NAMES.is_valid(key) == (not lookalike_key(key))
+
+
+EDITS = st.lists(
+    st.tuples(st.integers(0, 30), st.sampled_from("ids"), st.sampled_from("aoluRTX_-9é")),
+    max_size=3,
+)
+
+
+@given(st.sampled_from(ROLLOUT_KEYS), EDITS)
+@settings(max_examples=MANY)
+def test_lookalike_rule_on_edited_keys(key: str, edits: list[tuple[int, str, str]]) -> None:
+    chars = list(key)
+    for at, op, char in edits:
+        at = min(at, len(chars))
+        if op == "i":
+            chars.insert(at, char)
+        elif chars and at < len(chars):
+            chars[at : at + 1] = [char] if op == "s" else []
+    edited = "".join(chars)
+    expected = edited != key and (edited not in ROLLOUT_KEYS) and len(edits) <= 2
+    if expected:
+        assert lookalike_key(edited)
+    assert NAMES.is_valid(edited) == (not lookalike_key(edited))
+
+
+# ------------------------------------------------------------ agreement property
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "rollout_backend": st.one_of(
+        st.sampled_from([*BACKEND_NAMES, "verl", "", "x" * 40, "art\x00"]),
+        st.sampled_from([True, 3, 1.5, [], {}]),
+        TEXT,
+    ),
+    "rollout_func": st.sampled_from(
+        ["m:f", "pkg.mod:fn", "a:b\n", "nocolon", "", "a" * 130 + ":f", ":f", 5, True, [], "é:f"]
+    ),
+    "rollout_max_steps": st.one_of(
+        st.sampled_from([0, 1, 64, 100_000, 100_001, -3, True, "5", 1.5, [], "64"]),
+        st.integers(-5, 200_000),
+    ),
+    "rollout_group_size": st.sampled_from([0, 1, 4, 1024, 1025, False, "4", 2.5]),
+    "rollout_judge_model": st.one_of(
+        st.sampled_from(["j", "", "a\x00b", "m" * 200, "m" * 201, 3, False]), TEXT
+    ),
+    "rollout_judge_base_url": st.sampled_from(
+        ["http://h", "https://h:1/v1?q=1#f", "ftp://h", "http://", "http://a b", "http://h\n", 1]
+    ),
+    "rollout_source": st.one_of(st.sampled_from(["d.jsonl", "", "a\x00b", 2, "s" * 4097]), TEXT),
+}
+OTHER_KEYS = st.one_of(
+    st.sampled_from(["lr", "epochs", "rollouts", "rollout", "rollout_fucn", "Rollout-Backend"]),
+    st.text(alphabet="rolutfncbakemxsp_gizdjRLO-", max_size=16),
+)
+
+
+@st.composite
+def sections(draw: st.DrawFn) -> Any:
+    section: dict[str, Any] = {}
+    for key, values in VALUES.items():
+        if draw(st.integers(0, 9)) < 5:
+            section[key] = draw(st.one_of(st.none(), values))
+    if draw(st.booleans()):
+        # Bias towards configs that pass, so both outcomes are exercised.
+        backend = draw(st.sampled_from(BACKEND_NAMES))
+        section["rollout_backend"] = backend
+        if backend in ("art", "openenv", "ruler"):
+            section["rollout_func"] = "m:f"
+        if backend == "ruler":
+            section["rollout_judge_model"] = "judge"
+    for key in draw(st.lists(OTHER_KEYS, max_size=3)):
+        section[key] = draw(st.sampled_from([1, "x", None, [1]]))
+    return section
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> Any:
+    shape = draw(st.integers(0, 19))
+    if shape == 0:
+        return draw(st.sampled_from([[], 3, "text", None]))
+    if shape == 1:
+        return {"model": "m"}
+    if shape == 2:
+        return {"training": draw(st.sampled_from([None, [], 3, "x"]))}
+    return {"model": "m", "training": draw(sections())}
+
+
+def without_differences(doc: Any) -> Any:
+    """Lower-case backend names and drop integral floats: the documented differences."""
+    if isinstance(doc, dict):
+        out = {}
+        for key, value in doc.items():
+            if isinstance(value, float) and value.is_integer():
+                continue
+            if (
+                key == "rollout_backend"
+                and isinstance(value, str)
+                and value.lower() in BACKEND_NAMES
+            ):
+                value = value.lower()
+            out[key] = without_differences(value)
+        return out
+    return doc
+
+
+@given(documents(), st.sampled_from(["json", "yaml"]))
+@settings(max_examples=MANY)
+def test_schema_accepts_exactly_what_the_loader_accepts(doc: Any, fmt: str) -> None:
+    doc = without_differences(doc)
+    assert schema_accepts(doc) == loader_accepts(doc, fmt)
+
+
+@given(sections(), st.sampled_from(BACKEND_NAMES))
+@settings(max_examples=100)
+def test_difference_backend_case_folding(section: dict[str, Any], backend: str) -> None:
+    section = without_differences(section)
+    lower = {**section, "rollout_backend": backend}
+    upper = {**section, "rollout_backend": backend.upper()}
+    # The loader reads both the same; the schema only knows the canonical spelling.
+    assert loader_accepts({"training": upper}, "json") == loader_accepts(
+        {"training": lower}, "json"
+    )
+    assert not schema_accepts({"training": upper})
+
+
+@pytest.mark.parametrize("key", ["rollout_max_steps", "rollout_group_size"])
+def test_difference_integral_floats(key: str) -> None:
+    doc = {"training": {"rollout_backend": "art", "rollout_func": "m:f", key: 8.0}}
+    assert schema_accepts(doc)
+    assert not loader_accepts(doc, "json")
+    doc["training"][key] = 8
+    assert schema_accepts(doc) and loader_accepts(doc, "json")
+
+
+def test_property_sees_both_outcomes() -> None:
+    good = {
+        "training": {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
+    }
+    bad = {"training": {"rollout_backend": "ruler", "rollout_func": "m:f"}}
+    assert schema_accepts(good) and loader_accepts(good, "yaml")
+    assert not schema_accepts(bad) and not loader_accepts(bad, "yaml")
