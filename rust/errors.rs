@@ -14,7 +14,7 @@ create_exception!(
     _native,
     NativeRowError,
     PyValueError,
-    "A rule broken by the input: args are (code, row index, path, fact, line)."
+    "A rule broken by the input: args are (code, row index, path, fact, line, column)."
 );
 
 /// One step of a path inside a row: `prompt`, `[1]`, `.content`.
@@ -51,6 +51,7 @@ pub enum Fault {
         code: &'static str,
         fact: Option<String>,
         line: Option<u64>,
+        column: Option<usize>,
     },
 }
 
@@ -72,21 +73,33 @@ impl From<PyErr> for Bad {
     }
 }
 
-impl Bad {
-    pub fn rule(code: &'static str, fact: Option<String>) -> Self {
-        Bad::Rule(Rule {
+impl Rule {
+    pub fn new(code: &'static str, fact: Option<String>) -> Self {
+        Rule {
             code,
             rev_path: Vec::new(),
             fact,
-        })
+        }
     }
 
     /// Prepend one path segment while the error travels outwards.
     pub fn within(mut self, seg: Seg) -> Self {
-        if let Bad::Rule(rule) = &mut self {
-            rule.rev_path.push(seg);
-        }
+        self.rev_path.push(seg);
         self
+    }
+}
+
+impl Bad {
+    pub fn rule(code: &'static str, fact: Option<String>) -> Self {
+        Bad::Rule(Rule::new(code, fact))
+    }
+
+    /// Prepend one path segment while the error travels outwards.
+    pub fn within(self, seg: Seg) -> Self {
+        match self {
+            Bad::Rule(rule) => Bad::Rule(rule.within(seg)),
+            other => other,
+        }
     }
 
     pub fn at_row(self, index: usize, line: Option<u64>) -> Fault {
@@ -103,6 +116,22 @@ impl Fault {
             code,
             fact,
             line: None,
+            column: None,
+        }
+    }
+
+    /// A problem at a place in a file (`line`, and `column` where known).
+    pub fn at_line(
+        code: &'static str,
+        fact: Option<String>,
+        line: u64,
+        column: Option<usize>,
+    ) -> Self {
+        Fault::Input {
+            code,
+            fact,
+            line: Some(line),
+            column,
         }
     }
 
@@ -124,15 +153,22 @@ impl Fault {
                         path.unbind(),
                         rule.fact,
                         line,
+                        None::<usize>,
                     ))
                 })
             }
-            Fault::Input { code, fact, line } => Ok(NativeRowError::new_err((
+            Fault::Input {
+                code,
+                fact,
+                line,
+                column,
+            } => Ok(NativeRowError::new_err((
                 code,
                 None::<usize>,
                 PyTuple::empty(py).unbind(),
                 fact,
                 line,
+                column,
             ))),
         };
         built.unwrap_or_else(|err| err)

@@ -1,9 +1,13 @@
 //! `agent_rollout._native`: the bindings, and nothing else.
 
 mod errors;
+mod files;
+mod json;
+mod jsonl;
 mod rows;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use errors::NativeRowError;
 
@@ -13,7 +17,7 @@ fn normalise_rows<'py>(
     rows: &Bound<'py, PyAny>,
     max_rows: usize,
     max_depth: usize,
-) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+) -> PyResult<Bound<'py, PyTuple>> {
     let limits = rows::Limits {
         max_rows,
         max_depth,
@@ -21,9 +25,78 @@ fn normalise_rows<'py>(
     rows::normalise_rows(rows, limits).map_err(|fault| fault.into_pyerr(rows.py()))
 }
 
+fn file_limits(
+    max_rows: usize,
+    max_depth: usize,
+    json_depth: usize,
+    max_int_digits: usize,
+) -> files::FileLimits {
+    files::FileLimits {
+        max_rows,
+        max_depth,
+        json: json::JsonLimits {
+            max_depth: json_depth,
+            max_int_digits,
+        },
+    }
+}
+
+type StatsTuple = (usize, u64, usize, usize, u64, u64);
+
+fn stats_tuple(stats: &files::Stats) -> StatsTuple {
+    (
+        stats.rows,
+        stats.lines,
+        stats.blank_lines,
+        stats.dropped_keys,
+        stats.bytes_in,
+        stats.bytes_out,
+    )
+}
+
+/// Read a rollout JSONL file (`-`: stdin) into normalised rows, plus stats
+/// `(rows, lines, blank_lines, dropped_keys, bytes_in, bytes_out)`.
+#[pyfunction]
+fn read_jsonl<'py>(
+    py: Python<'py>,
+    path: &str,
+    max_rows: usize,
+    max_depth: usize,
+    json_depth: usize,
+    max_int_digits: usize,
+) -> PyResult<(Bound<'py, PyTuple>, StatsTuple)> {
+    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
+    files::read_rows(py, path, limits)
+        .map(|(rows, stats)| (rows, stats_tuple(&stats)))
+        .map_err(|fault| fault.into_pyerr(py))
+}
+
+/// Normalise a rollout JSONL file into canonical JSONL at `dest` (`-`: stdout);
+/// `progress(rows, lines)` is called after each chunk when given.
+#[pyfunction]
+#[pyo3(signature = (src, dest, max_rows, max_depth, json_depth, max_int_digits, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn normalise_file(
+    py: Python<'_>,
+    src: &str,
+    dest: &str,
+    max_rows: usize,
+    max_depth: usize,
+    json_depth: usize,
+    max_int_digits: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<StatsTuple> {
+    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
+    files::normalise_file(py, src, dest, limits, progress)
+        .map(|stats| stats_tuple(&stats))
+        .map_err(|fault| fault.into_pyerr(py))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalise_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(read_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
     m.add("NativeRowError", m.py().get_type::<NativeRowError>())?;
     Ok(())
 }

@@ -226,6 +226,15 @@ def test_broken_native_file_falls_back(tmp_path: Path) -> None:
 # ---- the public surface -----------------------------------------------------------
 
 PUBLIC = {
+    "MAX_JSON_DEPTH",
+    "MAX_LINE_BYTES",
+    "ConfigError",
+    "ConfigIssue",
+    "NormaliseReport",
+    "RolloutFileError",
+    "load_config",
+    "normalise_rollout_file",
+    "read_rollout_jsonl",
     "MAX_MESSAGE_DEPTH",
     "MAX_ROLLOUT_ROWS",
     "MAX_ROLLOUT_STEPS",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._backends import (
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
     MAX_MESSAGE_DEPTH,
     MAX_ROLLOUT_ROWS,
     MAX_ROLLOUT_STEPS,
@@ -24,7 +26,8 @@ from ._backends import (
     validate_rollout_func,
 )
 from ._engine import implementation, normalise_rollout_rows
-from ._errors import RolloutRowError
+from ._errors import RolloutFileError, RolloutRowError
+from ._jsonl import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
 from ._launch import (
     RolloutResult,
     launch_rollout,
@@ -33,7 +36,14 @@ from ._launch import (
 )
 
 if TYPE_CHECKING:
-    from .config import RolloutBackend, RolloutFunc, RolloutSettings
+    from .config import (
+        ConfigError,
+        ConfigIssue,
+        RolloutBackend,
+        RolloutFunc,
+        RolloutSettings,
+        load_config,
+    )
 
 __version__ = "0.1.0"
 
@@ -41,6 +51,9 @@ _LAZY = {
     "RolloutSettings": "config",
     "RolloutBackend": "config",
     "RolloutFunc": "config",
+    "load_config": "config",
+    "ConfigError": "config",
+    "ConfigIssue": "config",
 }
 
 
@@ -56,13 +69,19 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_LINE_BYTES",
     "MAX_MESSAGE_DEPTH",
     "MAX_ROLLOUT_ROWS",
     "MAX_ROLLOUT_STEPS",
     "MAX_ROWS_LIMIT",
     "SUPPORTED_ROLLOUT_BACKENDS",
+    "ConfigError",
+    "ConfigIssue",
+    "NormaliseReport",
     "RolloutBackend",
     "RolloutBackendSpec",
+    "RolloutFileError",
     "RolloutFunc",
     "RolloutResult",
     "RolloutRowError",
@@ -72,7 +91,10 @@ __all__ = [
     "implementation",
     "launch_rollout",
     "list_rollout_backends",
+    "load_config",
+    "normalise_rollout_file",
     "normalise_rollout_rows",
+    "read_rollout_jsonl",
     "register_rollout_runner",
     "required_rollout_package",
     "resolve_rollout_func",

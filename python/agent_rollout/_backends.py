@@ -31,6 +31,13 @@ a content part inside that list level 3, and so on. A message nested deeper
 (or a container that holds itself) is refused with ``RolloutRowError``.
 """
 
+MAX_JSON_DEPTH = 128
+"""How deeply arrays and objects may nest in one JSONL line (the row object is 1)."""
+MAX_INT_DIGITS = 4300
+"""The longest integer a JSONL line may hold: CPython's int-from-text limit."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest JSONL line accepted, in bytes (without its newline)."""
+
 # ``module.path:function_name``. ``fullmatch`` is used, so no trailing newline
 # slips through the way ``$`` would let it.
 ROLLOUT_FUNC_PATTERN = r"[A-Za-z_][A-Za-z0-9_.]{0,127}:[A-Za-z_][A-Za-z0-9_]{0,127}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Union
 
-from ._backends import MAX_MESSAGE_DEPTH
+from ._backends import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
@@ -129,7 +129,106 @@ def input_error(code: str, backend: str, max_rows: int, fact: Optional[str] = No
 
 def from_native(exc: Any, backend: str, max_rows: int) -> ValueError:
     """Turn the Rust engine's ``NativeRowError`` into the user-facing error."""
-    code, index, segments, fact, line = exc.args
+    code, index, segments, fact, line, _column = exc.args
     if index is None:
         return input_error(code, backend, max_rows, fact)
     return row_error(code, index, segments, fact, line=line)
+
+
+# ---- rollout files -----------------------------------------------------------------------
+
+# Why a JSONL line is not valid JSON: the reason codes of both engines' parsers.
+JSON_REASONS: dict[str, str] = {
+    "expected_value": "expected a JSON value",
+    "expected_array_sep": "expected ',' or ']' after an array item",
+    "expected_object_sep": "expected ',' or '}' after an object member",
+    "expected_colon": "expected ':' after an object key",
+    "expected_key": "expected a string key in double quotes",
+    "unterminated_string": "unterminated string",
+    "bad_escape": "invalid escape in string",
+    "bad_unicode_escape": "invalid \\u escape (four hex digits expected)",
+    "lone_surrogate": "lone surrogate in \\u escape",
+    "control_character": "control character in string (must be escaped)",
+    "bad_number": "invalid number",
+    "long_integer": f"integer has more than {MAX_INT_DIGITS} digits",
+    "nan_infinity": "NaN and Infinity are not JSON",
+    "trailing_data": "unexpected data after the JSON value",
+    "too_deep": f"nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
+}
+
+FILE_MESSAGES: dict[str, str] = {
+    "json_syntax": "invalid JSON: {reason}",
+    "utf8": "invalid UTF-8 at byte {fact} of the line",
+    "line_too_long": f"line longer than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)",
+    "gzip": "not a valid gzip file (corrupt or truncated)",
+    "file_too_many_rows": "more than {max_rows} rows (max_rows={max_rows})",
+    "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
+    "prompt set",
+}
+
+
+class RolloutFileError(ValueError):
+    """A rollout file cannot be used: bad JSON, bad UTF-8, bad gzip, no rows, too many.
+
+    ``source`` names the file (``<stdin>`` for standard input), ``line`` and
+    ``column`` are 1-based where they apply, ``code`` is the rule (a key of
+    ``agent_rollout._errors.FILE_MESSAGES``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        code: str,
+        line: Optional[int] = None,
+        column: Optional[int] = None,
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.code = code
+        self.line = line
+        self.column = column
+
+
+def file_error(
+    code: str,
+    source: str,
+    max_rows: int,
+    *,
+    fact: Optional[str] = None,
+    line: Optional[int] = None,
+    column: Optional[int] = None,
+) -> RolloutFileError:
+    """Build the ``RolloutFileError`` for a problem with a rollout file."""
+    reason = JSON_REASONS.get(fact or "", fact) if code == "json_syntax" else None
+    body = FILE_MESSAGES[code].format(fact=fact, reason=reason, max_rows=max_rows)
+    where = source
+    if line is not None:
+        where += f":{line}"
+        if column is not None:
+            where += f":{column}"
+    return RolloutFileError(f"{where}: {body}", source=source, code=code, line=line, column=column)
+
+
+def os_error(errno_text: str, filename: str) -> OSError:
+    """The OSError Python's own ``open`` would raise, from an errno the Rust side saw."""
+    import os
+
+    try:
+        number = int(errno_text)
+    except ValueError:
+        return OSError(f"{filename}: {errno_text}")
+    return OSError(number, os.strerror(number), filename)
+
+
+def from_native_file(exc: Any, source: str, dest: Optional[str], max_rows: int) -> Exception:
+    """Turn a ``NativeRowError`` raised while handling a file into the user-facing error."""
+    code, index, segments, fact, line, column = exc.args
+    if index is not None:
+        return row_error(code, index, segments, fact, line=line, source=source)
+    if code == "io_read":
+        return os_error(fact, source)
+    if code == "io_write":
+        return os_error(fact, dest or "<stdout>")
+    return file_error(code, source, max_rows, fact=fact, line=line, column=column)

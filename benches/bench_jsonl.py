@@ -1,0 +1,177 @@
+"""Rollout JSONL files: every contender side by side in one run.
+
+    python benches/bench_jsonl.py [--rows N] [--repeat R] [--big-rows M] [--dir D]
+
+Generates a JSONL file of two-message prompts with extra keys (100k rows,
+about 36 MB, by default), then times, best of R:
+
+- reading the file's bytes (the floor);
+- ``read_rollout_jsonl`` (Rust, and the pure-Python twin);
+- ``orjson.loads`` per line + the reference normaliser;
+- ``msgspec.json.Decoder(Row)`` per line (typed decode, no normalisation);
+- ``normalise_rollout_file`` (Rust, and the twin) against orjson + reference +
+  ``orjson.dumps`` writing a file.
+
+Then peak memory (max RSS of a fresh process) of ``normalise_rollout_file`` on
+``--rows`` and on ``--big-rows`` (1M by default) rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+import orjson
+from _common import best_of, load_reference
+from typing_extensions import NotRequired, TypedDict
+
+from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl
+
+
+class Message(TypedDict):
+    role: str
+    content: str
+
+
+class Row(TypedDict):
+    prompt: Union[str, list[Message]]
+    answer: NotRequired[str]
+
+
+def write_file(path: Path, rows: int) -> None:
+    filler = "Solve carefully and show the final number only. " * 4
+    with path.open("wb") as out:
+        for i in range(rows):
+            row = {
+                "id": f"task-{i:08d}",
+                "prompt": [
+                    {"role": "system", "content": "You are a careful calculator. " + filler},
+                    {"role": "user", "content": f"What is {i} + {i}? Think step by step."},
+                ],
+                "answer": str(2 * i),
+                "reward": 0.25 * (i % 4),
+                "metadata": {"source": "bench", "split": "train", "difficulty": i % 5},
+            }
+            out.write(orjson.dumps(row) + b"\n")
+
+
+def with_engine(engine: str, fn: Any) -> Any:
+    def run() -> Any:
+        previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+        try:
+            return fn()
+        finally:
+            _engine._set_engine(previous)
+
+    return run
+
+
+PEAK_SCRIPT = """
+import resource, sys
+from agent_rollout import normalise_rollout_file
+normalise_rollout_file(sys.argv[1], sys.argv[2], max_rows=10_000_000)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def peak_rss_kib(src: Path, dst: Path) -> int:
+    base = subprocess.run(
+        [sys.executable, "-c", "import resource, agent_rollout;"
+         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+        check=True, capture_output=True, text=True,
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, str(src), str(dst)],
+        check=True, capture_output=True, text=True,
+    )
+    return int(out.stdout.strip()) - int(base.stdout.strip())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--big-rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dir", default=None, help="where to write the generated files")
+    args = parser.parse_args()
+    reference = load_reference()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        src = Path(tmp) / "rollouts.jsonl"
+        write_file(src, args.rows)
+        size_mb = src.stat().st_size / 1e6
+        out = Path(tmp) / "out.jsonl"
+        print(f"{args.rows} rows, {size_mb:.1f} MB, best of {args.repeat}, "
+              f"native engine available: {_engine.native_available()}")
+
+        def orjson_reference() -> Any:
+            with src.open("rb") as f:
+                rows = [orjson.loads(line) for line in f if line.strip()]
+            return reference._normalise_rollout_rows(rows, "openenv")
+
+        decoder = msgspec.json.Decoder(Row)
+
+        def msgspec_decode() -> Any:
+            with src.open("rb") as f:
+                return [decoder.decode(line) for line in f if line.strip()]
+
+        def orjson_reference_write() -> None:
+            rows = orjson_reference()
+            with out.open("wb") as f:
+                for row in rows:
+                    f.write(orjson.dumps(row) + b"\n")
+
+        read: dict[str, Any] = {"read bytes (floor)": src.read_bytes}
+        if _engine.native_available():
+            read["read_rollout_jsonl rust"] = with_engine(
+                "rust", lambda: read_rollout_jsonl(src, max_rows=args.rows))
+        read["read_rollout_jsonl twin"] = with_engine(
+            "python", lambda: read_rollout_jsonl(src, max_rows=args.rows))
+        if reference is not None:
+            read["orjson + reference"] = orjson_reference
+        read["msgspec Decoder(Row)"] = msgspec_decode
+
+        write: dict[str, Any] = {}
+        if _engine.native_available():
+            write["normalise_rollout_file rust"] = with_engine(
+                "rust", lambda: normalise_rollout_file(src, out, max_rows=args.rows))
+        write["normalise_rollout_file twin"] = with_engine(
+            "python", lambda: normalise_rollout_file(src, out, max_rows=args.rows))
+        if reference is not None:
+            write["orjson + reference + dumps"] = orjson_reference_write
+
+        times = {name: best_of(fn, args.repeat) for name, fn in (read | write).items()}
+        floor = times["read bytes (floor)"]
+        base_read = times.get("orjson + reference")
+        base_write = times.get("orjson + reference + dumps")
+        print(f"\n{'contender':<30} {'ms':>8} {'MB/s':>8} {'rows/s':>12} {'vs orjson+ref':>14} "
+              f"{'vs floor':>9}")
+        for name, seconds in times.items():
+            base = base_write if name in write else base_read
+            ratio = f"{base / seconds:.2f}x" if base else "-"
+            print(f"{name:<30} {seconds * 1e3:8.1f} {size_mb / seconds:8.0f} "
+                  f"{args.rows / seconds:12,.0f} {ratio:>14} {seconds / floor:8.1f}x")
+
+        if args.big_rows and _engine.native_available():
+            small = peak_rss_kib(src, out)
+            big_src = Path(tmp) / "big.jsonl"
+            start = time.perf_counter()
+            write_file(big_src, args.big_rows)
+            made = time.perf_counter() - start
+            big = peak_rss_kib(big_src, out)
+            print(f"\npeak RSS of normalise_rollout_file (above a bare import): "
+                  f"{args.rows} rows {small / 1024:.1f} MiB, {args.big_rows} rows "
+                  f"{big / 1024:.1f} MiB, ratio {big / max(small, 1):.2f} "
+                  f"(file of {big_src.stat().st_size / 1e6:.0f} MB made in {made:.1f} s)")
+            os.unlink(big_src)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,427 @@
+//! Rollout files in and out: `read_rollout_jsonl` (rows as Python objects)
+//! and `normalise_rollout_file` (file to file, no Python objects at all).
+
+use std::ffi::CString;
+use std::fs::{self, File};
+use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+
+use flate2::read::MultiGzDecoder;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
+
+use crate::errors::Fault;
+use crate::json::{JsonLimits, J};
+use crate::jsonl::{self, ChunkResult, Event, LineFault, ReadFault, Row};
+use crate::rows::GcPause;
+
+/// The limits both functions take from Python.
+#[derive(Clone, Copy)]
+pub struct FileLimits {
+    pub max_rows: usize,
+    pub max_depth: usize,
+    pub json: JsonLimits,
+}
+
+/// What a run saw; returned to Python as a tuple.
+#[derive(Default)]
+pub struct Stats {
+    pub rows: usize,
+    pub lines: u64,
+    pub blank_lines: usize,
+    pub dropped_keys: usize,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+fn io_fault(code: &'static str, err: &io::Error) -> Fault {
+    // The errno lets Python build the same OSError its own `open` would.
+    let fact = match err.raw_os_error() {
+        Some(errno) => errno.to_string(),
+        None => err.to_string(),
+    };
+    Fault::input(code, Some(fact))
+}
+
+fn workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+}
+
+/// Open a rollout file (`-` is standard input); gzip is recognised by its magic bytes.
+fn open_source(path: &str) -> Result<(Box<dyn Read + Send>, bool), Fault> {
+    let mut raw: Box<dyn Read + Send> = if path == "-" {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|e| io_fault("io_read", &e))?)
+    };
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        match raw.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_fault("io_read", &e)),
+        }
+    }
+    let head = Cursor::new(magic[..got].to_vec());
+    let joined = head.chain(raw);
+    if got == 2 && magic == [0x1f, 0x8b] {
+        Ok((Box::new(MultiGzDecoder::new(BufReader::new(joined))), true))
+    } else {
+        Ok((Box::new(joined), false))
+    }
+}
+
+/// Turn the first problem of a chunk, or going over the cap, into a fault.
+/// `seen` counts rows before this chunk. Returns Ok(rows accepted in this chunk).
+fn settle<T>(result: &ChunkResult<T>, seen: usize, limits: FileLimits) -> Result<usize, Fault> {
+    let rows_here = result.row_lines.len();
+    // Rows that reached the cap check: a too-long line is refused before it.
+    let checked = match &result.fault {
+        Some(LineFault::TooLong { rows_before, .. }) => *rows_before,
+        Some(fault) => fault.local_index() + 1,
+        None => rows_here,
+    };
+    if seen + checked > limits.max_rows {
+        let over = limits.max_rows - seen;
+        let line = result.row_lines.get(over).copied().unwrap_or(0);
+        return Err(Fault::at_line("file_too_many_rows", None, line, None));
+    }
+    match &result.fault {
+        None => Ok(rows_here),
+        Some(fault) => Err(line_fault(fault, seen)),
+    }
+}
+
+fn line_fault(fault: &LineFault, seen: usize) -> Fault {
+    match fault {
+        LineFault::TooLong { line, .. } => Fault::at_line("line_too_long", None, *line, None),
+        LineFault::Utf8 { line, byte, .. } => {
+            Fault::at_line("utf8", Some(byte.to_string()), *line, None)
+        }
+        LineFault::Syntax {
+            reason,
+            line,
+            column,
+            ..
+        } => Fault::at_line(
+            "json_syntax",
+            Some((*reason).to_string()),
+            *line,
+            Some(*column),
+        ),
+        LineFault::Row {
+            rule,
+            local_index,
+            line,
+        } => Fault::Row {
+            rule: crate::errors::Rule {
+                code: rule.code,
+                rev_path: rule.rev_path.iter().map(clone_seg).collect(),
+                fact: rule.fact.clone(),
+            },
+            index: seen + local_index,
+            line: Some(*line),
+        },
+    }
+}
+
+fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
+    use crate::errors::Seg;
+    match seg {
+        Seg::Index(i) => Seg::Index(*i),
+        Seg::Key(k) => Seg::Key(k.clone()),
+        // JSON rows never carry Python keys; keep the shape total anyway.
+        Seg::PyKey(_) => Seg::Key(String::new()),
+    }
+}
+
+fn read_fault(fault: ReadFault, gzip: bool) -> Fault {
+    match fault {
+        ReadFault::Gzip => Fault::input("gzip", None),
+        ReadFault::Io(err) if gzip => {
+            let _ = err;
+            Fault::input("gzip", None)
+        }
+        ReadFault::Io(err) => io_fault("io_read", &err),
+        ReadFault::LineTooLong { line } => Fault::at_line("line_too_long", None, line, None),
+    }
+}
+
+// ---- rows as Python objects ----------------------------------------------------------------
+
+fn int_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let digits = if text == "-0" { "0" } else { text };
+    if let Ok(small) = digits.parse::<i64>() {
+        return Ok(small.into_pyobject(py)?.into_any());
+    }
+    let c_text =
+        CString::new(digits).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    // SAFETY: attached; PyLong_FromString reads the NUL-terminated digits and
+    // returns a new reference or NULL with an exception set.
+    unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyLong_FromString(c_text.as_ptr(), std::ptr::null_mut(), 10),
+        )
+    }
+}
+
+fn to_py<'py>(py: Python<'py>, value: &J<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        J::Null => py.None().into_bound(py),
+        J::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        J::Num(text, false) => int_to_py(py, text)?,
+        J::Num(text, true) => PyFloat::new(py, text.parse().unwrap_or(f64::NAN)).into_any(),
+        J::Str(text) => PyString::new(py, text).into_any(),
+        J::Arr(items) => {
+            let out: Vec<Bound<'py, PyAny>> = items
+                .iter()
+                .map(|v| to_py(py, v))
+                .collect::<PyResult<_>>()?;
+            PyList::new(py, out)?.into_any()
+        }
+        J::Obj(members) => {
+            let dict = PyDict::new(py);
+            for (key, item) in members {
+                dict.set_item(key_to_py(py, key), to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Chat messages repeat a few keys; share one interned string for each.
+fn key_to_py<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    match key {
+        "role" => pyo3::intern!(py, "role").clone(),
+        "content" => pyo3::intern!(py, "content").clone(),
+        "type" => pyo3::intern!(py, "type").clone(),
+        "text" => pyo3::intern!(py, "text").clone(),
+        other => PyString::new(py, other),
+    }
+}
+
+fn row_to_py<'py>(py: Python<'py>, row: &Row<'_>) -> PyResult<Bound<'py, PyAny>> {
+    let dict = PyDict::new(py);
+    dict.set_item(pyo3::intern!(py, "prompt"), to_py(py, &row.prompt)?)?;
+    if let Some(answer) = &row.answer {
+        dict.set_item(pyo3::intern!(py, "answer"), PyString::new(py, answer))?;
+    }
+    Ok(dict.into_any())
+}
+
+pub fn read_rows<'py>(
+    py: Python<'py>,
+    path: &str,
+    limits: FileLimits,
+) -> Result<(Bound<'py, PyTuple>, Stats), Fault> {
+    let (source, gzip) = open_source(path)?;
+    let _pause = GcPause::new(py);
+    let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
+    let mut stats = Stats::default();
+    let work = |data: &[u8], first_line: u64| {
+        jsonl::process_chunk(
+            data,
+            first_line,
+            limits.max_depth,
+            limits.json,
+            Vec::new(),
+            |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
+        )
+    };
+    let wait = |rx: Receiver<_>| py.detach(move || (rx.recv().ok(), rx));
+    jsonl::run(
+        source,
+        gzip,
+        workers(),
+        work,
+        wait,
+        |event| -> Result<bool, Fault> {
+            let result = match event {
+                Event::Fail(fault) => return Err(read_fault(fault, gzip)),
+                Event::Chunk(result) => result,
+            };
+            py.check_signals()?;
+            let accepted = settle(&result, stats.rows, limits)?;
+            for row in &result.output {
+                rows.push(row_to_py(py, row)?);
+            }
+            stats.rows += accepted;
+            stats.lines += result.lines;
+            stats.blank_lines += result.blank_lines;
+            stats.dropped_keys += result.dropped_keys;
+            stats.bytes_in += result.bytes as u64;
+            Ok(true)
+        },
+    )?;
+    if rows.is_empty() {
+        return Err(Fault::input("file_no_rows", None));
+    }
+    Ok((PyTuple::new(py, rows)?, stats))
+}
+
+// ---- file to file ---------------------------------------------------------------------------
+
+/// The output: a temporary file beside the destination, renamed over it only
+/// when everything succeeded; or standard output (streamed, no undo).
+enum Sink {
+    File {
+        temp: PathBuf,
+        dest: PathBuf,
+        out: BufWriter<File>,
+    },
+    Stdout(BufWriter<io::Stdout>),
+}
+
+impl Sink {
+    fn create(dest: &str) -> Result<Sink, Fault> {
+        if dest == "-" {
+            return Ok(Sink::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                io::stdout(),
+            )));
+        }
+        let dest = PathBuf::from(dest);
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for attempt in 0..100u32 {
+            let temp = dir.join(format!(".{name}.{}.{attempt}.tmp", std::process::id()));
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    return Ok(Sink::File {
+                        temp,
+                        dest,
+                        out: BufWriter::with_capacity(1 << 20, file),
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_fault("io_write", &e)),
+            }
+        }
+        Err(Fault::input(
+            "io_write",
+            Some("no free temporary file name".into()),
+        ))
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Fault> {
+        let result = match self {
+            Sink::File { out, .. } => out.write_all(bytes),
+            Sink::Stdout(out) => out.write_all(bytes),
+        };
+        result.map_err(|e| io_fault("io_write", &e))
+    }
+
+    fn finish(self) -> Result<(), Fault> {
+        match self {
+            Sink::Stdout(mut out) => out.flush().map_err(|e| io_fault("io_write", &e)),
+            Sink::File { temp, dest, out } => {
+                let done = out
+                    .into_inner()
+                    .map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))
+                    .and_then(|file| file.sync_data().map(|_| file))
+                    .and_then(|file| {
+                        drop(file);
+                        fs::rename(&temp, &dest)
+                    });
+                if let Err(e) = done {
+                    let _ = fs::remove_file(&temp);
+                    return Err(io_fault("io_write", &e));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn abandon(self) {
+        if let Sink::File { temp, out, .. } = self {
+            drop(out);
+            let _ = fs::remove_file(Path::new(&temp));
+        }
+    }
+}
+
+pub fn normalise_file(
+    py: Python<'_>,
+    src: &str,
+    dest: &str,
+    limits: FileLimits,
+    progress: Option<Py<PyAny>>,
+) -> Result<Stats, Fault> {
+    let (source, gzip) = open_source(src)?;
+    let mut sink = Sink::create(dest)?;
+    let outcome = py.detach(|| {
+        let mut stats = Stats::default();
+        let work = |data: &[u8], first_line: u64| {
+            jsonl::process_chunk(
+                data,
+                first_line,
+                limits.max_depth,
+                limits.json,
+                String::new(),
+                |out: &mut String, row| jsonl::write_row(&row, out),
+            )
+        };
+        let wait = |rx: Receiver<_>| (rx.recv().ok(), rx);
+        let sink_ref = &mut sink;
+        let run = jsonl::run(
+            source,
+            gzip,
+            workers(),
+            work,
+            wait,
+            |event| -> Result<bool, Fault> {
+                let result = match event {
+                    Event::Fail(fault) => return Err(read_fault(fault, gzip)),
+                    Event::Chunk(result) => result,
+                };
+                Python::attach(|py| py.check_signals())?;
+                let accepted = settle(&result, stats.rows, limits)?;
+                sink_ref.write(result.output.as_bytes())?;
+                stats.rows += accepted;
+                stats.lines += result.lines;
+                stats.blank_lines += result.blank_lines;
+                stats.dropped_keys += result.dropped_keys;
+                stats.bytes_in += result.bytes as u64;
+                stats.bytes_out += result.output.len() as u64;
+                if let Some(report) = &progress {
+                    Python::attach(|py| report.call1(py, (stats.rows, stats.lines)))?;
+                }
+                Ok(true)
+            },
+        );
+        run.and_then(|()| {
+            if stats.rows == 0 {
+                Err(Fault::input("file_no_rows", None))
+            } else {
+                Ok(stats)
+            }
+        })
+    });
+    match outcome {
+        Ok(stats) => {
+            sink.finish()?;
+            Ok(stats)
+        }
+        Err(fault) => {
+            sink.abandon();
+            Err(fault)
+        }
+    }
+}

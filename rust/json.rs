@@ -1,0 +1,556 @@
+//! A strict JSON parser for one JSONL line, with our own error texts.
+//!
+//! The grammar is RFC 8259 exactly, plus three limits that make both engines
+//! agree with what Python's `json` module can hold: no NaN/Infinity literals,
+//! no lone UTF-16 surrogates in `\u` escapes, no integer longer than 4300
+//! digits (CPython's int-from-string limit), and no nesting deeper than
+//! `MAX_JSON_DEPTH`. The pure-Python twin (`agent_rollout/_jsonl.py`) walks the
+//! same grammar when `json.loads` refuses a line, so both report the same
+//! reason at the same column.
+
+use std::borrow::Cow;
+
+/// Limits handed over from Python (`agent_rollout._backends`).
+#[derive(Clone, Copy)]
+pub struct JsonLimits {
+    /// How deeply arrays and objects may nest in one line (the row object is 1).
+    pub max_depth: usize,
+    /// CPython refuses to turn longer digit strings into an int.
+    pub max_int_digits: usize,
+}
+
+/// A parsed JSON value borrowing from the line where it can.
+#[derive(Debug, Clone)]
+pub enum J<'a> {
+    Null,
+    Bool(bool),
+    /// The number's text, and whether it is a float (has `.`, `e` or `E`).
+    Num(Cow<'a, str>, bool),
+    Str(Cow<'a, str>),
+    Arr(Vec<J<'a>>),
+    /// Members in document order; duplicate keys are kept here and resolved
+    /// by the row rules the way a Python dict would (first place, last value).
+    Obj(Vec<(Cow<'a, str>, J<'a>)>),
+}
+
+/// A syntax error: a reason code and the byte offset in the line it points at.
+#[derive(Debug)]
+pub struct SyntaxError {
+    pub reason: &'static str,
+    pub offset: usize,
+}
+
+// Reason codes; `agent_rollout/_errors.py` holds the text for each.
+pub const EXPECTED_VALUE: &str = "expected_value";
+pub const EXPECTED_ARRAY_SEP: &str = "expected_array_sep";
+pub const EXPECTED_OBJECT_SEP: &str = "expected_object_sep";
+pub const EXPECTED_COLON: &str = "expected_colon";
+pub const EXPECTED_KEY: &str = "expected_key";
+pub const UNTERMINATED: &str = "unterminated_string";
+pub const BAD_ESCAPE: &str = "bad_escape";
+pub const BAD_UNICODE: &str = "bad_unicode_escape";
+pub const LONE_SURROGATE: &str = "lone_surrogate";
+pub const CONTROL_CHAR: &str = "control_character";
+pub const BAD_NUMBER: &str = "bad_number";
+pub const LONG_INT: &str = "long_integer";
+pub const NAN_INFINITY: &str = "nan_infinity";
+pub const TRAILING: &str = "trailing_data";
+pub const TOO_DEEP: &str = "too_deep";
+
+type Res<T> = Result<T, SyntaxError>;
+
+fn fail<T>(reason: &'static str, offset: usize) -> Res<T> {
+    Err(SyntaxError { reason, offset })
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    limits: JsonLimits,
+}
+
+/// Parse one whole line (already known to be valid UTF-8 and not blank).
+pub fn parse_line(text: &str, limits: JsonLimits) -> Result<J<'_>, SyntaxError> {
+    let mut parser = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        limits,
+    };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != parser.bytes.len() {
+        return fail(TRAILING, parser.pos);
+    }
+    Ok(value)
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn starts_with(&self, word: &str) -> bool {
+        self.bytes[self.pos..].starts_with(word.as_bytes())
+    }
+
+    fn value(&mut self, depth: usize) -> Res<J<'a>> {
+        match self.peek() {
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => Ok(J::Str(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b't') if self.starts_with("true") => {
+                self.pos += 4;
+                Ok(J::Bool(true))
+            }
+            Some(b'f') if self.starts_with("false") => {
+                self.pos += 5;
+                Ok(J::Bool(false))
+            }
+            Some(b'n') if self.starts_with("null") => {
+                self.pos += 4;
+                Ok(J::Null)
+            }
+            Some(b'N') if self.starts_with("NaN") => fail(NAN_INFINITY, self.pos),
+            Some(b'I') if self.starts_with("Infinity") => fail(NAN_INFINITY, self.pos),
+            _ => fail(EXPECTED_VALUE, self.pos),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Res<J<'a>> {
+        if depth > self.limits.max_depth {
+            return fail(TOO_DEEP, self.pos);
+        }
+        self.pos += 1;
+        self.skip_ws();
+        let mut members = Vec::new();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(J::Obj(members));
+        }
+        loop {
+            if self.peek() != Some(b'"') {
+                return fail(EXPECTED_KEY, self.pos);
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.peek() != Some(b':') {
+                return fail(EXPECTED_COLON, self.pos);
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let value = self.value(depth)?;
+            members.push((key, value));
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(J::Obj(members));
+                }
+                _ => return fail(EXPECTED_OBJECT_SEP, self.pos),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Res<J<'a>> {
+        if depth > self.limits.max_depth {
+            return fail(TOO_DEEP, self.pos);
+        }
+        self.pos += 1;
+        self.skip_ws();
+        let mut items = Vec::new();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(J::Arr(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(J::Arr(items));
+                }
+                _ => return fail(EXPECTED_ARRAY_SEP, self.pos),
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    fn number(&mut self) -> Res<J<'a>> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+            if self.starts_with("Infinity") {
+                return fail(NAN_INFINITY, start);
+            }
+        }
+        let int_digits = match self.peek() {
+            Some(b'0') => {
+                self.pos += 1;
+                1
+            }
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return fail(BAD_NUMBER, start),
+        };
+        let mut is_float = false;
+        if self.peek() == Some(b'.') {
+            self.pos += 1;
+            if self.digits() == 0 {
+                return fail(BAD_NUMBER, start);
+            }
+            is_float = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return fail(BAD_NUMBER, start);
+            }
+            is_float = true;
+        }
+        if !is_float && int_digits > self.limits.max_int_digits {
+            return fail(LONG_INT, start);
+        }
+        Ok(J::Num(Cow::Borrowed(&self.text[start..self.pos]), is_float))
+    }
+
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let digits = self.bytes.get(at..at + 4)?;
+        let mut value = 0u32;
+        for &b in digits {
+            value = value * 16 + (b as char).to_digit(16)?;
+        }
+        Some(value)
+    }
+
+    /// A string starting at the opening quote; borrowed when it has no escapes.
+    fn string(&mut self) -> Res<Cow<'a, str>> {
+        let open = self.pos;
+        self.pos += 1;
+        let start = self.pos;
+        // Fast scan: most strings have no escapes.
+        loop {
+            match self.peek() {
+                None => return fail(UNTERMINATED, open),
+                Some(b'"') => {
+                    let text = &self.text[start..self.pos];
+                    self.pos += 1;
+                    return Ok(Cow::Borrowed(text));
+                }
+                Some(b'\\') => break,
+                Some(b) if b < 0x20 => return fail(CONTROL_CHAR, self.pos),
+                Some(_) => self.pos += 1,
+            }
+        }
+        let mut out = String::from(&self.text[start..self.pos]);
+        loop {
+            match self.peek() {
+                None => return fail(UNTERMINATED, open),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(Cow::Owned(out));
+                }
+                Some(b'\\') => {
+                    let slash = self.pos;
+                    let Some(kind) = self.bytes.get(slash + 1).copied() else {
+                        return fail(BAD_ESCAPE, slash);
+                    };
+                    self.pos += 2;
+                    let ch = match kind {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => self.unicode_escape(slash)?,
+                        _ => return fail(BAD_ESCAPE, slash),
+                    };
+                    out.push(ch);
+                }
+                Some(b) if b < 0x20 => return fail(CONTROL_CHAR, self.pos),
+                Some(_) => {
+                    // Copy the run up to the next quote, backslash or control byte.
+                    let run = self.pos;
+                    while let Some(b) = self.peek() {
+                        if b == b'"' || b == b'\\' || b < 0x20 {
+                            break;
+                        }
+                        self.pos += 1;
+                    }
+                    out.push_str(&self.text[run..self.pos]);
+                }
+            }
+        }
+    }
+
+    /// After `\u` (the backslash at `slash`, `pos` past the `u`).
+    fn unicode_escape(&mut self, slash: usize) -> Res<char> {
+        let Some(first) = self.hex4(self.pos) else {
+            return fail(BAD_UNICODE, slash);
+        };
+        self.pos += 4;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                let low = if self.bytes.get(self.pos..self.pos + 2) == Some(b"\\u") {
+                    self.hex4(self.pos + 2)
+                } else {
+                    None
+                };
+                match low {
+                    Some(low @ 0xDC00..=0xDFFF) => {
+                        self.pos += 6;
+                        0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    _ => return fail(LONE_SURROGATE, slash),
+                }
+            }
+            0xDC00..=0xDFFF => return fail(LONE_SURROGATE, slash),
+            other => other,
+        };
+        match char::from_u32(code) {
+            Some(ch) => Ok(ch),
+            None => fail(BAD_UNICODE, slash),
+        }
+    }
+}
+
+impl J<'_> {
+    /// A copy that owns all its text (to send it to another thread).
+    pub fn into_owned(self) -> J<'static> {
+        match self {
+            J::Null => J::Null,
+            J::Bool(b) => J::Bool(b),
+            J::Num(text, is_float) => J::Num(Cow::Owned(text.into_owned()), is_float),
+            J::Str(text) => J::Str(Cow::Owned(text.into_owned())),
+            J::Arr(items) => J::Arr(items.into_iter().map(J::into_owned).collect()),
+            J::Obj(members) => J::Obj(
+                members
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The name of the Python type `json.loads` would give this value.
+    pub fn py_type_name(&self) -> &'static str {
+        match self {
+            J::Null => "NoneType",
+            J::Bool(_) => "bool",
+            J::Num(_, true) => "float",
+            J::Num(_, false) => "int",
+            J::Str(_) => "str",
+            J::Arr(_) => "list",
+            J::Obj(_) => "dict",
+        }
+    }
+}
+
+/// Python's `repr(float)`: the shortest digits that round-trip, in fixed
+/// notation for exponents -4..16 and scientific (`1e+16`, `1.5e-07`) otherwise.
+pub fn py_float_repr(value: f64, out: &mut String) {
+    if value == 0.0 {
+        out.push_str(if value.is_sign_negative() {
+            "-0.0"
+        } else {
+            "0.0"
+        });
+        return;
+    }
+    // `{:e}` prints the shortest round-tripping digits: "-1.2345e-7".
+    let sci = format!("{value:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if negative {
+        out.push('-');
+    }
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat_n('0', int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let magnitude = exp.unsigned_abs();
+        if magnitude < 10 {
+            out.push('0');
+        }
+        out.push_str(&magnitude.to_string());
+    }
+}
+
+/// Append `text` as a JSON string the way Python's `json.dumps(...,
+/// ensure_ascii=False)` writes it.
+pub fn write_json_str(text: &str, out: &mut String) {
+    out.push('"');
+    let mut run = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let escape: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&text[run..i]);
+        match escape {
+            Some(esc) => out.push_str(esc),
+            None => {
+                out.push_str("\\u00");
+                out.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+                out.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+            }
+        }
+        run = i + 1;
+    }
+    out.push_str(&text[run..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: JsonLimits = JsonLimits {
+        max_depth: 128,
+        max_int_digits: 4300,
+    };
+
+    fn repr(value: f64) -> String {
+        let mut out = String::new();
+        py_float_repr(value, &mut out);
+        out
+    }
+
+    #[test]
+    fn float_repr_matches_python() {
+        let cases = [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (-2.5, "-2.5"),
+            (1e16, "1e+16"),
+            (1.5e-7, "1.5e-07"),
+            (123456789012345.6, "123456789012345.6"),
+            (1e15, "1000000000000000.0"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-0.0, "-0.0"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(repr(value), want, "{value}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_like_python() {
+        let mut out = String::new();
+        write_json_str("a\"b\\c\n\u{1}\u{7f}é", &mut out);
+        assert_eq!(out, "\"a\\\"b\\\\c\\n\\u0001\u{7f}é\"");
+    }
+
+    #[test]
+    fn syntax_errors_point_where_python_twin_does() {
+        let cases = [
+            ("{\"a\":}", EXPECTED_VALUE, 5),
+            ("[1,]", EXPECTED_VALUE, 3),
+            ("{\"a\" 1}", EXPECTED_COLON, 5),
+            ("{1:2}", EXPECTED_KEY, 1),
+            ("[1 2]", EXPECTED_ARRAY_SEP, 3),
+            ("\"abc", UNTERMINATED, 0),
+            ("\"\\x\"", BAD_ESCAPE, 1),
+            ("\"\\ud800\"", LONE_SURROGATE, 1),
+            ("NaN", NAN_INFINITY, 0),
+            ("-Infinity", NAN_INFINITY, 0),
+            ("01", TRAILING, 1),
+            ("1.", BAD_NUMBER, 0),
+            ("{} x", TRAILING, 3),
+        ];
+        for (text, reason, offset) in cases {
+            match parse_line(text, LIMITS) {
+                Err(err) => assert_eq!((err.reason, err.offset), (reason, offset), "{text}"),
+                Ok(value) => panic!("{text} parsed as {value:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn depth_limit() {
+        let ok = "[".repeat(128) + &"]".repeat(128);
+        assert!(parse_line(&ok, LIMITS).is_ok());
+        let deep = "[".repeat(129) + &"]".repeat(129);
+        assert!(matches!(
+            parse_line(&deep, LIMITS),
+            Err(SyntaxError {
+                reason: TOO_DEEP,
+                offset: 128
+            })
+        ));
+    }
+
+    #[test]
+    fn surrogate_pairs_decode() {
+        match parse_line("\"\\ud83d\\ude00\"", LIMITS) {
+            Ok(J::Str(text)) => assert_eq!(text, "\u{1F600}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

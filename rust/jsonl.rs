@@ -1,0 +1,611 @@
+//! JSONL rollout files: the row rules over parsed JSON, and a pipeline that
+//! reads, parses and checks chunks of lines on worker threads while the
+//! caller's thread consumes the results in input order.
+//!
+//! Order of checks for every line (the pure-Python twin keeps the same):
+//! line length, blank (skipped), row cap, UTF-8, JSON syntax, row rules.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread;
+
+use crate::errors::{Rule, Seg};
+use crate::json::{parse_line, py_float_repr, write_json_str, JsonLimits, J};
+
+/// A line longer than this is refused (the pipeline's memory stays bounded).
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+/// How much is read at a time; a chunk is this much, cut after its last newline.
+const CHUNK_BYTES: usize = 1 << 20;
+/// Chunks in flight (read, parsed or waiting to be consumed) at most.
+const IN_FLIGHT: usize = 8;
+
+/// A normalised row, borrowing from its line where it can.
+pub struct Row<'a> {
+    pub prompt: J<'a>,
+    pub answer: Option<Cow<'a, str>>,
+    pub dropped_keys: usize,
+}
+
+impl Row<'_> {
+    /// A copy that owns its text, to send to another thread.
+    pub fn into_owned(self) -> Row<'static> {
+        Row {
+            prompt: self.prompt.into_owned(),
+            answer: self.answer.map(|a| Cow::Owned(a.into_owned())),
+            dropped_keys: self.dropped_keys,
+        }
+    }
+}
+
+/// Why a line was refused, with the line's local row index where it has one.
+pub enum LineFault {
+    Row {
+        rule: Rule,
+        local_index: usize,
+        line: u64,
+    },
+    Syntax {
+        reason: &'static str,
+        line: u64,
+        column: usize,
+        local_index: usize,
+    },
+    Utf8 {
+        line: u64,
+        byte: usize,
+        local_index: usize,
+    },
+    /// Checked before anything else, so it has no row index of its own.
+    TooLong { line: u64, rows_before: usize },
+}
+
+impl LineFault {
+    pub fn local_index(&self) -> usize {
+        match self {
+            LineFault::Row { local_index, .. }
+            | LineFault::Syntax { local_index, .. }
+            | LineFault::Utf8 { local_index, .. } => *local_index,
+            LineFault::TooLong { rows_before, .. } => *rows_before,
+        }
+    }
+}
+
+/// Problems of the file as a whole, found while reading.
+pub enum ReadFault {
+    Io(io::Error),
+    Gzip,
+    LineTooLong { line: u64 },
+}
+
+// ---- the row rules over JSON -------------------------------------------------------------
+
+/// Resolve duplicate keys the way a Python dict does: first place, last value.
+fn dedupe<'a>(members: Vec<(Cow<'a, str>, J<'a>)>) -> Vec<(Cow<'a, str>, J<'a>)> {
+    let has_dupes = members
+        .iter()
+        .enumerate()
+        .any(|(i, (k, _))| members[..i].iter().any(|(other, _)| other == k));
+    if !has_dupes {
+        return members;
+    }
+    let mut out: Vec<(Cow<'a, str>, J<'a>)> = Vec::with_capacity(members.len());
+    for (key, value) in members {
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => out.push((key, value)),
+        }
+    }
+    out
+}
+
+fn check_depth(level: usize, max_depth: usize) -> Result<(), Rule> {
+    if level > max_depth {
+        return Err(Rule::new("too_deep", None));
+    }
+    Ok(())
+}
+
+fn check_value<'a>(value: J<'a>, level: usize, max_depth: usize) -> Result<J<'a>, Rule> {
+    match value {
+        J::Num(text, true) => {
+            let number: f64 = text.parse().unwrap_or(f64::NAN);
+            if !number.is_finite() {
+                let shown = if number.is_nan() {
+                    "nan"
+                } else if number > 0.0 {
+                    "inf"
+                } else {
+                    "-inf"
+                };
+                return Err(Rule::new("float_not_finite", Some(shown.to_string())));
+            }
+            Ok(J::Num(text, true))
+        }
+        J::Arr(items) => {
+            check_depth(level, max_depth)?;
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                out.push(
+                    check_value(item, level + 1, max_depth)
+                        .map_err(|bad| bad.within(Seg::Index(i)))?,
+                );
+            }
+            Ok(J::Arr(out))
+        }
+        J::Obj(members) => check_object(members, level, max_depth).map(J::Obj),
+        other => Ok(other),
+    }
+}
+
+fn check_object<'a>(
+    members: Vec<(Cow<'a, str>, J<'a>)>,
+    level: usize,
+    max_depth: usize,
+) -> Result<Vec<(Cow<'a, str>, J<'a>)>, Rule> {
+    check_depth(level, max_depth)?;
+    let mut out = Vec::with_capacity(members.len());
+    for (key, value) in dedupe(members) {
+        let value = match check_value(value, level + 1, max_depth) {
+            Ok(value) => value,
+            Err(bad) => return Err(bad.within(Seg::Key(key.into_owned()))),
+        };
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+fn check_message<'a>(message: J<'a>, max_depth: usize) -> Result<J<'a>, Rule> {
+    let J::Obj(members) = message else {
+        return Err(Rule::new(
+            "message_not_mapping",
+            Some(message.py_type_name().to_string()),
+        ));
+    };
+    let members = check_object(members, 1, max_depth)?;
+    match members.iter().find(|(k, _)| k == "role") {
+        None => return Err(Rule::new("role_missing", None)),
+        Some((_, J::Str(role))) if !role.is_empty() => {}
+        Some((_, J::Str(_))) => {
+            return Err(Rule::new("role_empty", None).within(Seg::Key("role".into())))
+        }
+        Some((_, other)) => {
+            return Err(
+                Rule::new("role_type", Some(other.py_type_name().to_string()))
+                    .within(Seg::Key("role".into())),
+            );
+        }
+    }
+    Ok(J::Obj(members))
+}
+
+/// The row rules for one parsed line.
+pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
+    let J::Obj(members) = doc else {
+        return Err(Rule::new(
+            "row_not_mapping",
+            Some(doc.py_type_name().to_string()),
+        ));
+    };
+    let mut prompt = None;
+    let mut answer = None;
+    let mut others: Vec<Cow<'_, str>> = Vec::new();
+    for (key, value) in members {
+        match key.as_ref() {
+            "prompt" => prompt = Some(value),
+            "answer" => answer = Some(value),
+            _ => {
+                if !others.contains(&key) {
+                    others.push(key);
+                }
+            }
+        }
+    }
+    let in_prompt = |bad: Rule| bad.within(Seg::Key("prompt".into()));
+    let prompt = match prompt {
+        None | Some(J::Null) => return Err(in_prompt(Rule::new("prompt_missing", None))),
+        Some(J::Str(text)) => {
+            if text.is_empty() {
+                return Err(in_prompt(Rule::new("prompt_empty", None)));
+            }
+            J::Str(text)
+        }
+        Some(J::Arr(messages)) => {
+            if messages.is_empty() {
+                return Err(in_prompt(Rule::new("prompt_empty", None)));
+            }
+            let mut out = Vec::with_capacity(messages.len());
+            for (i, message) in messages.into_iter().enumerate() {
+                out.push(
+                    check_message(message, max_depth)
+                        .map_err(|bad| in_prompt(bad.within(Seg::Index(i))))?,
+                );
+            }
+            J::Arr(out)
+        }
+        Some(other) => {
+            return Err(in_prompt(Rule::new(
+                "prompt_type",
+                Some(other.py_type_name().to_string()),
+            )))
+        }
+    };
+    let answer = match answer {
+        None | Some(J::Null) => None,
+        Some(J::Str(text)) => (!text.is_empty()).then_some(text),
+        Some(other) => {
+            return Err(
+                Rule::new("answer_type", Some(other.py_type_name().to_string()))
+                    .within(Seg::Key("answer".into())),
+            );
+        }
+    };
+    Ok(Row {
+        prompt,
+        answer,
+        dropped_keys: others.len(),
+    })
+}
+
+// ---- canonical JSON output ---------------------------------------------------------------
+
+fn write_value(value: &J<'_>, out: &mut String) {
+    match value {
+        J::Null => out.push_str("null"),
+        J::Bool(true) => out.push_str("true"),
+        J::Bool(false) => out.push_str("false"),
+        J::Num(text, false) => out.push_str(if *text == "-0" { "0" } else { text }),
+        J::Num(text, true) => py_float_repr(text.parse().unwrap_or(f64::NAN), out),
+        J::Str(text) => write_json_str(text, out),
+        J::Arr(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out);
+            }
+            out.push(']');
+        }
+        J::Obj(members) => {
+            out.push('{');
+            for (i, (key, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_str(key, out);
+                out.push(':');
+                write_value(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// One output line: `{"prompt":...,"answer":...}` and a newline.
+pub fn write_row(row: &Row<'_>, out: &mut String) {
+    out.push_str("{\"prompt\":");
+    write_value(&row.prompt, out);
+    if let Some(answer) = &row.answer {
+        out.push_str(",\"answer\":");
+        write_json_str(answer, out);
+    }
+    out.push_str("}\n");
+}
+
+// ---- chunks of lines ---------------------------------------------------------------------
+
+/// What a worker made of one chunk.
+pub struct ChunkResult<T> {
+    /// 1-based line number of each non-blank line seen, in order.
+    pub row_lines: Vec<u64>,
+    /// Rows that passed, turned into the caller's output type.
+    pub output: T,
+    pub dropped_keys: usize,
+    pub blank_lines: usize,
+    /// Lines in the chunk (newlines, plus an unterminated last line).
+    pub lines: u64,
+    /// Bytes of input the chunk held (after gzip decompression).
+    pub bytes: usize,
+    /// The first refused line, if any (rows after it were not looked at).
+    pub fault: Option<LineFault>,
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// Parse and check every line of a chunk, handing each good row to `sink`.
+pub fn process_chunk<'d, T>(
+    data: &'d [u8],
+    first_line: u64,
+    max_depth: usize,
+    json: JsonLimits,
+    mut output: T,
+    mut sink: impl FnMut(&mut T, Row<'d>),
+) -> ChunkResult<T> {
+    let mut row_lines = Vec::new();
+    let mut dropped_keys = 0;
+    let mut blank_lines = 0;
+    let mut fault = None;
+    let mut line_no = first_line;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        let this_line = line_no;
+        line_no += 1;
+        if line.len() > MAX_LINE_BYTES {
+            fault = Some(LineFault::TooLong {
+                line: this_line,
+                rows_before: row_lines.len(),
+            });
+            break;
+        }
+        if is_blank(line) {
+            blank_lines += 1;
+            continue;
+        }
+        let local_index = row_lines.len();
+        row_lines.push(this_line);
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(err) => {
+                fault = Some(LineFault::Utf8 {
+                    line: this_line,
+                    byte: err.valid_up_to() + 1,
+                    local_index,
+                });
+                break;
+            }
+        };
+        let doc = match parse_line(text, json) {
+            Ok(doc) => doc,
+            Err(err) => {
+                let column = text[..err.offset].chars().count() + 1;
+                fault = Some(LineFault::Syntax {
+                    reason: err.reason,
+                    line: this_line,
+                    column,
+                    local_index,
+                });
+                break;
+            }
+        };
+        match check_row(doc, max_depth) {
+            Ok(row) => {
+                dropped_keys += row.dropped_keys;
+                sink(&mut output, row);
+            }
+            Err(rule) => {
+                fault = Some(LineFault::Row {
+                    rule,
+                    local_index,
+                    line: this_line,
+                });
+                break;
+            }
+        }
+    }
+    ChunkResult {
+        row_lines,
+        output,
+        dropped_keys,
+        blank_lines,
+        lines: line_no - first_line,
+        bytes: data.len(),
+        fault,
+    }
+}
+
+// ---- the pipeline --------------------------------------------------------------------------
+
+enum Work {
+    Chunk {
+        id: u64,
+        first_line: u64,
+        data: Vec<u8>,
+    },
+    Fail {
+        id: u64,
+        fault: ReadFault,
+    },
+    End {
+        id: u64,
+    },
+}
+
+/// What the consumer receives, in input order.
+pub enum Event<T> {
+    Chunk(ChunkResult<T>),
+    Fail(ReadFault),
+}
+
+enum Done<T> {
+    Chunk(u64, ChunkResult<T>),
+    Fail(u64, ReadFault),
+    End(u64),
+}
+
+fn read_full(source: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match source.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(filled)
+}
+
+fn reader(
+    mut source: Box<dyn Read + Send>,
+    gzip: bool,
+    work: SyncSender<Work>,
+    slots: Receiver<()>,
+) {
+    let mut id = 0u64;
+    let mut line = 1u64;
+    let mut carry: Vec<u8> = Vec::new();
+    let mut block = vec![0u8; CHUNK_BYTES];
+    loop {
+        if slots.recv().is_err() {
+            return; // the consumer has stopped
+        }
+        // Fill until there is at least one newline (or the end of input).
+        let mut eof = false;
+        loop {
+            let n = match read_full(source.as_mut(), &mut block) {
+                Ok(n) => n,
+                Err(err) => {
+                    let fault = if gzip {
+                        ReadFault::Gzip
+                    } else {
+                        ReadFault::Io(err)
+                    };
+                    let _ = work.send(Work::Fail { id, fault });
+                    return;
+                }
+            };
+            let searched = carry.len();
+            carry.extend_from_slice(&block[..n]);
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            if carry[searched..].contains(&b'\n') {
+                break;
+            }
+            if carry.len() > MAX_LINE_BYTES {
+                // No newline yet and already too long: its line number is
+                // `line` plus the newlines of the chunk not yet sent (none).
+                let _ = work.send(Work::Fail {
+                    id,
+                    fault: ReadFault::LineTooLong { line },
+                });
+                return;
+            }
+        }
+        let cut = if eof {
+            carry.len()
+        } else {
+            carry.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        };
+        let rest = carry.split_off(cut);
+        let data = std::mem::replace(&mut carry, rest);
+        let newlines = data.iter().filter(|&&b| b == b'\n').count() as u64;
+        if !data.is_empty() {
+            if work
+                .send(Work::Chunk {
+                    id,
+                    first_line: line,
+                    data,
+                })
+                .is_err()
+            {
+                return;
+            }
+            id += 1;
+            line += newlines;
+        }
+        if eof {
+            let _ = work.send(Work::End { id });
+            return;
+        }
+    }
+}
+
+/// Read `source` in chunks, run `work` on them on worker threads, and hand the
+/// results to `consume` in input order on the calling thread. `wait` is how
+/// the calling thread blocks for the next result (Python code passes one that
+/// releases the interpreter while it waits). `consume` returns `false` to stop.
+pub fn run<T, W, C, E>(
+    source: Box<dyn Read + Send>,
+    gzip: bool,
+    workers: usize,
+    work: W,
+    mut wait: impl FnMut(Receiver<DoneBox<T>>) -> (Option<DoneBox<T>>, Receiver<DoneBox<T>>),
+    mut consume: C,
+) -> Result<(), E>
+where
+    T: Send,
+    W: Fn(&[u8], u64) -> ChunkResult<T> + Sync,
+    C: FnMut(Event<T>) -> Result<bool, E>,
+{
+    let (work_tx, work_rx) = mpsc::sync_channel::<Work>(IN_FLIGHT);
+    let (done_tx, done_rx) = mpsc::channel::<DoneBox<T>>();
+    let (slot_tx, slot_rx) = mpsc::sync_channel::<()>(IN_FLIGHT);
+    for _ in 0..IN_FLIGHT {
+        let _ = slot_tx.send(());
+    }
+    let work_rx = std::sync::Mutex::new(work_rx);
+    thread::scope(|scope| {
+        scope.spawn(move || reader(source, gzip, work_tx, slot_rx));
+        for _ in 0..workers.max(1) {
+            let done_tx = done_tx.clone();
+            let work_rx = &work_rx;
+            let work = &work;
+            scope.spawn(move || loop {
+                let item = match work_rx.lock() {
+                    Ok(guard) => guard.recv(),
+                    Err(_) => return,
+                };
+                let done = match item {
+                    Ok(Work::Chunk {
+                        id,
+                        first_line,
+                        data,
+                    }) => Done::Chunk(id, work(&data, first_line)),
+                    Ok(Work::Fail { id, fault }) => Done::Fail(id, fault),
+                    Ok(Work::End { id }) => Done::End(id),
+                    Err(_) => return,
+                };
+                if done_tx.send(DoneBox(done)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done_tx);
+        // Consume in order; dropping the receivers on return stops the others.
+        let mut pending: BTreeMap<u64, Done<T>> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut rx = done_rx;
+        let slot_tx = slot_tx;
+        loop {
+            if let Some(done) = pending.remove(&next) {
+                next += 1;
+                let event = match done {
+                    Done::Chunk(_, result) => Event::Chunk(result),
+                    Done::Fail(_, fault) => Event::Fail(fault),
+                    Done::End(_) => return Ok(()),
+                };
+                let _ = slot_tx.send(());
+                if !consume(event)? {
+                    return Ok(());
+                }
+                continue;
+            }
+            let (got, back) = wait(rx);
+            rx = back;
+            match got {
+                Some(DoneBox(done)) => {
+                    let id = match &done {
+                        Done::Chunk(id, _) | Done::Fail(id, _) | Done::End(id) => *id,
+                    };
+                    pending.insert(id, done);
+                }
+                // Every worker is gone without an end marker: the reader died.
+                None => return Ok(()),
+            }
+        }
+    })
+}
+
+/// A result on its way from a worker to the consumer (opaque to callers).
+pub struct DoneBox<T>(Done<T>);
