@@ -29,9 +29,9 @@ from typing import Any, Union
 
 import msgspec
 import orjson
-from _common import best_of, load_reference
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic wants these
 
+from _common import best_of, load_reference
 from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl
 
 
@@ -82,16 +82,14 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def peak_rss_kib(src: Path, dst: Path) -> int:
-    base = subprocess.run(
-        [sys.executable, "-c", "import resource, agent_rollout;"
-         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
-        check=True, capture_output=True, text=True,
-    )
+    """Peak resident memory (KiB) of a fresh process that normalises ``src``."""
     out = subprocess.run(
         [sys.executable, "-c", PEAK_SCRIPT, str(src), str(dst)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
-    return int(out.stdout.strip()) - int(base.stdout.strip())
+    return int(out.stdout.strip())
 
 
 def main() -> int:
@@ -107,8 +105,10 @@ def main() -> int:
         write_file(src, args.rows)
         size_mb = src.stat().st_size / 1e6
         out = Path(tmp) / "out.jsonl"
-        print(f"{args.rows} rows, {size_mb:.1f} MB, best of {args.repeat}, "
-              f"native engine available: {_engine.native_available()}")
+        print(
+            f"{args.rows} rows, {size_mb:.1f} MB, best of {args.repeat}, "
+            f"native engine available: {_engine.native_available()}"
+        )
 
         def orjson_reference() -> Any:
             with src.open("rb") as f:
@@ -130,9 +130,11 @@ def main() -> int:
         read: dict[str, Any] = {"read bytes (floor)": src.read_bytes}
         if _engine.native_available():
             read["read_rollout_jsonl rust"] = with_engine(
-                "rust", lambda: read_rollout_jsonl(src, max_rows=args.rows))
+                "rust", lambda: read_rollout_jsonl(src, max_rows=args.rows)
+            )
         read["read_rollout_jsonl twin"] = with_engine(
-            "python", lambda: read_rollout_jsonl(src, max_rows=args.rows))
+            "python", lambda: read_rollout_jsonl(src, max_rows=args.rows)
+        )
         if reference is not None:
             read["orjson + reference"] = orjson_reference
         read["msgspec Decoder(Row)"] = msgspec_decode
@@ -140,9 +142,11 @@ def main() -> int:
         write: dict[str, Any] = {}
         if _engine.native_available():
             write["normalise_rollout_file rust"] = with_engine(
-                "rust", lambda: normalise_rollout_file(src, out, max_rows=args.rows))
+                "rust", lambda: normalise_rollout_file(src, out, max_rows=args.rows)
+            )
         write["normalise_rollout_file twin"] = with_engine(
-            "python", lambda: normalise_rollout_file(src, out, max_rows=args.rows))
+            "python", lambda: normalise_rollout_file(src, out, max_rows=args.rows)
+        )
         if reference is not None:
             write["orjson + reference + dumps"] = orjson_reference_write
 
@@ -150,13 +154,17 @@ def main() -> int:
         floor = times["read bytes (floor)"]
         base_read = times.get("orjson + reference")
         base_write = times.get("orjson + reference + dumps")
-        print(f"\n{'contender':<30} {'ms':>8} {'MB/s':>8} {'rows/s':>12} {'vs orjson+ref':>14} "
-              f"{'vs floor':>9}")
+        print(
+            f"\n{'contender':<30} {'ms':>8} {'MB/s':>8} {'rows/s':>12} {'vs orjson+ref':>14} "
+            f"{'vs floor':>9}"
+        )
         for name, seconds in times.items():
             base = base_write if name in write else base_read
             ratio = f"{base / seconds:.2f}x" if base else "-"
-            print(f"{name:<30} {seconds * 1e3:8.1f} {size_mb / seconds:8.0f} "
-                  f"{args.rows / seconds:12,.0f} {ratio:>14} {seconds / floor:8.1f}x")
+            print(
+                f"{name:<30} {seconds * 1e3:8.1f} {size_mb / seconds:8.0f} "
+                f"{args.rows / seconds:12,.0f} {ratio:>14} {seconds / floor:8.1f}x"
+            )
 
         if args.big_rows and _engine.native_available():
             small = peak_rss_kib(src, out)
@@ -165,10 +173,12 @@ def main() -> int:
             write_file(big_src, args.big_rows)
             made = time.perf_counter() - start
             big = peak_rss_kib(big_src, out)
-            print(f"\npeak RSS of normalise_rollout_file (above a bare import): "
-                  f"{args.rows} rows {small / 1024:.1f} MiB, {args.big_rows} rows "
-                  f"{big / 1024:.1f} MiB, ratio {big / max(small, 1):.2f} "
-                  f"(file of {big_src.stat().st_size / 1e6:.0f} MB made in {made:.1f} s)")
+            print(
+                f"\npeak RSS of a process running normalise_rollout_file: {args.rows} rows "
+                f"{small / 1024:.1f} MiB, {args.big_rows} rows {big / 1024:.1f} MiB, "
+                f"ratio {big / small:.2f} (file of {big_src.stat().st_size / 1e6:.0f} MB, "
+                f"made in {made:.1f} s)"
+            )
             os.unlink(big_src)
     return 0
 

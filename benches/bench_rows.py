@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from typing_extensions import TypedDict
 
 import agent_rollout
-from _common import best_of, load_reference, message_rows, peak_bytes, string_rows
+from _common import best_settled, load_reference, message_rows, peak_bytes, string_rows
 from agent_rollout import _engine
 
 
@@ -76,19 +76,27 @@ def main() -> int:
     ):
         rows = make(args.rows)
         times = {
-            name: best_of(lambda fn=fn, rows=rows: fn(rows), args.repeat)
+            name: best_settled(lambda fn=fn, rows=rows: fn(rows), args.repeat)
             for name, fn in runners.items()
         }
-        base = times.get("reference")
-        msg = times["msgspec.convert"]
         print(f"\n## {shape}")
         print(
-            f"{'contender':<22} {'ms':>8} {'vs reference':>13} {'vs msgspec':>11} {'peak MiB':>9}"
+            f"{'contender':<22} {'call ms':>8} {'+gc0 ms':>8} {'vs reference':>13} "
+            f"{'vs msgspec':>11} {'peak MiB':>9}"
         )
-        for name, seconds in times.items():
+        base = times.get("reference")
+        msg = times["msgspec.convert"]
+        for name, (call, settled) in times.items():
             peak = peak_bytes(lambda fn=runners[name], rows=rows: fn(rows)) / 2**20
-            ref = f"{base / seconds:.2f}x" if base else "-"
-            print(f"{name:<22} {seconds * 1e3:8.1f} {ref:>13} {msg / seconds:10.2f}x {peak:9.1f}")
+            ref = f"{base[1] / settled:.2f}x" if base else "-"
+            print(
+                f"{name:<22} {call * 1e3:8.1f} {settled * 1e3:8.1f} {ref:>13} "
+                f"{msg[1] / settled:10.2f}x {peak:9.1f}"
+            )
+    print(
+        "\n'call ms' is the call alone; '+gc0 ms' adds the young-generation collection"
+        " the call leaves behind (gc.collect(0) right after it). Ratios use '+gc0'."
+    )
     return 0
 
 

@@ -78,8 +78,14 @@ fn open_source(path: &str) -> Result<(Box<dyn Read + Send>, bool), Fault> {
 }
 
 /// Turn the first problem of a chunk, or going over the cap, into a fault.
-/// `seen` counts rows before this chunk. Returns Ok(rows accepted in this chunk).
-fn settle<T>(result: &ChunkResult<T>, seen: usize, limits: FileLimits) -> Result<usize, Fault> {
+/// `seen` counts rows and `lines_before` lines before this chunk.
+/// Returns Ok(rows accepted in this chunk).
+fn settle<T>(
+    result: &ChunkResult<T>,
+    seen: usize,
+    lines_before: u64,
+    limits: FileLimits,
+) -> Result<usize, Fault> {
     let rows_here = result.row_lines.len();
     // Rows that reached the cap check: a too-long line is refused before it.
     let checked = match &result.fault {
@@ -90,19 +96,25 @@ fn settle<T>(result: &ChunkResult<T>, seen: usize, limits: FileLimits) -> Result
     if seen + checked > limits.max_rows {
         let over = limits.max_rows - seen;
         let line = result.row_lines.get(over).copied().unwrap_or(0);
-        return Err(Fault::at_line("file_too_many_rows", None, line, None));
+        return Err(Fault::at_line(
+            "file_too_many_rows",
+            None,
+            lines_before + line + 1,
+            None,
+        ));
     }
     match &result.fault {
         None => Ok(rows_here),
-        Some(fault) => Err(line_fault(fault, seen)),
+        Some(fault) => Err(line_fault(fault, seen, lines_before)),
     }
 }
 
-fn line_fault(fault: &LineFault, seen: usize) -> Fault {
+fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
+    let at = |line: &u64| lines_before + line + 1;
     match fault {
-        LineFault::TooLong { line, .. } => Fault::at_line("line_too_long", None, *line, None),
+        LineFault::TooLong { line, .. } => Fault::at_line("line_too_long", None, at(line), None),
         LineFault::Utf8 { line, byte, .. } => {
-            Fault::at_line("utf8", Some(byte.to_string()), *line, None)
+            Fault::at_line("utf8", Some(byte.to_string()), at(line), None)
         }
         LineFault::Syntax {
             reason,
@@ -112,7 +124,7 @@ fn line_fault(fault: &LineFault, seen: usize) -> Fault {
         } => Fault::at_line(
             "json_syntax",
             Some((*reason).to_string()),
-            *line,
+            at(line),
             Some(*column),
         ),
         LineFault::Row {
@@ -126,7 +138,7 @@ fn line_fault(fault: &LineFault, seen: usize) -> Fault {
                 fact: rule.fact.clone(),
             },
             index: seen + local_index,
-            line: Some(*line),
+            line: Some(at(line)),
         },
     }
 }
@@ -141,7 +153,7 @@ fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
     }
 }
 
-fn read_fault(fault: ReadFault, gzip: bool) -> Fault {
+fn read_fault(fault: ReadFault, gzip: bool, lines_before: u64) -> Fault {
     match fault {
         ReadFault::Gzip => Fault::input("gzip", None),
         ReadFault::Io(err) if gzip => {
@@ -149,7 +161,7 @@ fn read_fault(fault: ReadFault, gzip: bool) -> Fault {
             Fault::input("gzip", None)
         }
         ReadFault::Io(err) => io_fault("io_read", &err),
-        ReadFault::LineTooLong { line } => Fault::at_line("line_too_long", None, line, None),
+        ReadFault::LineTooLong => Fault::at_line("line_too_long", None, lines_before + 1, None),
     }
 }
 
@@ -191,6 +203,12 @@ fn to_py<'py>(py: Python<'py>, value: &J<'_>) -> PyResult<Bound<'py, PyAny>> {
             for (key, item) in members {
                 dict.set_item(key_to_py(py, key), to_py(py, item)?)?;
             }
+            if !members
+                .iter()
+                .any(|(_, v)| matches!(v, J::Arr(_) | J::Obj(_)))
+            {
+                crate::rows::untrack_atomic_dict(&dict);
+            }
             dict.into_any()
         }
     })
@@ -225,10 +243,9 @@ pub fn read_rows<'py>(
     let _pause = GcPause::new(py);
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
     let mut stats = Stats::default();
-    let work = |data: &[u8], first_line: u64| {
+    let work = |data: &[u8]| {
         jsonl::process_chunk(
             data,
-            first_line,
             limits.max_depth,
             limits.json,
             Vec::new(),
@@ -244,11 +261,11 @@ pub fn read_rows<'py>(
         wait,
         |event| -> Result<bool, Fault> {
             let result = match event {
-                Event::Fail(fault) => return Err(read_fault(fault, gzip)),
+                Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
                 Event::Chunk(result) => result,
             };
             py.check_signals()?;
-            let accepted = settle(&result, stats.rows, limits)?;
+            let accepted = settle(&result, stats.rows, stats.lines, limits)?;
             for row in &result.output {
                 rows.push(row_to_py(py, row)?);
             }
@@ -335,7 +352,6 @@ impl Sink {
                 let done = out
                     .into_inner()
                     .map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))
-                    .and_then(|file| file.sync_data().map(|_| file))
                     .and_then(|file| {
                         drop(file);
                         fs::rename(&temp, &dest)
@@ -368,13 +384,12 @@ pub fn normalise_file(
     let mut sink = Sink::create(dest)?;
     let outcome = py.detach(|| {
         let mut stats = Stats::default();
-        let work = |data: &[u8], first_line: u64| {
+        let work = |data: &[u8]| {
             jsonl::process_chunk(
                 data,
-                first_line,
                 limits.max_depth,
                 limits.json,
-                String::new(),
+                String::with_capacity(data.len()),
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };
@@ -388,11 +403,11 @@ pub fn normalise_file(
             wait,
             |event| -> Result<bool, Fault> {
                 let result = match event {
-                    Event::Fail(fault) => return Err(read_fault(fault, gzip)),
+                    Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
                     Event::Chunk(result) => result,
                 };
                 Python::attach(|py| py.check_signals())?;
-                let accepted = settle(&result, stats.rows, limits)?;
+                let accepted = settle(&result, stats.rows, stats.lines, limits)?;
                 sink_ref.write(result.output.as_bytes())?;
                 stats.rows += accepted;
                 stats.lines += result.lines;

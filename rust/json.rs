@@ -68,15 +68,30 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     limits: JsonLimits,
+    /// Row mode: in the outermost object, members other than `prompt` and
+    /// `answer` are checked but not built (their value becomes `Null`).
+    skip_extras: bool,
 }
 
 /// Parse one whole line (already known to be valid UTF-8 and not blank).
+#[cfg(test)]
 pub fn parse_line(text: &str, limits: JsonLimits) -> Result<J<'_>, SyntaxError> {
+    parse(text, limits, false)
+}
+
+/// Parse a JSONL row: like `parse_line`, but the values of top-level keys
+/// other than `prompt` and `answer` are only checked, never built.
+pub fn parse_row_line(text: &str, limits: JsonLimits) -> Result<J<'_>, SyntaxError> {
+    parse(text, limits, true)
+}
+
+fn parse(text: &str, limits: JsonLimits, skip_extras: bool) -> Result<J<'_>, SyntaxError> {
     let mut parser = Parser {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         limits,
+        skip_extras,
     };
     parser.skip_ws();
     let value = parser.value(0)?;
@@ -148,7 +163,12 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_ws();
-            let value = self.value(depth)?;
+            let value = if self.skip_extras && depth == 1 && key != "prompt" && key != "answer" {
+                self.skip(depth)?;
+                J::Null
+            } else {
+                self.value(depth)?
+            };
             members.push((key, value));
             self.skip_ws();
             match self.peek() {
@@ -190,6 +210,75 @@ impl<'a> Parser<'a> {
                 }
                 _ => return fail(EXPECTED_ARRAY_SEP, self.pos),
             }
+        }
+    }
+
+    /// Check a value without building it (same grammar, same errors as `value`).
+    fn skip(&mut self, depth: usize) -> Res<()> {
+        match self.peek() {
+            Some(b'{') => {
+                if depth + 1 > self.limits.max_depth {
+                    return fail(TOO_DEEP, self.pos);
+                }
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek() == Some(b'}') {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    if self.peek() != Some(b'"') {
+                        return fail(EXPECTED_KEY, self.pos);
+                    }
+                    self.string()?;
+                    self.skip_ws();
+                    if self.peek() != Some(b':') {
+                        return fail(EXPECTED_COLON, self.pos);
+                    }
+                    self.pos += 1;
+                    self.skip_ws();
+                    self.skip(depth + 1)?;
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => {
+                            self.pos += 1;
+                            self.skip_ws();
+                        }
+                        Some(b'}') => {
+                            self.pos += 1;
+                            return Ok(());
+                        }
+                        _ => return fail(EXPECTED_OBJECT_SEP, self.pos),
+                    }
+                }
+            }
+            Some(b'[') => {
+                if depth + 1 > self.limits.max_depth {
+                    return fail(TOO_DEEP, self.pos);
+                }
+                self.pos += 1;
+                self.skip_ws();
+                if self.peek() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip(depth + 1)?;
+                    self.skip_ws();
+                    match self.peek() {
+                        Some(b',') => {
+                            self.pos += 1;
+                            self.skip_ws();
+                        }
+                        Some(b']') => {
+                            self.pos += 1;
+                            return Ok(());
+                        }
+                        _ => return fail(EXPECTED_ARRAY_SEP, self.pos),
+                    }
+                }
+            }
+            _ => self.value(depth).map(|_| ()),
         }
     }
 
@@ -256,18 +345,21 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         let start = self.pos;
         // Fast scan: most strings have no escapes.
-        loop {
-            match self.peek() {
-                None => return fail(UNTERMINATED, open),
-                Some(b'"') => {
-                    let text = &self.text[start..self.pos];
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(text));
-                }
-                Some(b'\\') => break,
-                Some(b) if b < 0x20 => return fail(CONTROL_CHAR, self.pos),
-                Some(_) => self.pos += 1,
-            }
+        let rest = &self.bytes[self.pos..];
+        let Some(stop) = memchr::memchr2(b'"', b'\\', rest) else {
+            return match rest.iter().position(|&b| b < 0x20) {
+                Some(i) => fail(CONTROL_CHAR, self.pos + i),
+                None => fail(UNTERMINATED, open),
+            };
+        };
+        if let Some(i) = rest[..stop].iter().position(|&b| b < 0x20) {
+            return fail(CONTROL_CHAR, self.pos + i);
+        }
+        self.pos += stop;
+        if rest[stop] == b'"' {
+            let text = &self.text[start..self.pos];
+            self.pos += 1;
+            return Ok(Cow::Borrowed(text));
         }
         let mut out = String::from(&self.text[start..self.pos]);
         loop {
@@ -436,6 +528,11 @@ pub fn py_float_repr(value: f64, out: &mut String) {
 /// ensure_ascii=False)` writes it.
 pub fn write_json_str(text: &str, out: &mut String) {
     out.push('"');
+    if !text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
     let mut run = 0;
     for (i, b) in text.bytes().enumerate() {
         let escape: Option<&str> = match b {

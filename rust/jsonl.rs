@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 
 use crate::errors::{Rule, Seg};
-use crate::json::{parse_line, py_float_repr, write_json_str, JsonLimits, J};
+use crate::json::{parse_row_line, py_float_repr, write_json_str, JsonLimits, J};
 
 /// A line longer than this is refused (the pipeline's memory stays bounded).
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -76,28 +76,40 @@ impl LineFault {
 pub enum ReadFault {
     Io(io::Error),
     Gzip,
-    LineTooLong { line: u64 },
+    /// A line over `MAX_LINE_BYTES` with no newline in sight: it is the line
+    /// after all those in the chunks before it.
+    LineTooLong,
 }
 
 // ---- the row rules over JSON -------------------------------------------------------------
 
-/// Resolve duplicate keys the way a Python dict does: first place, last value.
-fn dedupe<'a>(members: Vec<(Cow<'a, str>, J<'a>)>) -> Vec<(Cow<'a, str>, J<'a>)> {
-    let has_dupes = members
-        .iter()
-        .enumerate()
-        .any(|(i, (k, _))| members[..i].iter().any(|(other, _)| other == k));
-    if !has_dupes {
-        return members;
+type Members<'a> = Vec<(Cow<'a, str>, J<'a>)>;
+
+/// Whether any key occurs twice (small objects: compare pairs; large: hash).
+fn has_duplicate_keys(members: &Members<'_>) -> bool {
+    if members.len() <= 16 {
+        return members
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| members[..i].iter().any(|(other, _)| other == k));
     }
-    let mut out: Vec<(Cow<'a, str>, J<'a>)> = Vec::with_capacity(members.len());
-    for (key, value) in members {
-        match out.iter_mut().find(|(k, _)| *k == key) {
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    members.iter().any(|(k, _)| !seen.insert(k.as_ref()))
+}
+
+/// Resolve duplicate keys in place the way a Python dict does: the first
+/// place, the last value.
+fn dedupe(members: &mut Members<'_>) {
+    if members.len() < 2 || !has_duplicate_keys(members) {
+        return;
+    }
+    let all = std::mem::take(members);
+    for (key, value) in all {
+        match members.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
-            None => out.push((key, value)),
+            None => members.push((key, value)),
         }
     }
-    out
 }
 
 fn check_depth(level: usize, max_depth: usize) -> Result<(), Rule> {
@@ -107,7 +119,7 @@ fn check_depth(level: usize, max_depth: usize) -> Result<(), Rule> {
     Ok(())
 }
 
-fn check_value<'a>(value: J<'a>, level: usize, max_depth: usize) -> Result<J<'a>, Rule> {
+fn check_value(value: &mut J<'_>, level: usize, max_depth: usize) -> Result<(), Rule> {
     match value {
         J::Num(text, true) => {
             let number: f64 = text.parse().unwrap_or(f64::NAN);
@@ -121,87 +133,84 @@ fn check_value<'a>(value: J<'a>, level: usize, max_depth: usize) -> Result<J<'a>
                 };
                 return Err(Rule::new("float_not_finite", Some(shown.to_string())));
             }
-            Ok(J::Num(text, true))
+            Ok(())
         }
         J::Arr(items) => {
             check_depth(level, max_depth)?;
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                out.push(
-                    check_value(item, level + 1, max_depth)
-                        .map_err(|bad| bad.within(Seg::Index(i)))?,
-                );
+            for (i, item) in items.iter_mut().enumerate() {
+                check_value(item, level + 1, max_depth).map_err(|bad| bad.within(Seg::Index(i)))?;
             }
-            Ok(J::Arr(out))
+            Ok(())
         }
-        J::Obj(members) => check_object(members, level, max_depth).map(J::Obj),
-        other => Ok(other),
+        J::Obj(members) => check_object(members, level, max_depth),
+        _ => Ok(()),
     }
 }
 
-fn check_object<'a>(
-    members: Vec<(Cow<'a, str>, J<'a>)>,
-    level: usize,
-    max_depth: usize,
-) -> Result<Vec<(Cow<'a, str>, J<'a>)>, Rule> {
+fn check_object(members: &mut Members<'_>, level: usize, max_depth: usize) -> Result<(), Rule> {
     check_depth(level, max_depth)?;
-    let mut out = Vec::with_capacity(members.len());
-    for (key, value) in dedupe(members) {
-        let value = match check_value(value, level + 1, max_depth) {
-            Ok(value) => value,
-            Err(bad) => return Err(bad.within(Seg::Key(key.into_owned()))),
-        };
-        out.push((key, value));
+    dedupe(members);
+    for (key, value) in members.iter_mut() {
+        check_value(value, level + 1, max_depth)
+            .map_err(|bad| bad.within(Seg::Key(key.to_string())))?;
     }
-    Ok(out)
+    Ok(())
 }
 
-fn check_message<'a>(message: J<'a>, max_depth: usize) -> Result<J<'a>, Rule> {
+fn check_message(message: &mut J<'_>, max_depth: usize) -> Result<(), Rule> {
     let J::Obj(members) = message else {
         return Err(Rule::new(
             "message_not_mapping",
             Some(message.py_type_name().to_string()),
         ));
     };
-    let members = check_object(members, 1, max_depth)?;
+    check_object(members, 1, max_depth)?;
     match members.iter().find(|(k, _)| k == "role") {
-        None => return Err(Rule::new("role_missing", None)),
-        Some((_, J::Str(role))) if !role.is_empty() => {}
-        Some((_, J::Str(_))) => {
-            return Err(Rule::new("role_empty", None).within(Seg::Key("role".into())))
-        }
-        Some((_, other)) => {
-            return Err(
-                Rule::new("role_type", Some(other.py_type_name().to_string()))
-                    .within(Seg::Key("role".into())),
-            );
-        }
+        None => Err(Rule::new("role_missing", None)),
+        Some((_, J::Str(role))) if !role.is_empty() => Ok(()),
+        Some((_, J::Str(_))) => Err(Rule::new("role_empty", None).within(Seg::Key("role".into()))),
+        Some((_, other)) => Err(
+            Rule::new("role_type", Some(other.py_type_name().to_string()))
+                .within(Seg::Key("role".into())),
+        ),
     }
-    Ok(J::Obj(members))
+}
+
+/// How many distinct keys other than `prompt` and `answer` a row has.
+fn count_other_keys(members: &Members<'_>) -> usize {
+    let others = members
+        .iter()
+        .filter(|(k, _)| k != "prompt" && k != "answer")
+        .count();
+    if others < 2 || !has_duplicate_keys(members) {
+        return others;
+    }
+    let mut seen = std::collections::HashSet::new();
+    members
+        .iter()
+        .filter(|(k, _)| k != "prompt" && k != "answer" && seen.insert(k.as_ref()))
+        .count()
 }
 
 /// The row rules for one parsed line.
 pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
-    let J::Obj(members) = doc else {
+    let J::Obj(mut members) = doc else {
         return Err(Rule::new(
             "row_not_mapping",
             Some(doc.py_type_name().to_string()),
         ));
     };
-    let mut prompt = None;
-    let mut answer = None;
-    let mut others: Vec<Cow<'_, str>> = Vec::new();
-    for (key, value) in members {
-        match key.as_ref() {
-            "prompt" => prompt = Some(value),
-            "answer" => answer = Some(value),
-            _ => {
-                if !others.contains(&key) {
-                    others.push(key);
-                }
-            }
-        }
-    }
+    let dropped_keys = count_other_keys(&members);
+    // The last occurrence of a key wins, as in a Python dict.
+    let mut take = |name: &str| {
+        members
+            .iter_mut()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| std::mem::replace(v, J::Null))
+    };
+    let prompt = take("prompt");
+    let answer = take("answer");
     let in_prompt = |bad: Rule| bad.within(Seg::Key("prompt".into()));
     let prompt = match prompt {
         None | Some(J::Null) => return Err(in_prompt(Rule::new("prompt_missing", None))),
@@ -211,18 +220,15 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
             }
             J::Str(text)
         }
-        Some(J::Arr(messages)) => {
+        Some(J::Arr(mut messages)) => {
             if messages.is_empty() {
                 return Err(in_prompt(Rule::new("prompt_empty", None)));
             }
-            let mut out = Vec::with_capacity(messages.len());
-            for (i, message) in messages.into_iter().enumerate() {
-                out.push(
-                    check_message(message, max_depth)
-                        .map_err(|bad| in_prompt(bad.within(Seg::Index(i))))?,
-                );
+            for (i, message) in messages.iter_mut().enumerate() {
+                check_message(message, max_depth)
+                    .map_err(|bad| in_prompt(bad.within(Seg::Index(i))))?;
             }
-            J::Arr(out)
+            J::Arr(messages)
         }
         Some(other) => {
             return Err(in_prompt(Rule::new(
@@ -244,7 +250,7 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
     Ok(Row {
         prompt,
         answer,
-        dropped_keys: others.len(),
+        dropped_keys,
     })
 }
 
@@ -298,7 +304,7 @@ pub fn write_row(row: &Row<'_>, out: &mut String) {
 
 /// What a worker made of one chunk.
 pub struct ChunkResult<T> {
-    /// 1-based line number of each non-blank line seen, in order.
+    /// Line of each non-blank line seen, in order (0 = the chunk's first line).
     pub row_lines: Vec<u64>,
     /// Rows that passed, turned into the caller's output type.
     pub output: T,
@@ -317,9 +323,10 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 /// Parse and check every line of a chunk, handing each good row to `sink`.
+/// Line numbers in the result count from 0 at the chunk's first line; the
+/// consumer, which sees chunks in order, makes them absolute.
 pub fn process_chunk<'d, T>(
     data: &'d [u8],
-    first_line: u64,
     max_depth: usize,
     json: JsonLimits,
     mut output: T,
@@ -329,10 +336,10 @@ pub fn process_chunk<'d, T>(
     let mut dropped_keys = 0;
     let mut blank_lines = 0;
     let mut fault = None;
-    let mut line_no = first_line;
+    let mut line_no = 0u64;
     let mut rest = data;
     while !rest.is_empty() {
-        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+        let (line, next) = match memchr::memchr(b'\n', rest) {
             Some(i) => (&rest[..i], &rest[i + 1..]),
             None => (rest, &rest[rest.len()..]),
         };
@@ -363,7 +370,7 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
-        let doc = match parse_line(text, json) {
+        let doc = match parse_row_line(text, json) {
             Ok(doc) => doc,
             Err(err) => {
                 let column = text[..err.offset].chars().count() + 1;
@@ -396,7 +403,7 @@ pub fn process_chunk<'d, T>(
         output,
         dropped_keys,
         blank_lines,
-        lines: line_no - first_line,
+        lines: line_no,
         bytes: data.len(),
         fault,
     }
@@ -405,18 +412,9 @@ pub fn process_chunk<'d, T>(
 // ---- the pipeline --------------------------------------------------------------------------
 
 enum Work {
-    Chunk {
-        id: u64,
-        first_line: u64,
-        data: Vec<u8>,
-    },
-    Fail {
-        id: u64,
-        fault: ReadFault,
-    },
-    End {
-        id: u64,
-    },
+    Chunk { id: u64, data: Vec<u8> },
+    Fail { id: u64, fault: ReadFault },
+    End { id: u64 },
 }
 
 /// What the consumer receives, in input order.
@@ -451,7 +449,6 @@ fn reader(
     slots: Receiver<()>,
 ) {
     let mut id = 0u64;
-    let mut line = 1u64;
     let mut carry: Vec<u8> = Vec::new();
     let mut block = vec![0u8; CHUNK_BYTES];
     loop {
@@ -473,21 +470,21 @@ fn reader(
                     return;
                 }
             };
-            let searched = carry.len();
-            carry.extend_from_slice(&block[..n]);
             if n == 0 {
                 eof = true;
                 break;
             }
-            if carry[searched..].contains(&b'\n') {
+            let found = memchr::memchr(b'\n', &block[..n]).is_some();
+            carry.extend_from_slice(&block[..n]);
+            if found {
                 break;
             }
             if carry.len() > MAX_LINE_BYTES {
-                // No newline yet and already too long: its line number is
-                // `line` plus the newlines of the chunk not yet sent (none).
+                // No newline yet and already too long: it is the first line
+                // after everything sent so far, which the consumer can tell.
                 let _ = work.send(Work::Fail {
                     id,
-                    fault: ReadFault::LineTooLong { line },
+                    fault: ReadFault::LineTooLong,
                 });
                 return;
             }
@@ -495,24 +492,15 @@ fn reader(
         let cut = if eof {
             carry.len()
         } else {
-            carry.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+            memchr::memrchr(b'\n', &carry).map_or(0, |i| i + 1)
         };
         let rest = carry.split_off(cut);
         let data = std::mem::replace(&mut carry, rest);
-        let newlines = data.iter().filter(|&&b| b == b'\n').count() as u64;
         if !data.is_empty() {
-            if work
-                .send(Work::Chunk {
-                    id,
-                    first_line: line,
-                    data,
-                })
-                .is_err()
-            {
+            if work.send(Work::Chunk { id, data }).is_err() {
                 return;
             }
             id += 1;
-            line += newlines;
         }
         if eof {
             let _ = work.send(Work::End { id });
@@ -535,7 +523,7 @@ pub fn run<T, W, C, E>(
 ) -> Result<(), E>
 where
     T: Send,
-    W: Fn(&[u8], u64) -> ChunkResult<T> + Sync,
+    W: Fn(&[u8]) -> ChunkResult<T> + Sync,
     C: FnMut(Event<T>) -> Result<bool, E>,
 {
     let (work_tx, work_rx) = mpsc::sync_channel::<Work>(IN_FLIGHT);
@@ -557,11 +545,7 @@ where
                     Err(_) => return,
                 };
                 let done = match item {
-                    Ok(Work::Chunk {
-                        id,
-                        first_line,
-                        data,
-                    }) => Done::Chunk(id, work(&data, first_line)),
+                    Ok(Work::Chunk { id, data }) => Done::Chunk(id, work(&data)),
                     Ok(Work::Fail { id, fault }) => Done::Fail(id, fault),
                     Ok(Work::End { id }) => Done::End(id),
                     Err(_) => return,

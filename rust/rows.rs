@@ -68,28 +68,40 @@ pub fn normalise_rows<'py>(
     if rows.cast::<PyMapping>().is_ok() {
         return Err(Fault::input("input_is_mapping", type_name(rows)));
     }
-    let iter = match rows.try_iter() {
-        Ok(iter) => iter,
-        Err(err) if err.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
-            return Err(Fault::input("input_not_iterable", type_name(rows)));
-        }
-        Err(err) => return Err(Fault::Py(err)),
-    };
+    // Paused until the result tuple exists; the collection the new objects
+    // call for then runs once, at the caller's next allocation.
     let _pause = GcPause::new(py);
     let mut out: Vec<Bound<'py, PyAny>> = Vec::new();
-    for (index, item) in iter.enumerate() {
-        let row = item?;
+    let mut take = |index: usize, row: Bound<'py, PyAny>| -> Result<(), Fault> {
         if index >= limits.max_rows {
             return Err(Fault::input("too_many_rows", None));
         }
         if index % SIGNAL_EVERY == SIGNAL_EVERY - 1 {
             py.check_signals()?;
         }
-        out.push(
-            normalise_row(&row, limits)
-                .map_err(|bad| bad.at_row(index, None))?
-                .into_any(),
-        );
+        let normalised = normalise_row(&row, limits).map_err(|bad| bad.at_row(index, None))?;
+        out.push(normalised.into_any());
+        Ok(())
+    };
+    if let Ok(list) = rows.cast_exact::<PyList>() {
+        // A plain list: index it directly (re-reading its length each step,
+        // as its own iterator would, in case a row's `get` changes it).
+        let mut index = 0;
+        while index < list.len() {
+            take(index, list.get_item(index)?)?;
+            index += 1;
+        }
+    } else {
+        let iter = match rows.try_iter() {
+            Ok(iter) => iter,
+            Err(err) if err.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+                return Err(Fault::input("input_not_iterable", type_name(rows)));
+            }
+            Err(err) => return Err(Fault::Py(err)),
+        };
+        for (index, item) in iter.enumerate() {
+            take(index, item?)?;
+        }
     }
     if out.is_empty() {
         return Err(Fault::input("no_rows", None));
@@ -110,7 +122,55 @@ fn row_get<'py>(
     Ok(found.filter(|v| !v.is_none()))
 }
 
+/// The common case, fast: a plain dict with a non-empty exact-`str` prompt
+/// and an exact-`str`, `None` or missing answer. Only C-level dict lookups
+/// run (no Python code), so taking this path or the general one cannot be
+/// told apart. `None`: not such a row.
+fn flat_text_row<'py>(row: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = row.py();
+    if !row.is_exact_instance_of::<PyDict>() {
+        return Ok(None);
+    }
+    let prompt_key = intern!(py, "prompt");
+    let answer_key = intern!(py, "answer");
+    // SAFETY: attached; the lookups return borrowed references that are used
+    // at once, while `row` (which owns them) is alive and unchanged.
+    unsafe {
+        let prompt = ffi::PyDict_GetItemWithError(row.as_ptr(), prompt_key.as_ptr());
+        if prompt.is_null()
+            || ffi::PyUnicode_CheckExact(prompt) == 0
+            || ffi::PyUnicode_GetLength(prompt) == 0
+        {
+            return Ok(None);
+        }
+        let answer = ffi::PyDict_GetItemWithError(row.as_ptr(), answer_key.as_ptr());
+        if answer.is_null() {
+            if let Some(err) = PyErr::take(py) {
+                return Err(err);
+            }
+        } else if answer != ffi::Py_None() && ffi::PyUnicode_CheckExact(answer) == 0 {
+            return Ok(None);
+        }
+        let out = PyDict::new(py);
+        if ffi::PyDict_SetItem(out.as_ptr(), prompt_key.as_ptr(), prompt) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        if !answer.is_null()
+            && answer != ffi::Py_None()
+            && ffi::PyUnicode_GetLength(answer) != 0
+            && ffi::PyDict_SetItem(out.as_ptr(), answer_key.as_ptr(), answer) != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        untrack_atomic_dict(&out);
+        Ok(Some(out))
+    }
+}
+
 fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'py, PyDict>, Bad> {
+    if let Some(out) = flat_text_row(row)? {
+        return Ok(out);
+    }
     let py = row.py();
     if !row.is_exact_instance_of::<PyDict>() && row.cast::<PyMapping>().is_err() {
         return Err(Bad::rule("row_not_mapping", type_name(row)));
@@ -123,6 +183,7 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
     let Some(prompt) = prompt else {
         return Err(Bad::rule("prompt_missing", None).within(Seg::Key("prompt".into())));
     };
+    let prompt_is_text = prompt.is_instance_of::<PyString>();
     let prompt_value =
         normalise_prompt(&prompt, limits).map_err(|bad| bad.within(Seg::Key("prompt".into())))?;
     out.set_item(prompt_key, prompt_value)?;
@@ -133,9 +194,12 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
                 Bad::rule("answer_type", type_name(&answer)).within(Seg::Key("answer".into()))
             );
         };
-        if !text.is_empty()? {
+        if str_len(text) != 0 {
             out.set_item(answer_key, exact_str(text)?)?;
         }
+    }
+    if prompt_is_text {
+        untrack_atomic_dict(&out);
     }
     Ok(out)
 }
@@ -145,7 +209,7 @@ fn normalise_prompt<'py>(
     limits: Limits,
 ) -> Result<Bound<'py, PyAny>, Bad> {
     if let Ok(text) = prompt.cast::<PyString>() {
-        if text.is_empty()? {
+        if str_len(text) == 0 {
             return Err(Bad::rule("prompt_empty", None));
         }
         return Ok(exact_str(text)?.into_any());
@@ -179,7 +243,7 @@ fn normalise_message<'py>(
         return Err(Bad::rule("role_missing", None));
     };
     let role_ok = match role.cast::<PyString>() {
-        Ok(text) => !text.is_empty()?,
+        Ok(text) => str_len(text) != 0,
         Err(_) => false,
     };
     if !role_ok {
@@ -196,6 +260,12 @@ fn normalise_message<'py>(
         return Err(Bad::rule(code, fact).within(Seg::Key("role".into())));
     }
     Ok(out.into_any())
+}
+
+/// The length of a str in code points, read from the object (never `__len__`).
+fn str_len(text: &Bound<'_, PyString>) -> isize {
+    // SAFETY: attached, and `text` is a str (or subclass) instance.
+    unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) }
 }
 
 /// A `str` of the exact built-in type: the object itself when it already is
@@ -222,7 +292,11 @@ fn normalise_mapping<'py>(
     let py = obj.py();
     if let Ok(dict) = obj.cast::<PyDict>() {
         check_depth(level, limits)?;
+        if let Some(copy) = copy_flat_dict(dict)? {
+            return Ok(Some(copy));
+        }
         let out = PyDict::new(py);
+        let mut atomic = true;
         let size = dict.len();
         let mut pos: ffi::Py_ssize_t = 0;
         let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
@@ -239,12 +313,15 @@ fn normalise_mapping<'py>(
                     Bound::from_borrowed_ptr(py, value_ptr),
                 )
             };
-            put_entry(&out, &key, &value, level, limits)?;
+            atomic &= put_entry(&out, &key, &value, level, limits)?;
             if dict.len() != size {
                 return Err(Bad::Py(pyo3::exceptions::PyRuntimeError::new_err(
                     "dictionary changed size during iteration",
                 )));
             }
+        }
+        if atomic {
+            untrack_atomic_dict(&out);
         }
         return Ok(Some(out));
     }
@@ -253,12 +330,53 @@ fn normalise_mapping<'py>(
     }
     check_depth(level, limits)?;
     let out = PyDict::new(py);
+    let mut atomic = true;
     for entry in obj.call_method0(intern!(py, "items"))?.try_iter()? {
         let entry = entry?;
         let (key, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = entry.extract()?;
-        put_entry(&out, &key, &value, level, limits)?;
+        atomic &= put_entry(&out, &key, &value, level, limits)?;
+    }
+    if atomic {
+        untrack_atomic_dict(&out);
     }
     Ok(Some(out))
+}
+
+/// The common case, fast: a plain dict whose keys are all exact `str` and
+/// whose values are all exact `str`, `int`, `bool`, `None` or finite `float`
+/// is valid as it stands, so CPython's own `PyDict_Copy` (a copy of the key
+/// table) replaces rebuilding it entry by entry. `None`: not such a dict (the
+/// caller then walks it and reports the first broken rule). Only reads are
+/// made, so no Python code runs.
+fn copy_flat_dict<'py>(dict: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    if !dict.is_exact_instance_of::<PyDict>() {
+        return Ok(None);
+    }
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value_ptr: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: attached; borrowed references are only inspected (type checks
+    // and a float read), never kept or passed to code that could run Python.
+    unsafe {
+        while ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) != 0 {
+            if ffi::PyUnicode_CheckExact(key_ptr) == 0 {
+                return Ok(None);
+            }
+            let flat = ffi::PyUnicode_CheckExact(value_ptr) != 0
+                || ffi::PyLong_CheckExact(value_ptr) != 0
+                || ffi::PyBool_Check(value_ptr) != 0
+                || value_ptr == ffi::Py_None()
+                || (ffi::PyFloat_CheckExact(value_ptr) != 0
+                    && ffi::PyFloat_AS_DOUBLE(value_ptr).is_finite());
+            if !flat {
+                return Ok(None);
+            }
+        }
+        let copy = Bound::from_owned_ptr_or_err(dict.py(), ffi::PyDict_Copy(dict.as_ptr()))?
+            .cast_into_unchecked::<PyDict>();
+        untrack_atomic_dict(&copy);
+        Ok(Some(copy))
+    }
 }
 
 fn check_depth(level: usize, limits: Limits) -> Result<(), Bad> {
@@ -274,15 +392,34 @@ fn put_entry<'py>(
     value: &Bound<'py, PyAny>,
     level: usize,
     limits: Limits,
-) -> Result<(), Bad> {
+) -> Result<bool, Bad> {
     let Ok(key) = key.cast::<PyString>() else {
         return Err(Bad::rule("key_not_str", type_name(key)));
     };
     let key = exact_str(key)?;
     let value = normalise_value(value, level + 1, limits)
         .map_err(|bad| bad.within(Seg::PyKey(key.clone().into_any().unbind())))?;
+    let atomic = is_atomic(&value);
     out.set_item(key, value)?;
-    Ok(())
+    Ok(atomic)
+}
+
+/// Values the cyclic collector never tracks (they cannot hold references).
+fn is_atomic(value: &Bound<'_, PyAny>) -> bool {
+    value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<PyFloat>()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_none()
+}
+
+/// Stop the collector tracking a fresh dict that holds only atomic values, as
+/// CPython itself does for such dicts (`_PyDict_MaybeUntrack`): it cannot be
+/// part of a cycle, and inserting a container later re-tracks it.
+pub fn untrack_atomic_dict(dict: &Bound<'_, PyDict>) {
+    // SAFETY: attached; the dict is a live object we own a reference to, and
+    // PyObject_GC_UnTrack accepts objects that are already untracked.
+    unsafe { ffi::PyObject_GC_UnTrack(dict.as_ptr().cast()) }
 }
 
 /// Convert one JSON-like value found at nesting `level` (used if it is a container).

@@ -63,6 +63,19 @@ def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tup
         for index, row in enumerate(rows_in):
             if index >= max_rows:
                 raise input_error("too_many_rows", backend, max_rows)
+            # Fast path: a plain dict with a non-empty str prompt and a str or
+            # missing answer (no user code can run here, so the order of the
+            # checks cannot be observed); everything else takes `_row`.
+            if type(row) is dict:
+                prompt = row.get("prompt")
+                if type(prompt) is str and prompt:
+                    answer = row.get("answer")
+                    if answer is None or answer == "":
+                        append({"prompt": prompt})
+                        continue
+                    if type(answer) is str:
+                        append({"prompt": prompt, "answer": answer})
+                        continue
             try:
                 append(_row(row, max_depth))
             except _Bad as bad:
