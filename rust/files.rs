@@ -253,14 +253,18 @@ pub fn read_rows<'py>(
         )
     };
     let wait = |rx: Receiver<_>| py.detach(move || (rx.recv().ok(), rx));
-    jsonl::run(
+    // Freeing the parsed rows is left to a thread of its own, off the path
+    // of the thread that builds the Python objects.
+    let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
+    let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
+    let outcome = jsonl::run(
         source,
         gzip,
         workers(),
         work,
         wait,
         |event| -> Result<bool, Fault> {
-            let result = match event {
+            let mut result = match event {
                 Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
                 Event::Chunk(result) => result,
             };
@@ -269,6 +273,7 @@ pub fn read_rows<'py>(
             for row in &result.output {
                 rows.push(row_to_py(py, row)?);
             }
+            let _ = drop_tx.send(std::mem::take(&mut result.output));
             stats.rows += accepted;
             stats.lines += result.lines;
             stats.blank_lines += result.blank_lines;
@@ -276,7 +281,10 @@ pub fn read_rows<'py>(
             stats.bytes_in += result.bytes as u64;
             Ok(true)
         },
-    )?;
+    );
+    drop(drop_tx);
+    py.detach(|| dropper.join().ok());
+    outcome?;
     if rows.is_empty() {
         return Err(Fault::input("file_no_rows", None));
     }

@@ -54,8 +54,7 @@ fn stats_tuple(stats: &files::Stats) -> StatsTuple {
     )
 }
 
-/// Read a rollout JSONL file (`-`: stdin) into normalised rows, plus stats
-/// `(rows, lines, blank_lines, dropped_keys, bytes_in, bytes_out)`.
+/// Read a rollout JSONL file (`-`: stdin) into a tuple of normalised rows.
 #[pyfunction]
 fn read_jsonl<'py>(
     py: Python<'py>,
@@ -64,10 +63,10 @@ fn read_jsonl<'py>(
     max_depth: usize,
     json_depth: usize,
     max_int_digits: usize,
-) -> PyResult<(Bound<'py, PyTuple>, StatsTuple)> {
+) -> PyResult<Bound<'py, PyTuple>> {
     let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
     files::read_rows(py, path, limits)
-        .map(|(rows, stats)| (rows, stats_tuple(&stats)))
+        .map(|(rows, _stats)| rows)
         .map_err(|fault| fault.into_pyerr(py))
 }
 

@@ -464,7 +464,7 @@ def read_rollout_jsonl(path: PathArg, *, max_rows: int = MAX_ROLLOUT_ROWS) -> tu
         return _python_read(text, max_rows)
     native = _engine._native
     try:
-        rows, _stats = native.read_jsonl(
+        rows = native.read_jsonl(
             text, max_rows, MAX_MESSAGE_DEPTH, MAX_JSON_DEPTH, MAX_INT_DIGITS
         )
     except native.NativeRowError as exc:

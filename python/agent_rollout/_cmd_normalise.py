@@ -1,0 +1,113 @@
+"""``agent-rollout normalise IN [-o OUT] [--max-rows N]``: a rollout JSONL file, made canonical.
+
+Reads ``IN`` (``-``: standard input; ``.jsonl.gz`` works), checks every row
+and writes canonical JSONL to ``OUT`` (default ``-``: standard output) with
+:func:`agent_rollout.normalise_rollout_file`. A file ``OUT`` is written aside
+and renamed into place only when every row passed, so an error or Ctrl-C
+leaves no partial file. On a terminal, a progress line on standard error;
+always, a one-line summary there at the end.
+
+Exit status: 0 done, 1 invalid input (the message names file:line), 2 usage
+or I/O error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Optional
+
+__all__ = ["add_arguments", "positive_rows", "run", "summary_line"]
+
+PROG = "agent-rollout normalise"
+
+
+def positive_rows(text: str) -> int:
+    """argparse type for ``--max-rows``: an int in [1, MAX_ROWS_LIMIT]."""
+    from agent_rollout._backends import MAX_ROWS_LIMIT
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_ROWS_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [1, {MAX_ROWS_LIMIT:,}], got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from agent_rollout._backends import MAX_ROLLOUT_ROWS
+
+    parser.description = (
+        "Check every row of a rollout JSONL file (.jsonl or .jsonl.gz) and write it as "
+        "canonical JSONL: one {prompt, answer} row per line, compact, UTF-8. A file OUT is "
+        "replaced only when every row passed."
+    )
+    parser.add_argument("input", metavar="IN", help="rollout JSONL file; '-' reads standard input")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        default="-",
+        help="where to write the rows (default '-': standard output)",
+    )
+    parser.add_argument(
+        "--max-rows",
+        type=positive_rows,
+        default=MAX_ROLLOUT_ROWS,
+        metavar="N",
+        help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
+    )
+
+
+def summary_line(report: Any) -> str:
+    """The closing line: rows in and out, blank lines, dropped keys, time, speed, engine."""
+    from agent_rollout._progress import format_count, format_rate
+
+    def count(number: int, noun: str) -> str:
+        return f"{format_count(number)} {noun}{'' if number == 1 else 's'}"
+
+    rows_in = report.lines - report.blank_lines
+    return (
+        f"normalised {count(rows_in, 'row')} in, {count(report.rows, 'row')} out, "
+        f"{count(report.blank_lines, 'blank line')} skipped, "
+        f"{count(report.dropped_keys, 'dropped key')}, {report.seconds:.2f} s, "
+        f"{format_rate(report.rows, report.seconds)} rows/s, engine {report.engine}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent_rollout import RolloutFileError, RolloutRowError, normalise_rollout_file
+    from agent_rollout._progress import Progress, input_position, input_size
+
+    source: str = args.input
+    dest: str = args.output
+    progress = Progress("normalise", size=input_size(source), position=input_position(source))
+
+    def on_progress(rows: int, lines: int, bytes_in: Optional[int] = None) -> None:
+        # The library reports (rows, lines); a third argument, bytes read, is used if given.
+        del lines
+        progress.update(rows, read=bytes_in)
+
+    try:
+        report = normalise_rollout_file(source, dest, max_rows=args.max_rows, progress=on_progress)
+    except KeyboardInterrupt:
+        progress.finish()
+        left = "" if dest == "-" else f"; {dest} was not written"
+        sys.stderr.write(f"{PROG}: interrupted{left}\n")
+        return 130
+    except (RolloutFileError, RolloutRowError) as exc:
+        progress.finish()
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    except BrokenPipeError:
+        progress.finish()
+        raise  # the reader of standard output left: the dispatcher ends quietly
+    except OSError as exc:
+        progress.finish()
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        return 2
+    progress.finish()
+    target = "" if dest == "-" else f" -> {dest}"
+    sys.stderr.write(summary_line(report) + target + "\n")
+    return 0
