@@ -3,11 +3,11 @@
 
 use std::ffi::CString;
 use std::fs::{self, File};
-use std::io::{self, BufReader, BufWriter, Cursor, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
-use flate2::read::MultiGzDecoder;
+use flate2::bufread::GzDecoder;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
@@ -71,9 +71,68 @@ fn open_source(path: &str) -> Result<(Box<dyn Read + Send>, bool), Fault> {
     let head = Cursor::new(magic[..got].to_vec());
     let joined = head.chain(raw);
     if got == 2 && magic == [0x1f, 0x8b] {
-        Ok((Box::new(MultiGzDecoder::new(BufReader::new(joined))), true))
+        Ok((Box::new(GzipMembers::new(BufReader::new(joined))), true))
     } else {
         Ok((Box::new(joined), false))
+    }
+}
+
+/// A gzip stream of one or more members, read as Python's `gzip` module
+/// reads it: members follow each other, zero bytes between or after them are
+/// padding, and anything else after a member is an error.
+struct GzipMembers<R: BufRead> {
+    member: Option<GzDecoder<R>>,
+    done: bool,
+}
+
+impl<R: BufRead> GzipMembers<R> {
+    fn new(source: R) -> Self {
+        GzipMembers {
+            member: Some(GzDecoder::new(source)),
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.done || buf.is_empty() {
+                return Ok(0);
+            }
+            let Some(member) = self.member.as_mut() else {
+                return Ok(0);
+            };
+            let n = member.read(buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // This member is over: skip zero padding, then expect another.
+            let Some(member) = self.member.take() else {
+                return Ok(0);
+            };
+            let mut source = member.into_inner();
+            loop {
+                let available = source.fill_buf()?;
+                if available.is_empty() {
+                    self.done = true;
+                    return Ok(0);
+                }
+                let zeros = available.iter().take_while(|&&b| b == 0).count();
+                if zeros == 0 {
+                    break;
+                }
+                source.consume(zeros);
+            }
+            let next = source.fill_buf()?;
+            if next.first() != Some(&0x1f) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "not a gzip member",
+                ));
+            }
+            self.member = Some(GzDecoder::new(source));
+        }
     }
 }
 
@@ -252,7 +311,8 @@ pub fn read_rows<'py>(
             |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
         )
     };
-    let wait = |rx: Receiver<_>| py.detach(move || (rx.recv().ok(), rx));
+    let wait = |rx: Receiver<_>| py.detach(move || (rx.recv_timeout(jsonl::TICK), rx));
+    let tick = || py.check_signals().map_err(Fault::from);
     // Freeing the parsed rows is left to a thread of its own, off the path
     // of the thread that builds the Python objects.
     let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
@@ -263,6 +323,7 @@ pub fn read_rows<'py>(
         workers(),
         work,
         wait,
+        tick,
         |event| -> Result<bool, Fault> {
             let mut result = match event {
                 Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
@@ -401,7 +462,8 @@ pub fn normalise_file(
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };
-        let wait = |rx: Receiver<_>| (rx.recv().ok(), rx);
+        let wait = |rx: Receiver<_>| (rx.recv_timeout(jsonl::TICK), rx);
+        let tick = || Python::attach(|py| py.check_signals()).map_err(Fault::from);
         let sink_ref = &mut sink;
         let run = jsonl::run(
             source,
@@ -409,6 +471,7 @@ pub fn normalise_file(
             workers(),
             work,
             wait,
+            tick,
             |event| -> Result<bool, Fault> {
                 let result = match event {
                     Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
@@ -424,7 +487,9 @@ pub fn normalise_file(
                 stats.bytes_in += result.bytes as u64;
                 stats.bytes_out += result.output.len() as u64;
                 if let Some(report) = &progress {
-                    Python::attach(|py| report.call1(py, (stats.rows, stats.lines)))?;
+                    Python::attach(|py| {
+                        report.call1(py, (stats.rows, stats.lines, stats.bytes_in))
+                    })?;
                 }
                 Ok(true)
             },

@@ -8,8 +8,11 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Read};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Mutex;
 use std::thread;
+use std::time::Duration;
 
 use crate::errors::{Rule, Seg};
 use crate::json::{parse_row_line, py_float_repr, write_json_str, JsonLimits, J};
@@ -429,17 +432,19 @@ enum Done<T> {
     End(u64),
 }
 
-fn read_full(source: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Fill `buf` as far as the source allows; a read error comes back with the
+/// bytes read before it, so the lines that arrived whole are still used.
+fn read_full(source: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut filled = 0;
     while filled < buf.len() {
         match source.read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
+            Err(err) => return (filled, Some(err)),
         }
     }
-    Ok(filled)
+    (filled, None)
 }
 
 fn reader(
@@ -457,25 +462,32 @@ fn reader(
         }
         // Fill until there is at least one newline (or the end of input).
         let mut eof = false;
+        let mut failure = None;
         loop {
-            let n = match read_full(source.as_mut(), &mut block) {
-                Ok(n) => n,
-                Err(err) => {
-                    let fault = if gzip {
-                        ReadFault::Gzip
-                    } else {
-                        ReadFault::Io(err)
-                    };
-                    let _ = work.send(Work::Fail { id, fault });
-                    return;
+            let (n, err) = read_full(source.as_mut(), &mut block);
+            if let Some(err) = err {
+                // A gzip stream cut short has delivered every byte it could
+                // before it failed: its whole lines are used, as Python's gzip
+                // module does. After corrupt data (or an I/O error) what was
+                // read in this round is not trusted.
+                if gzip && err.kind() == io::ErrorKind::UnexpectedEof {
+                    carry.extend_from_slice(&block[..n]);
+                } else {
+                    carry.clear();
                 }
-            };
-            if n == 0 {
-                eof = true;
+                failure = Some(if gzip {
+                    ReadFault::Gzip
+                } else {
+                    ReadFault::Io(err)
+                });
                 break;
             }
             let found = memchr::memchr(b'\n', &block[..n]).is_some();
             carry.extend_from_slice(&block[..n]);
+            if n == 0 {
+                eof = true;
+                break;
+            }
             if found {
                 break;
             }
@@ -489,6 +501,8 @@ fn reader(
                 return;
             }
         }
+        // Whole lines go out; an unfinished one waits for more input (or,
+        // after a read error, is dropped: it never arrived whole).
         let cut = if eof {
             carry.len()
         } else {
@@ -502,6 +516,10 @@ fn reader(
             }
             id += 1;
         }
+        if let Some(fault) = failure {
+            let _ = work.send(Work::Fail { id, fault });
+            return;
+        }
         if eof {
             let _ = work.send(Work::End { id });
             return;
@@ -509,16 +527,26 @@ fn reader(
     }
 }
 
+/// How often a waiting thread looks up (for Ctrl-C, or for a stop).
+pub const TICK: Duration = Duration::from_millis(50);
+
 /// Read `source` in chunks, run `work` on them on worker threads, and hand the
-/// results to `consume` in input order on the calling thread. `wait` is how
-/// the calling thread blocks for the next result (Python code passes one that
-/// releases the interpreter while it waits). `consume` returns `false` to stop.
+/// results to `consume` in input order on the calling thread. `wait` blocks
+/// for the next result for at most `TICK` (Python callers release the
+/// interpreter while they wait); `tick` runs whenever nothing came in that
+/// time (Python callers check for Ctrl-C there). `consume` returns `false`
+/// to stop. The reader runs on a thread of its own that is never joined, so
+/// a source stalled in `read` cannot hold the caller: it ends by itself once
+/// its read returns and it finds nobody listening.
 pub fn run<T, W, C, E>(
     source: Box<dyn Read + Send>,
     gzip: bool,
     workers: usize,
     work: W,
-    mut wait: impl FnMut(Receiver<DoneBox<T>>) -> (Option<DoneBox<T>>, Receiver<DoneBox<T>>),
+    mut wait: impl FnMut(
+        Receiver<DoneBox<T>>,
+    ) -> (Result<DoneBox<T>, RecvTimeoutError>, Receiver<DoneBox<T>>),
+    mut tick: impl FnMut() -> Result<(), E>,
     mut consume: C,
 ) -> Result<(), E>
 where
@@ -532,23 +560,27 @@ where
     for _ in 0..IN_FLIGHT {
         let _ = slot_tx.send(());
     }
-    let work_rx = std::sync::Mutex::new(work_rx);
+    thread::spawn(move || reader(source, gzip, work_tx, slot_rx));
+    let work_rx = Mutex::new(work_rx);
+    let stop = AtomicBool::new(false);
     thread::scope(|scope| {
-        scope.spawn(move || reader(source, gzip, work_tx, slot_rx));
         for _ in 0..workers.max(1) {
             let done_tx = done_tx.clone();
-            let work_rx = &work_rx;
-            let work = &work;
+            let (work_rx, work, stop) = (&work_rx, &work, &stop);
             scope.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
                 let item = match work_rx.lock() {
-                    Ok(guard) => guard.recv(),
+                    Ok(guard) => guard.recv_timeout(TICK),
                     Err(_) => return,
                 };
                 let done = match item {
                     Ok(Work::Chunk { id, data }) => Done::Chunk(id, work(&data)),
                     Ok(Work::Fail { id, fault }) => Done::Fail(id, fault),
                     Ok(Work::End { id }) => Done::End(id),
-                    Err(_) => return,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
                 };
                 if done_tx.send(DoneBox(done)).is_err() {
                     return;
@@ -556,39 +588,56 @@ where
             });
         }
         drop(done_tx);
-        // Consume in order; dropping the receivers on return stops the others.
-        let mut pending: BTreeMap<u64, Done<T>> = BTreeMap::new();
-        let mut next = 0u64;
-        let mut rx = done_rx;
-        let slot_tx = slot_tx;
-        loop {
-            if let Some(done) = pending.remove(&next) {
-                next += 1;
-                let event = match done {
-                    Done::Chunk(_, result) => Event::Chunk(result),
-                    Done::Fail(_, fault) => Event::Fail(fault),
-                    Done::End(_) => return Ok(()),
-                };
-                let _ = slot_tx.send(());
-                if !consume(event)? {
-                    return Ok(());
-                }
-                continue;
-            }
-            let (got, back) = wait(rx);
-            rx = back;
-            match got {
-                Some(DoneBox(done)) => {
-                    let id = match &done {
-                        Done::Chunk(id, _) | Done::Fail(id, _) | Done::End(id) => *id,
-                    };
-                    pending.insert(id, done);
-                }
-                // Every worker is gone without an end marker: the reader died.
-                None => return Ok(()),
-            }
-        }
+        let outcome = consume_in_order(done_rx, slot_tx, &mut wait, &mut tick, &mut consume);
+        // However the consumer ended, the workers stop at their next look up.
+        stop.store(true, Ordering::Relaxed);
+        outcome
     })
+}
+
+fn consume_in_order<T, C, E>(
+    done_rx: Receiver<DoneBox<T>>,
+    slot_tx: SyncSender<()>,
+    wait: &mut impl FnMut(
+        Receiver<DoneBox<T>>,
+    ) -> (Result<DoneBox<T>, RecvTimeoutError>, Receiver<DoneBox<T>>),
+    tick: &mut impl FnMut() -> Result<(), E>,
+    consume: &mut C,
+) -> Result<(), E>
+where
+    C: FnMut(Event<T>) -> Result<bool, E>,
+{
+    let mut pending: BTreeMap<u64, Done<T>> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut rx = done_rx;
+    loop {
+        if let Some(done) = pending.remove(&next) {
+            next += 1;
+            let event = match done {
+                Done::Chunk(_, result) => Event::Chunk(result),
+                Done::Fail(_, fault) => Event::Fail(fault),
+                Done::End(_) => return Ok(()),
+            };
+            let _ = slot_tx.send(());
+            if !consume(event)? {
+                return Ok(());
+            }
+            continue;
+        }
+        let (got, back) = wait(rx);
+        rx = back;
+        match got {
+            Ok(DoneBox(done)) => {
+                let id = match &done {
+                    Done::Chunk(id, _) | Done::Fail(id, _) | Done::End(id) => *id,
+                };
+                pending.insert(id, done);
+            }
+            Err(RecvTimeoutError::Timeout) => tick()?,
+            // Every worker is gone without an end marker: the reader died.
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
 }
 
 /// A result on its way from a worker to the consumer (opaque to callers).

@@ -38,7 +38,8 @@ from ._backends import (
 from ._errors import RolloutFileError, file_error, from_native_file, row_error
 
 PathArg = Union[str, "os.PathLike[str]"]
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int, int], object]
+"""Called as ``progress(rows, lines, bytes_in)`` now and then during a run."""
 
 
 @dataclass(frozen=True)
@@ -301,11 +302,15 @@ class _Tally:
 
 
 def _python_rows(
-    path: str, max_rows: int, tally: _Tally, on_progress: Optional[Progress] = None
+    path: str,
+    max_rows: int,
+    tally: _Tally,
+    on_progress: Optional[Progress] = None,
+    opened: Optional[tuple[Any, bool]] = None,
 ) -> Iterator[dict]:
     """Yield every row of the file; raise on the first problem."""
     source = _source_name(path)
-    stream, is_gzip = _open_lines(path)
+    stream, is_gzip = opened if opened is not None else _open_lines(path)
     rows = 0
     line_no = 0
     try:
@@ -356,7 +361,7 @@ def _python_rows(
             rows += 1
             tally.rows = rows
             if on_progress is not None and rows % 8192 == 0:
-                on_progress(rows, line_no)
+                on_progress(rows, line_no, tally.bytes_in)
             yield row
     finally:
         tally.lines = line_no
@@ -384,15 +389,20 @@ class _Aside:
                 self.file = open(temp, "xb")
             except FileExistsError:
                 continue
+            except OSError as err:
+                # Name the destination the caller asked for, not our temporary.
+                raise OSError(err.errno, err.strerror, dest) from None
             self.temp = temp
             return
         raise OSError(f"{dest}: no free temporary file name")
 
     def commit(self) -> None:
-        self.file.flush()
-        os.fdatasync(self.file.fileno())
-        self.file.close()
-        os.replace(self.temp, self.dest)
+        try:
+            self.file.close()
+            os.replace(self.temp, self.dest)
+        except OSError as err:
+            self.abandon()
+            raise OSError(err.errno, err.strerror, self.dest) from None
 
     def abandon(self) -> None:
         self.file.close()
@@ -405,13 +415,19 @@ class _Aside:
 def _python_normalise(
     src: str, dest: str, max_rows: int, on_progress: Optional[Progress]
 ) -> tuple[int, int, int, int, int, int]:
-    out: Any = sys.stdout.buffer if dest == "-" else _Aside(dest)
+    opened = _open_lines(src)  # the source first, as the Rust engine does
+    try:
+        out: Any = sys.stdout.buffer if dest == "-" else _Aside(dest)
+    except BaseException:
+        if src != "-":
+            opened[0].close()
+        raise
     sink = out if dest == "-" else out.file
     bytes_out = 0
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
     tally = _Tally()
     try:
-        for row in _python_rows(src, max_rows, tally, on_progress):
+        for row in _python_rows(src, max_rows, tally, on_progress, opened):
             data = (dumps(row) + "\n").encode("utf-8")
             sink.write(data)
             bytes_out += len(data)
@@ -440,6 +456,8 @@ def _path_text(path: object, what: str) -> str:
     if isinstance(path, (str, os.PathLike)):
         text = os.fspath(path)
         if isinstance(text, str):
+            if "\x00" in text:
+                raise ValueError("embedded null byte")  # what Python's own open() says
             return text
     raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
 
@@ -487,8 +505,8 @@ def normalise_rollout_file(
     exactly. It is written beside ``dst`` and renamed over it only when every
     line passed: on any error ``dst`` is not created, or is left as it was.
     ``"-"`` means standard input / standard output (output to stdout is
-    streamed and cannot be taken back). ``progress(rows, lines)`` is called
-    now and then, if given. The Rust engine runs without holding the
+    streamed and cannot be taken back). ``progress(rows, lines, bytes_in)`` is
+    called now and then, if given. The Rust engine runs without holding the
     interpreter, on all cores, in memory that does not grow with the file.
 
     Raises the same errors as :func:`read_rollout_jsonl`, and ``OSError`` when
