@@ -466,15 +466,10 @@ fn reader(
         loop {
             let (n, err) = read_full(source.as_mut(), &mut block);
             if let Some(err) = err {
-                // A gzip stream cut short has delivered every byte it could
-                // before it failed: its whole lines are used, as Python's gzip
-                // module does. After corrupt data (or an I/O error) what was
-                // read in this round is not trusted.
-                if gzip && err.kind() == io::ErrorKind::UnexpectedEof {
-                    carry.extend_from_slice(&block[..n]);
-                } else {
-                    carry.clear();
-                }
+                // What the source delivered before it failed is used, as
+                // Python's readers do: whole lines go through the rules first
+                // (a damaged gzip trailer is reported after the rows before it).
+                carry.extend_from_slice(&block[..n]);
                 failure = Some(if gzip {
                     ReadFault::Gzip
                 } else {

@@ -529,11 +529,5 @@ def test_ctrl_c_while_the_input_stalls_python_engine(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Rust engine: SIGINT is only checked when a chunk arrives, and the reader "
-    "thread blocked in read() is joined, so a stalled input stream cannot be interrupted",
-)
 def test_ctrl_c_while_the_input_stalls_rust_engine(tmp_path: Path) -> None:
     _interrupt_fifo(tmp_path, "rust", keep_writing=False)

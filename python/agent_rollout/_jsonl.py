@@ -482,9 +482,7 @@ def read_rollout_jsonl(path: PathArg, *, max_rows: int = MAX_ROLLOUT_ROWS) -> tu
         return _python_read(text, max_rows)
     native = _engine._native
     try:
-        rows = native.read_jsonl(
-            text, max_rows, MAX_MESSAGE_DEPTH, MAX_JSON_DEPTH, MAX_INT_DIGITS
-        )
+        rows = native.read_jsonl(text, max_rows, MAX_MESSAGE_DEPTH, MAX_JSON_DEPTH, MAX_INT_DIGITS)
     except native.NativeRowError as exc:
         raise from_native_file(exc, _source_name(text), None, max_rows) from None
     result: tuple[dict, ...] = rows

@@ -1,0 +1,605 @@
+"""Rollout JSONL files, property tests: the file readers agree with ``json.loads`` plus
+``normalise_rollout_rows``, and the two engines agree with each other, on good and on
+broken files alike.
+
+The JSON text is written by hand (not by ``json.dumps``) so a line can carry what a
+dumper never writes: duplicate keys, ``\\u`` escapes of any character, odd number
+spellings, whitespace between tokens.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from agent_rollout import (
+    NormaliseReport,
+    _engine,
+    normalise_rollout_file,
+    normalise_rollout_rows,
+    read_rollout_jsonl,
+)
+from agent_rollout._jsonl import _scan
+
+ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
+ERROR_ATTRS = ("line", "column", "index", "path", "code", "source", "errno", "filename")
+
+
+@contextmanager
+def use_engine(name: str) -> Iterator[None]:
+    previous = _engine._set_engine(name)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        _engine._set_engine(previous)
+
+
+def typed(value: Any) -> Any:
+    """``value`` with every type spelled out, so ``1 != 1.0 != True`` and ``0.0 != -0.0``."""
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(v) for v in value])
+    if isinstance(value, float):
+        return ("float", value.hex())
+    return (type(value).__name__, value)
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
+    """What ``call`` did: its typed result, or its exception's type, text and facts."""
+    try:
+        return ("ok", typed(call()))
+    except Exception as exc:  # a PanicException (BaseException) escapes
+        facts = tuple((name, getattr(exc, name, None)) for name in ERROR_ATTRS)
+        return ("error", type(exc).__name__, str(exc), facts)
+
+
+def canonical(rows: tuple[dict, ...]) -> bytes:
+    return b"".join(
+        json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for row in rows
+    )
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+# ---- JSON values, and their text written by hand --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Num:
+    """A JSON number kept as the exact text the line will hold."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A JSON object as its members in order; a key may repeat."""
+
+    members: tuple[tuple[str, Any], ...]
+
+
+Json = Union[None, bool, str, Num, list, Obj]
+
+SPECIAL_NUMBERS = [
+    "0",
+    "-0",
+    "-0.0",
+    "0e0",
+    "-0E-0",
+    "1e16",
+    "1E+16",
+    "5e-324",
+    "1e-7",
+    "1e-5",
+    "0.0001",
+    "1e22",
+    "1.7976931348623157e308",
+    "2.2250738585072014e-308",
+    "1e-400",
+    "9007199254740993",
+    "9007199254740993.0",
+    "123456789012345678901234567890.5",
+    "0.1e-3",
+    "12345678901234567.0",
+    "1234567890123456.7",
+]
+# Valid JSON, but overflow to an infinity: refused inside a chat message, fine elsewhere.
+HUGE_NUMBERS = ["1e400", "-1E+999", "1" * 400 + ".0"]
+
+int_texts = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.integers(min_value=-(10**400), max_value=10**400),
+).map(str)
+float_texts = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda f: f"{f:E}"),
+    st.builds(
+        lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+        st.sampled_from(["", "-"]),
+        st.from_regex(r"0|[1-9][0-9]{0,25}", fullmatch=True),
+        st.from_regex(r"(\.[0-9]{1,25})?", fullmatch=True),
+        # at most 1e126: finite; down to 1e-999: underflow to zero or a subnormal
+        st.from_regex(r"([eE][+-]?[0-9]{1,2}|[eE]-[0-9]{3})?", fullmatch=True),
+    ),
+)
+finite_numbers = st.one_of(int_texts, float_texts, st.sampled_from(SPECIAL_NUMBERS)).map(Num)
+any_numbers = st.one_of(finite_numbers, st.sampled_from(HUGE_NUMBERS).map(Num))
+
+interesting_chars = st.sampled_from(
+    list('"\\/\b\f\n\r\t\x00\x1f\x7f\x85\u2028\u2029\ufeffé€😀\U0010ffff')
+)
+texts = st.text(st.one_of(st.characters(exclude_categories=["Cs"]), interesting_chars), max_size=12)
+keys = st.one_of(texts, st.sampled_from(["content", "type", "text", "a b", 'q"', ""]))
+
+
+def json_values(numbers: st.SearchStrategy[Num]) -> st.SearchStrategy[Json]:
+    leaves = st.one_of(st.none(), st.booleans(), texts, numbers)
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.lists(st.tuples(keys, inner), max_size=3).map(lambda m: Obj(tuple(m))),
+        ),
+        max_leaves=8,
+    )
+
+
+finite_values = json_values(finite_numbers)
+wide_values = json_values(any_numbers)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Obj:
+    members: list[tuple[str, Any]] = [("role", draw(texts.filter(bool)))]
+    if draw(st.booleans()):
+        content = draw(
+            st.one_of(
+                texts,
+                st.lists(
+                    st.builds(lambda t: Obj((("type", "text"), ("text", t))), texts), max_size=2
+                ),
+            )
+        )
+        members.append(("content", content))
+    members += draw(
+        st.lists(st.tuples(keys.filter(lambda k: k != "role"), finite_values), max_size=2)
+    )
+    draw(st.randoms()).shuffle(members)
+    # A key written twice: a dict keeps the first place and the last value, so the
+    # first value may be anything at all, even one the rules refuse.
+    if draw(st.booleans()):
+        key, _ = draw(st.sampled_from(members))
+        at = next(i for i, (k, _) in enumerate(members) if k == key)
+        members.insert(at, (key, draw(wide_values)))
+    return Obj(tuple(members))
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> Obj:
+    prompt = draw(st.one_of(texts.filter(bool), st.lists(messages(), min_size=1, max_size=3)))
+    members: list[tuple[str, Any]] = [("prompt", prompt)]
+    if draw(st.booleans()):
+        members.append(("answer", draw(st.one_of(st.none(), st.just(""), texts))))
+    extra = keys.filter(lambda k: k not in ("prompt", "answer"))
+    members += draw(st.lists(st.tuples(extra, wide_values), max_size=3))
+    draw(st.randoms()).shuffle(members)
+    if draw(st.booleans()):
+        key = draw(st.sampled_from([k for k, _ in members]))
+        at = next(i for i, (k, _) in enumerate(members) if k == key)
+        members.insert(at, (key, draw(wide_values)))
+    return Obj(tuple(members))
+
+
+SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f"}
+SHORT_ESCAPES |= {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def write_str(text: str, rnd: random.Random) -> str:
+    out = ['"']
+    for ch in text:
+        point = ord(ch)
+        must = ch in '"\\' or point < 0x20
+        style = rnd.randrange(8)
+        if style == 0 or (must and style < 4):
+            if point > 0xFFFF:
+                high, low = 0xD800 + ((point - 0x10000) >> 10), 0xDC00 + (point & 0x3FF)
+                out.append(f"\\u{high:04x}\\u{low:04X}")
+            else:
+                out.append(f"\\u{point:04x}" if style % 2 else f"\\u{point:04X}")
+        elif ch in SHORT_ESCAPES and (must or style == 1):
+            out.append(SHORT_ESCAPES[ch])
+        elif must:
+            out.append(f"\\u{point:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def write_json(value: Json, rnd: random.Random) -> str:
+    def ws() -> str:
+        return rnd.choice(["", "", "", "", " ", "\t", "  ", "\r"])
+
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return write_str(value, rnd)
+    if isinstance(value, Num):
+        return value.text
+    if isinstance(value, list):
+        return "[" + ws() + ",".join(ws() + write_json(v, rnd) + ws() for v in value) + "]"
+    parts = [
+        ws() + write_str(k, rnd) + ws() + ":" + ws() + write_json(v, rnd) + ws()
+        for k, v in value.members
+    ]
+    return "{" + ws() + ",".join(parts) + "}"
+
+
+@st.composite
+def jsonl_files(draw: st.DrawFn, lines: st.SearchStrategy[list[str]]) -> bytes:
+    """Lines joined with ``\\n`` or ``\\r\\n``, blank lines between, maybe no final newline."""
+    out: list[str] = []
+    for line in draw(lines):
+        out += draw(st.lists(st.sampled_from(["", " ", "\t", " \r", "\r"]), max_size=2))
+        out.append(line)
+    out += draw(st.lists(st.sampled_from(["", " ", "\r"]), max_size=2))
+    ends = [draw(st.sampled_from(["\n", "\r\n"])) for _ in out]
+    text = "".join(line + end for line, end in zip(out, ends, strict=True))
+    if draw(st.booleans()):
+        text = text[: -len(ends[-1])]
+    return text.encode("utf-8")
+
+
+@st.composite
+def row_lines(draw: st.DrawFn, max_size: int = 6) -> list[str]:
+    rnd = draw(st.randoms())
+    return [write_json(row, rnd) for row in draw(st.lists(rows(), min_size=1, max_size=max_size))]
+
+
+def content_lines(data: bytes) -> list[bytes]:
+    return [line for line in data.split(b"\n") if line.strip(b" \t\r")]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jsonl_parity")
+
+
+# ---- good files --------------------------------------------------------------------------
+
+
+@given(data=jsonl_files(row_lines()), compressed=st.booleans())
+def test_good_files_match_json_loads_then_normalise(
+    workdir: Path, data: bytes, compressed: bool
+) -> None:
+    src = workdir / ("rows.jsonl.gz" if compressed else "rows.jsonl")
+    src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
+    dst = workdir / "out.jsonl"
+    docs = [json.loads(line) for line in content_lines(data)]
+    reports: list[NormaliseReport] = []
+    outputs: set[bytes] = set()
+    for name in ENGINES:
+        with use_engine(name):
+            want = outcome(lambda: normalise_rollout_rows(docs))
+            assert want[0] == "ok", want
+            expected = normalise_rollout_rows(docs)
+            assert outcome(lambda: read_rollout_jsonl(src)) == want, name
+            if dst.exists():
+                dst.unlink()
+            report = normalise_rollout_file(src, dst)
+            assert dst.read_bytes() == canonical(expected), name
+            assert report.engine == name
+            reports.append(report)
+            outputs.add(dst.read_bytes())
+    assert len(outputs) == 1
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    expected_counts = {
+        "rows": len(docs),
+        "lines": len(lines),
+        "blank_lines": len(lines) - len(docs),
+        "dropped_keys": sum(len(d) - ("prompt" in d) - ("answer" in d) for d in docs),
+        "bytes_in": len(data),
+        "bytes_out": len(dst.read_bytes()),
+    }
+    for report in reports:
+        counts = {name: getattr(report, name) for name in expected_counts}
+        assert counts == expected_counts, report.engine
+    assert leftovers(workdir) == []
+
+
+@given(data=jsonl_files(row_lines(max_size=3)))
+def test_read_result_is_fresh_builtin_objects(workdir: Path, data: bytes) -> None:
+    src = workdir / "fresh.jsonl"
+    src.write_bytes(data)
+    for name in ENGINES:
+        with use_engine(name):
+            first = read_rollout_jsonl(str(src))
+            second = read_rollout_jsonl(str(src))
+        assert type(first) is tuple
+        assert all(type(row) is dict for row in first)
+        assert typed(first) == typed(second)
+        for a, b in zip(first, second, strict=True):
+            assert a is not b
+            if isinstance(a["prompt"], list):
+                assert a["prompt"] is not b["prompt"]
+
+
+# ---- broken files ------------------------------------------------------------------------
+
+TOKENS = [
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+    b'"',
+    b"\\",
+    b" ",
+    b"\n",
+    b"\r\n",
+    b"0",
+    b"-",
+    b".",
+    b"e",
+    b"1e",
+    b"01",
+    b"-.5",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e400",
+    b"\\ud800",
+    b"\\udc00",
+    b"\\ud800\\u0041",
+    b"\\uD83D\\uDE00",
+    b"\\u12",
+    b"\\x",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xf0\x9f\x98",
+    b"\xf4\x90\x80\x80",
+    b"\xef\xbb\xbf",
+    b"\x00",
+    b"\x1f",
+    b"\x0b",
+    b"true",
+    b"nul",
+    b"\t",
+    "é".encode(),
+    "😀".encode(),
+]
+
+GOOD_LINE = b'{"prompt":"ok"}\n'
+# Whole lines that break one rule or one limit each (and a few that only just pass).
+BAD_LINES = [
+    b"[]",
+    b"1",
+    b"-0.0",
+    b'"text"',
+    b"null",
+    b"true",
+    b'[{"prompt":"x"}]',
+    b"{}",
+    b'{"prompt":null}',
+    b'{"prompt":""}',
+    b'{"prompt":[]}',
+    b'{"prompt":5}',
+    b'{"prompt":2.5}',
+    b'{"prompt":{"role":"user"}}',
+    b'{"prompt":[1]}',
+    b'{"prompt":["hi"]}',
+    b'{"prompt":[{}]}',
+    b'{"prompt":[{"content":"x"}]}',
+    b'{"prompt":[{"role":""}]}',
+    b'{"prompt":[{"role":5}]}',
+    b'{"prompt":[{"role":null}]}',
+    b'{"prompt":[{"role":"u"},{"role":["a"]}]}',
+    b'{"prompt":"x","answer":5}',
+    b'{"prompt":"x","answer":[]}',
+    b'{"prompt":"x","answer":false}',
+    b'{"prompt":[{"role":"u","x":1e400}]}',
+    b'{"prompt":[{"role":"u","c":[1,-1E999]}]}',
+    b'{"prompt":[{"role":"u","a b":{"\\u0000\\"":[1e400]}}]}',
+    b'{"prompt":[{"role":"u","content":' + b"[" * 64 + b"]" * 64 + b"}]}",
+    b'{"prompt":[{"role":"u","content":' + b"[" * 63 + b"]" * 63 + b"}]}",
+    b'{"prompt":"x","prompt":5}',
+    b'{"prompt":5,"prompt":"x","answer":"a","answer":1}',
+]
+
+
+def deep_line(levels: int, row: bool) -> bytes:
+    if row:  # the row object is level 1
+        inner = levels - 1
+        return b'{"prompt":"x","k":' + b"[" * inner + b"]" * inner + b"}"
+    return b"[" * levels + b"]" * levels
+
+
+def long_int_line(digits: int, negative: bool, where: str) -> bytes:
+    number = (b"-" if negative else b"") + b"7" + b"0" * (digits - 1)
+    if where == "message":
+        return b'{"prompt":[{"role":"u","n":' + number + b"}]}"
+    return b'{"prompt":"x","n":' + number + b"}"
+
+
+special_lines = st.one_of(
+    st.sampled_from(BAD_LINES),
+    st.builds(deep_line, st.integers(126, 131), st.booleans()),
+    st.builds(
+        long_int_line,
+        st.integers(4298, 4302),
+        st.booleans(),
+        st.sampled_from(["message", "extra"]),
+    ),
+)
+
+
+@st.composite
+def corrupted(draw: st.DrawFn) -> bytes:
+    data = bytearray(draw(jsonl_files(row_lines(max_size=4))))
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["delete", "insert", "replace", "truncate", "line"]))
+        at = draw(st.integers(0, len(data)))
+        if op == "delete":
+            del data[at : at + draw(st.integers(1, 3))]
+        elif op == "insert":
+            data[at:at] = draw(st.sampled_from(TOKENS))
+        elif op == "replace":
+            data[at : at + 1] = draw(st.sampled_from(TOKENS))
+        elif op == "truncate":
+            del data[at:]
+        else:
+            lines = bytes(data).split(b"\n")
+            index = draw(st.integers(0, len(lines)))
+            lines.insert(index, draw(special_lines))
+            data = bytearray(b"\n".join(lines))
+    return bytes(data)
+
+
+def read_outcome(path: Path, max_rows: int) -> tuple[Any, ...]:
+    return outcome(lambda: read_rollout_jsonl(path, max_rows=max_rows))
+
+
+def normalise_outcome(src: Path, dst: Path, max_rows: int) -> tuple[Any, ...]:
+    before = dst.read_bytes()
+    result = outcome(lambda: normalise_rollout_file(src, dst, max_rows=max_rows))
+    written = dst.read_bytes()
+    dst.write_bytes(before)
+    if result[0] == "error":
+        assert written == before, "the destination changed although the run failed"
+        return result
+    return ("ok", written)
+
+
+@given(data=corrupted(), max_rows=st.integers(1, 6), compressed=st.booleans())
+def test_broken_files_fail_alike_on_both_engines(
+    workdir: Path, data: bytes, max_rows: int, compressed: bool
+) -> None:
+    src = workdir / ("broken.jsonl.gz" if compressed else "broken.jsonl")
+    src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
+    dst = workdir / "kept.jsonl"
+    dst.write_bytes(b"previous content\n")
+    seen = {}
+    for name in ENGINES:
+        with use_engine(name):
+            seen[name] = (read_outcome(src, max_rows), normalise_outcome(src, dst, max_rows))
+        read_result, normalise_result = seen[name]
+        # Both functions see the same rows and fail on the same line, for the same reason.
+        assert read_result[0] == normalise_result[0], name
+        if read_result[0] == "error":
+            assert read_result == normalise_result, name
+    assert len(set(map(repr, seen.values()))) == 1, seen
+    assert leftovers(workdir) == []
+
+
+def test_every_catalogue_line_fails_alike(workdir: Path) -> None:
+    """Each catalogue line, alone, on both engines; and together they reach every failure kind."""
+    codes = set()
+    lines = [*BAD_LINES, deep_line(129, False), deep_line(129, True)]
+    lines += [long_int_line(4301, True, "extra"), long_int_line(4300, False, "message")]
+    for line in lines:
+        src = workdir / "one.jsonl"
+        src.write_bytes(GOOD_LINE + line + b"\n")
+        seen = []
+        for name in ENGINES:
+            with use_engine(name):
+                seen.append(read_outcome(src, 10))
+        result = seen[0]
+        assert all(other == result for other in seen), (line, seen)
+        if result[0] == "error":
+            codes.add(dict(result[3])["code"])
+    assert {"json_syntax", "row_not_mapping", "prompt_type", "role_missing"} <= codes
+    assert {"float_not_finite", "too_deep", "answer_type", "message_not_mapping"} <= codes
+    assert {"prompt_missing", "prompt_empty", "role_type", "role_empty"} <= codes
+
+
+# ---- the twin's grammar scanner against json.loads --------------------------------------
+
+_UNLIKE_JSON = re.compile(r"NaN|Infinity|\\u[dD][89a-fA-F]|[0-9]{4300}")
+
+
+def json_loads_accepts(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def comparable(text: str) -> bool:
+    """Leave out what Python's ``json`` takes but JSON (and so ``_scan``) refuses."""
+    nesting = text.count("[") + text.count("{")
+    return _UNLIKE_JSON.search(text) is None and nesting <= 128
+
+
+json_ish = st.lists(
+    st.one_of(
+        st.sampled_from(list('{}[],:" \t\r\n\\/-+.0123456789eEuntrfalsbx')),
+        st.sampled_from(["true", "false", "null", "\\u00e9", '"prompt"', "\u0661", "\x00", "é"]),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(data=corrupted())
+def test_scan_agrees_with_json_loads_on_corrupted_lines(data: bytes) -> None:
+    for raw in data.split(b"\n"):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if comparable(text):
+            assert (_scan(text) is None) == json_loads_accepts(text), text
+
+
+@given(text=json_ish)
+def test_scan_agrees_with_json_loads_on_random_text(text: str) -> None:
+    assume(comparable(text))
+    assert (_scan(text) is None) == json_loads_accepts(text)
+
+
+@given(rows=row_lines(max_size=2))
+def test_scan_accepts_every_generated_line(rows: list[str]) -> None:
+    for line in rows:
+        assert _scan(line) is None, line
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("NaN", ("nan_infinity", 0)),
+        ('{"a":-Infinity}', ("nan_infinity", 5)),
+        ('["\\ud800"]', ("lone_surrogate", 2)),
+        ('"\\udc00\\ud800"', ("lone_surrogate", 1)),
+        ("[" * 129 + "]" * 129, ("too_deep", 128)),
+        ("[" * 128 + "]" * 128, None),
+        ("-" + "9" * 4301, ("long_integer", 0)),
+        ("9" * 4300, None),
+        ("9" * 4301 + ".0", None),
+    ],
+)
+def test_scan_on_what_json_loads_takes_but_json_does_not(
+    text: str, problem: tuple[str, int] | None
+) -> None:
+    assert _scan(text) == problem
