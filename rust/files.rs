@@ -36,6 +36,17 @@ pub struct Stats {
     pub bytes_out: u64,
 }
 
+impl Stats {
+    /// Count a chunk whose first `rows` rows were accepted.
+    fn add<T>(&mut self, rows: usize, result: &ChunkResult<T>) {
+        self.rows += rows;
+        self.lines += result.lines;
+        self.blank_lines += result.blank_lines;
+        self.dropped_keys += result.dropped_keys;
+        self.bytes_in += result.bytes as u64;
+    }
+}
+
 fn io_fault(code: &'static str, err: &io::Error) -> Fault {
     // The errno lets Python build the same OSError its own `open` would.
     let fact = match err.raw_os_error() {
@@ -335,11 +346,7 @@ pub fn read_rows<'py>(
                 rows.push(row_to_py(py, row)?);
             }
             let _ = drop_tx.send(std::mem::take(&mut result.output));
-            stats.rows += accepted;
-            stats.lines += result.lines;
-            stats.blank_lines += result.blank_lines;
-            stats.dropped_keys += result.dropped_keys;
-            stats.bytes_in += result.bytes as u64;
+            stats.add(accepted, &result);
             Ok(true)
         },
     );
@@ -480,11 +487,7 @@ pub fn normalise_file(
                 Python::attach(|py| py.check_signals())?;
                 let accepted = settle(&result, stats.rows, stats.lines, limits)?;
                 sink_ref.write(result.output.as_bytes())?;
-                stats.rows += accepted;
-                stats.lines += result.lines;
-                stats.blank_lines += result.blank_lines;
-                stats.dropped_keys += result.dropped_keys;
-                stats.bytes_in += result.bytes as u64;
+                stats.add(accepted, &result);
                 stats.bytes_out += result.output.len() as u64;
                 if let Some(report) = &progress {
                     Python::attach(|py| {

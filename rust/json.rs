@@ -118,9 +118,15 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self, depth: usize) -> Res<J<'a>> {
+        self.any(depth, true)
+    }
+
+    /// A value; with `build` false it is checked exactly as when built (same
+    /// grammar, same errors) but containers allocate nothing and give `Null`.
+    fn any(&mut self, depth: usize, build: bool) -> Res<J<'a>> {
         match self.peek() {
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
+            Some(b'{') => self.object(depth + 1, build),
+            Some(b'[') => self.array(depth + 1, build),
             Some(b'"') => Ok(J::Str(self.string()?)),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b't') if self.starts_with("true") => {
@@ -141,16 +147,42 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Res<J<'a>> {
+    /// After a member or item: `,` (then more) or the closing bracket.
+    /// Returns true when the container is complete.
+    fn separator(&mut self, close: u8, expected: &'static str) -> Res<bool> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                self.skip_ws();
+                Ok(false)
+            }
+            Some(b) if b == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            _ => fail(expected, self.pos),
+        }
+    }
+
+    /// Past the opening bracket; true when the container is empty (and closed).
+    fn open(&mut self, depth: usize, close: u8) -> Res<bool> {
         if depth > self.limits.max_depth {
             return fail(TOO_DEEP, self.pos);
         }
         self.pos += 1;
         self.skip_ws();
-        let mut members = Vec::new();
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.pos += 1;
-            return Ok(J::Obj(members));
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn object(&mut self, depth: usize, build: bool) -> Res<J<'a>> {
+        let mut members = Vec::new();
+        if self.open(depth, b'}')? {
+            return Ok(if build { J::Obj(members) } else { J::Null });
         }
         loop {
             if self.peek() != Some(b'"') {
@@ -163,122 +195,31 @@ impl<'a> Parser<'a> {
             }
             self.pos += 1;
             self.skip_ws();
-            let value = if self.skip_extras && depth == 1 && key != "prompt" && key != "answer" {
-                self.skip(depth)?;
-                J::Null
-            } else {
-                self.value(depth)?
-            };
-            members.push((key, value));
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    self.pos += 1;
-                    self.skip_ws();
-                }
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(J::Obj(members));
-                }
-                _ => return fail(EXPECTED_OBJECT_SEP, self.pos),
+            // In row mode only `prompt` and `answer` of the row are built.
+            let extra = self.skip_extras && depth == 1 && key != "prompt" && key != "answer";
+            let value = self.any(depth, build && !extra)?;
+            if build {
+                members.push((key, value));
+            }
+            if self.separator(b'}', EXPECTED_OBJECT_SEP)? {
+                return Ok(if build { J::Obj(members) } else { J::Null });
             }
         }
     }
 
-    fn array(&mut self, depth: usize) -> Res<J<'a>> {
-        if depth > self.limits.max_depth {
-            return fail(TOO_DEEP, self.pos);
-        }
-        self.pos += 1;
-        self.skip_ws();
+    fn array(&mut self, depth: usize, build: bool) -> Res<J<'a>> {
         let mut items = Vec::new();
-        if self.peek() == Some(b']') {
-            self.pos += 1;
-            return Ok(J::Arr(items));
+        if self.open(depth, b']')? {
+            return Ok(if build { J::Arr(items) } else { J::Null });
         }
         loop {
-            items.push(self.value(depth)?);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    self.pos += 1;
-                    self.skip_ws();
-                }
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(J::Arr(items));
-                }
-                _ => return fail(EXPECTED_ARRAY_SEP, self.pos),
+            let item = self.any(depth, build)?;
+            if build {
+                items.push(item);
             }
-        }
-    }
-
-    /// Check a value without building it (same grammar, same errors as `value`).
-    fn skip(&mut self, depth: usize) -> Res<()> {
-        match self.peek() {
-            Some(b'{') => {
-                if depth + 1 > self.limits.max_depth {
-                    return fail(TOO_DEEP, self.pos);
-                }
-                self.pos += 1;
-                self.skip_ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    if self.peek() != Some(b'"') {
-                        return fail(EXPECTED_KEY, self.pos);
-                    }
-                    self.string()?;
-                    self.skip_ws();
-                    if self.peek() != Some(b':') {
-                        return fail(EXPECTED_COLON, self.pos);
-                    }
-                    self.pos += 1;
-                    self.skip_ws();
-                    self.skip(depth + 1)?;
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            self.pos += 1;
-                            self.skip_ws();
-                        }
-                        Some(b'}') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        _ => return fail(EXPECTED_OBJECT_SEP, self.pos),
-                    }
-                }
+            if self.separator(b']', EXPECTED_ARRAY_SEP)? {
+                return Ok(if build { J::Arr(items) } else { J::Null });
             }
-            Some(b'[') => {
-                if depth + 1 > self.limits.max_depth {
-                    return fail(TOO_DEEP, self.pos);
-                }
-                self.pos += 1;
-                self.skip_ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip(depth + 1)?;
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            self.pos += 1;
-                            self.skip_ws();
-                        }
-                        Some(b']') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        _ => return fail(EXPECTED_ARRAY_SEP, self.pos),
-                    }
-                }
-            }
-            _ => self.value(depth).map(|_| ()),
         }
     }
 
