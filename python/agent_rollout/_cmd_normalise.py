@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress("normalise", size=input_size(source), position=input_position(source))
 
     def on_progress(rows: int, lines: int, bytes_in: Optional[int] = None) -> None:
-        # The library reports (rows, lines); a third argument, bytes read, is used if given.
+        # The library reports (rows, lines, bytes read); the bytes drive the percentage.
         del lines
         progress.update(rows, read=bytes_in)
 

@@ -414,6 +414,11 @@ def _parse_yaml(text: str) -> _Parsed:
         mark = exc.problem_mark or exc.context_mark
         pos = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
         problem = exc.problem or "invalid YAML"
+        if "maximum nesting depth" in problem:
+            # PyYAML >= 6.0.4 has a nesting limit of its own, and its scanner
+            # (which reads ahead) can reach it before our composer sees the
+            # level past MAX_NESTING_DEPTH: report it as our limit.
+            raise _Problem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
         context = f" ({exc.context})" if exc.context else ""
         raise _Problem(pos, f"invalid YAML: {problem}{context}") from None
     except yaml.YAMLError as exc:
