@@ -3,11 +3,10 @@
 
 use std::ffi::CString;
 use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
-use flate2::bufread::GzDecoder;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
@@ -62,88 +61,15 @@ fn workers() -> usize {
         .clamp(1, 4)
 }
 
-/// Open a rollout file (`-` is standard input); gzip is recognised by its magic bytes.
-fn open_source(path: &str) -> Result<(Box<dyn Read + Send>, bool), Fault> {
-    let mut raw: Box<dyn Read + Send> = if path == "-" {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path).map_err(|e| io_fault("io_read", &e))?)
-    };
-    let mut magic = [0u8; 2];
-    let mut got = 0;
-    while got < 2 {
-        match raw.read(&mut magic[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_fault("io_read", &e)),
-        }
+/// Open a rollout file (`-` is standard input). Whether it is gzip is told
+/// by the reader thread, so a stalled input cannot block the caller.
+fn open_source(path: &str) -> Result<Box<dyn Read + Send>, Fault> {
+    if path == "-" {
+        return Ok(Box::new(io::stdin()));
     }
-    let head = Cursor::new(magic[..got].to_vec());
-    let joined = head.chain(raw);
-    if got == 2 && magic == [0x1f, 0x8b] {
-        Ok((Box::new(GzipMembers::new(BufReader::new(joined))), true))
-    } else {
-        Ok((Box::new(joined), false))
-    }
-}
-
-/// A gzip stream of one or more members, read as Python's `gzip` module
-/// reads it: members follow each other, zero bytes between or after them are
-/// padding, and anything else after a member is an error.
-struct GzipMembers<R: BufRead> {
-    member: Option<GzDecoder<R>>,
-    done: bool,
-}
-
-impl<R: BufRead> GzipMembers<R> {
-    fn new(source: R) -> Self {
-        GzipMembers {
-            member: Some(GzDecoder::new(source)),
-            done: false,
-        }
-    }
-}
-
-impl<R: BufRead> Read for GzipMembers<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if self.done || buf.is_empty() {
-                return Ok(0);
-            }
-            let Some(member) = self.member.as_mut() else {
-                return Ok(0);
-            };
-            let n = member.read(buf)?;
-            if n > 0 {
-                return Ok(n);
-            }
-            // This member is over: skip zero padding, then expect another.
-            let Some(member) = self.member.take() else {
-                return Ok(0);
-            };
-            let mut source = member.into_inner();
-            loop {
-                let available = source.fill_buf()?;
-                if available.is_empty() {
-                    self.done = true;
-                    return Ok(0);
-                }
-                let zeros = available.iter().take_while(|&&b| b == 0).count();
-                if zeros == 0 {
-                    break;
-                }
-                source.consume(zeros);
-            }
-            let next = source.fill_buf()?;
-            if next.first() != Some(&0x1f) {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "not a gzip member",
-                ));
-            }
-            self.member = Some(GzDecoder::new(source));
-        }
+    match File::open(path) {
+        Ok(file) => Ok(Box::new(file)),
+        Err(e) => Err(io_fault("io_read", &e)),
     }
 }
 
@@ -223,13 +149,9 @@ fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
     }
 }
 
-fn read_fault(fault: ReadFault, gzip: bool, lines_before: u64) -> Fault {
+fn read_fault(fault: ReadFault, lines_before: u64) -> Fault {
     match fault {
         ReadFault::Gzip => Fault::input("gzip", None),
-        ReadFault::Io(err) if gzip => {
-            let _ = err;
-            Fault::input("gzip", None)
-        }
         ReadFault::Io(err) => io_fault("io_read", &err),
         ReadFault::LineTooLong => Fault::at_line("line_too_long", None, lines_before + 1, None),
     }
@@ -309,8 +231,7 @@ pub fn read_rows<'py>(
     path: &str,
     limits: FileLimits,
 ) -> Result<(Bound<'py, PyTuple>, Stats), Fault> {
-    let (source, gzip) = open_source(path)?;
-    let _pause = GcPause::new(py);
+    let source = open_source(path)?;
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
     let mut stats = Stats::default();
     let work = |data: &[u8]| {
@@ -330,20 +251,24 @@ pub fn read_rows<'py>(
     let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
     let outcome = jsonl::run(
         source,
-        gzip,
         workers(),
         work,
         wait,
         tick,
         |event| -> Result<bool, Fault> {
             let mut result = match event {
-                Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
+                Event::Fail(fault) => return Err(read_fault(fault, stats.lines)),
                 Event::Chunk(result) => result,
             };
             py.check_signals()?;
             let accepted = settle(&result, stats.rows, stats.lines, limits)?;
-            for row in &result.output {
-                rows.push(row_to_py(py, row)?);
+            {
+                // Paused while a chunk's rows are built, not while waiting:
+                // other Python threads run then, with the collector as it was.
+                let _pause = GcPause::new(py);
+                for row in &result.output {
+                    rows.push(row_to_py(py, row)?);
+                }
             }
             let _ = drop_tx.send(std::mem::take(&mut result.output));
             stats.add(accepted, &result);
@@ -356,6 +281,7 @@ pub fn read_rows<'py>(
     if rows.is_empty() {
         return Err(Fault::input("file_no_rows", None));
     }
+    let _pause = GcPause::new(py);
     Ok((PyTuple::new(py, rows)?, stats))
 }
 
@@ -380,7 +306,16 @@ impl Sink {
                 io::stdout(),
             )));
         }
-        let dest = PathBuf::from(dest);
+        // Replace what a symlink points at, not the link; keep the mode of a
+        // file that is replaced.
+        let given = PathBuf::from(dest);
+        let is_link = fs::symlink_metadata(&given).is_ok_and(|m| m.file_type().is_symlink());
+        let dest = if is_link {
+            fs::canonicalize(&given).unwrap_or(given)
+        } else {
+            given
+        };
+        let keep = fs::metadata(&dest).ok().map(|m| m.permissions());
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -397,6 +332,13 @@ impl Sink {
                 .open(&temp)
             {
                 Ok(file) => {
+                    if let Some(permissions) = keep.clone() {
+                        if let Err(e) = file.set_permissions(permissions) {
+                            drop(file);
+                            let _ = fs::remove_file(&temp);
+                            return Err(io_fault("io_write", &e));
+                        }
+                    }
                     return Ok(Sink::File {
                         temp,
                         dest,
@@ -456,7 +398,7 @@ pub fn normalise_file(
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
 ) -> Result<Stats, Fault> {
-    let (source, gzip) = open_source(src)?;
+    let source = open_source(src)?;
     let mut sink = Sink::create(dest)?;
     let outcome = py.detach(|| {
         let mut stats = Stats::default();
@@ -474,14 +416,13 @@ pub fn normalise_file(
         let sink_ref = &mut sink;
         let run = jsonl::run(
             source,
-            gzip,
             workers(),
             work,
             wait,
             tick,
             |event| -> Result<bool, Fault> {
                 let result = match event {
-                    Event::Fail(fault) => return Err(read_fault(fault, gzip, stats.lines)),
+                    Event::Fail(fault) => return Err(read_fault(fault, stats.lines)),
                     Event::Chunk(result) => result,
                 };
                 Python::attach(|py| py.check_signals())?;

@@ -56,6 +56,7 @@ pub const LONG_INT: &str = "long_integer";
 pub const NAN_INFINITY: &str = "nan_infinity";
 pub const TRAILING: &str = "trailing_data";
 pub const TOO_DEEP: &str = "too_deep";
+pub const BOM: &str = "byte_order_mark";
 
 type Res<T> = Result<T, SyntaxError>;
 
@@ -93,6 +94,9 @@ fn parse(text: &str, limits: JsonLimits, skip_extras: bool) -> Result<J<'_>, Syn
         limits,
         skip_extras,
     };
+    if text.starts_with('\u{feff}') {
+        return fail(BOM, 0);
+    }
     parser.skip_ws();
     let value = parser.value(0)?;
     parser.skip_ws();

@@ -7,7 +7,9 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+
+use flate2::bufread::GzDecoder;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Mutex;
@@ -447,13 +449,97 @@ fn read_full(source: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>
     (filled, None)
 }
 
-fn reader(
-    mut source: Box<dyn Read + Send>,
-    gzip: bool,
-    work: SyncSender<Work>,
-    slots: Receiver<()>,
-) {
+/// Look at the first two bytes: gzip's magic number means a gzip stream.
+fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<(Box<dyn Read + Send>, bool)> {
+    let mut magic = [0u8; 2];
+    let mut got = 0;
+    while got < 2 {
+        match raw.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let joined = Cursor::new(magic[..got].to_vec()).chain(raw);
+    if got == 2 && magic == [0x1f, 0x8b] {
+        Ok((Box::new(GzipMembers::new(BufReader::new(joined))), true))
+    } else {
+        Ok((Box::new(joined), false))
+    }
+}
+
+/// A gzip stream of one or more members, read as Python's `gzip` module
+/// reads it: members follow each other, zero bytes between or after them are
+/// padding, and anything else after a member is an error.
+struct GzipMembers<R: BufRead> {
+    member: Option<GzDecoder<R>>,
+    done: bool,
+}
+
+impl<R: BufRead> GzipMembers<R> {
+    fn new(source: R) -> Self {
+        GzipMembers {
+            member: Some(GzDecoder::new(source)),
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.done || buf.is_empty() {
+                return Ok(0);
+            }
+            let Some(member) = self.member.as_mut() else {
+                return Ok(0);
+            };
+            let n = member.read(buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // This member is over: skip zero padding, then expect another.
+            let Some(member) = self.member.take() else {
+                return Ok(0);
+            };
+            let mut source = member.into_inner();
+            loop {
+                let available = source.fill_buf()?;
+                if available.is_empty() {
+                    self.done = true;
+                    return Ok(0);
+                }
+                let zeros = available.iter().take_while(|&&b| b == 0).count();
+                if zeros == 0 {
+                    break;
+                }
+                source.consume(zeros);
+            }
+            let next = source.fill_buf()?;
+            if next.first() != Some(&0x1f) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "not a gzip member",
+                ));
+            }
+            self.member = Some(GzDecoder::new(source));
+        }
+    }
+}
+
+fn reader(raw: Box<dyn Read + Send>, work: SyncSender<Work>, slots: Receiver<()>) {
     let mut id = 0u64;
+    let (mut source, gzip) = match decompress_if_gzip(raw) {
+        Ok(opened) => opened,
+        Err(err) => {
+            let _ = work.send(Work::Fail {
+                id,
+                fault: ReadFault::Io(err),
+            });
+            return;
+        }
+    };
     let mut carry: Vec<u8> = Vec::new();
     let mut block = vec![0u8; CHUNK_BYTES];
     loop {
@@ -535,7 +621,6 @@ pub const TICK: Duration = Duration::from_millis(50);
 /// its read returns and it finds nobody listening.
 pub fn run<T, W, C, E>(
     source: Box<dyn Read + Send>,
-    gzip: bool,
     workers: usize,
     work: W,
     mut wait: impl FnMut(
@@ -555,7 +640,7 @@ where
     for _ in 0..IN_FLIGHT {
         let _ = slot_tx.send(());
     }
-    thread::spawn(move || reader(source, gzip, work_tx, slot_rx));
+    thread::spawn(move || reader(source, work_tx, slot_rx));
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {

@@ -2,6 +2,8 @@
 //! Rust engine. The pure-Python twin in `agent_rollout/_rows.py` follows the
 //! same steps in the same order, so both report the first broken rule alike.
 
+use std::sync::OnceLock;
+
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -68,6 +70,30 @@ pub fn normalise_rows<'py>(
     if rows.cast::<PyMapping>().is_ok() {
         return Err(Fault::input("input_is_mapping", type_name(rows)));
     }
+    // A plain list or tuple is read in place. Anything else (a generator, a
+    // custom iterable) runs the caller's code: its rows, at most one past the
+    // cap, are pulled first with the collector on, so that code never runs
+    // with the collector paused.
+    let pulled = if rows.is_exact_instance_of::<PyList>() || rows.is_exact_instance_of::<PyTuple>()
+    {
+        None
+    } else {
+        let iter = match rows.try_iter() {
+            Ok(iter) => iter,
+            Err(err) if err.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+                return Err(Fault::input("input_not_iterable", type_name(rows)));
+            }
+            Err(err) => return Err(Fault::Py(err)),
+        };
+        let mut items = Vec::new();
+        for item in iter {
+            items.push(item?);
+            if items.len() > limits.max_rows {
+                break;
+            }
+        }
+        Some(items)
+    };
     // Paused until the result tuple exists; the collection the new objects
     // call for then runs once, at the caller's next allocation.
     let _pause = GcPause::new(py);
@@ -83,24 +109,21 @@ pub fn normalise_rows<'py>(
         out.push(normalised.into_any());
         Ok(())
     };
-    if let Ok(list) = rows.cast_exact::<PyList>() {
-        // A plain list: index it directly (re-reading its length each step,
-        // as its own iterator would, in case a row's `get` changes it).
+    if let Some(items) = pulled {
+        for (index, item) in items.into_iter().enumerate() {
+            take(index, item)?;
+        }
+    } else if let Ok(list) = rows.cast_exact::<PyList>() {
+        // Index it directly, re-reading its length each step as its own
+        // iterator would, in case a row's `get` changes it.
         let mut index = 0;
         while index < list.len() {
             take(index, list.get_item(index)?)?;
             index += 1;
         }
-    } else {
-        let iter = match rows.try_iter() {
-            Ok(iter) => iter,
-            Err(err) if err.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
-                return Err(Fault::input("input_not_iterable", type_name(rows)));
-            }
-            Err(err) => return Err(Fault::Py(err)),
-        };
-        for (index, item) in iter.enumerate() {
-            take(index, item?)?;
+    } else if let Ok(tuple) = rows.cast_exact::<PyTuple>() {
+        for (index, item) in tuple.iter().enumerate() {
+            take(index, item)?;
         }
     }
     if out.is_empty() {
@@ -137,10 +160,14 @@ fn flat_text_row<'py>(row: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyD
     // at once, while `row` (which owns them) is alive and unchanged.
     unsafe {
         let prompt = ffi::PyDict_GetItemWithError(row.as_ptr(), prompt_key.as_ptr());
-        if prompt.is_null()
-            || ffi::PyUnicode_CheckExact(prompt) == 0
-            || ffi::PyUnicode_GetLength(prompt) == 0
-        {
+        if prompt.is_null() {
+            // Missing, or a key's `__eq__` raised: the general path decides.
+            return match PyErr::take(py) {
+                Some(err) => Err(err),
+                None => Ok(None),
+            };
+        }
+        if ffi::PyUnicode_CheckExact(prompt) == 0 || ffi::PyUnicode_GetLength(prompt) == 0 {
             return Ok(None);
         }
         let answer = ffi::PyDict_GetItemWithError(row.as_ptr(), answer_key.as_ptr());
@@ -333,7 +360,18 @@ fn normalise_mapping<'py>(
     let mut atomic = true;
     for entry in obj.call_method0(intern!(py, "items"))?.try_iter()? {
         let entry = entry?;
-        let (key, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = entry.extract()?;
+        let pair = match entry.cast::<PyTuple>() {
+            Ok(pair) if pair.len() == 2 => pair,
+            _ => {
+                let message = format!(
+                    "{}.items() must yield (key, value) tuples, got {}",
+                    type_name(obj).unwrap_or_default(),
+                    type_name(&entry).unwrap_or_default()
+                );
+                return Err(Bad::Py(pyo3::exceptions::PyTypeError::new_err(message)));
+            }
+        };
+        let (key, value) = (pair.get_item(0)?, pair.get_item(1)?);
         atomic &= put_entry(&out, &key, &value, level, limits)?;
     }
     if atomic {
@@ -416,10 +454,17 @@ fn is_atomic(value: &Bound<'_, PyAny>) -> bool {
 /// Stop the collector tracking a fresh dict that holds only atomic values, as
 /// CPython itself does for such dicts (`_PyDict_MaybeUntrack`): it cannot be
 /// part of a cycle, and inserting a container later re-tracks it.
+///
+/// Only before CPython 3.14: from 3.14 on, inserting into a dict no longer
+/// re-tracks it (python/cpython#127010), so there the dict stays tracked.
 pub fn untrack_atomic_dict(dict: &Bound<'_, PyDict>) {
-    // SAFETY: attached; the dict is a live object we own a reference to, and
-    // PyObject_GC_UnTrack accepts objects that are already untracked.
-    unsafe { ffi::PyObject_GC_UnTrack(dict.as_ptr().cast()) }
+    static RETRACKS: OnceLock<bool> = OnceLock::new();
+    let retracks = *RETRACKS.get_or_init(|| dict.py().version_info() < (3, 14));
+    if retracks {
+        // SAFETY: attached; the dict is a live object we own a reference to,
+        // and PyObject_GC_UnTrack accepts objects that are already untracked.
+        unsafe { ffi::PyObject_GC_UnTrack(dict.as_ptr().cast()) }
+    }
 }
 
 /// Convert one JSON-like value found at nesting `level` (used if it is a container).

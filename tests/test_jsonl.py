@@ -138,7 +138,11 @@ def test_bad_utf8_names_the_line_and_the_byte(
         (b'{"prompt":"x",}', "1:15", "expected a string key in double quotes"),
         (b'{"prompt":tru}', "1:11", "expected a JSON value"),
         (b"\x0b" + GOOD, "1:1", "expected a JSON value"),
-        (b"\xef\xbb\xbf" + GOOD, "1:1", "expected a JSON value"),  # a byte-order mark
+        (
+            b"\xef\xbb\xbf" + GOOD,
+            "1:1",
+            "the line starts with a UTF-8 byte order mark (BOM); write the file without one",
+        ),
     ],
 )
 def test_bad_json_names_line_column_and_reason(
@@ -166,7 +170,9 @@ def test_nesting_and_integer_limits(engine: str, tmp_path: Path) -> None:
     normalise_rollout_file(src, out)
     assert out.read_bytes() == b'{"prompt":[{"role":"u","n":' + digits + b"}]}\n"
     src = write(tmp_path, "long.jsonl", b'{"prompt":"x","n":' + b"1" * 4301 + b"}\n")
-    message = ":1:19: invalid JSON: integer has more than 4300 digits"
+    message = (
+        ":1:19: invalid JSON: integer has more than 4300 digits (sys.get_int_max_str_digits())"
+    )
     file_error(src, message, "json_syntax", line=1, column=19)
 
 

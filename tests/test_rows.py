@@ -407,11 +407,17 @@ def test_dict_resized_during_walk_is_an_error_not_a_crash(engine: str) -> None:
 @pytest.mark.parametrize("enabled", [True, False])
 @pytest.mark.parametrize("fail", [False, True])
 def test_collector_state_is_restored(engine: str, enabled: bool, fail: bool) -> None:
-    seen: list[bool] = []
+    in_generator: list[bool] = []
+    in_build: list[bool] = []
 
-    def rows() -> Iterator[dict]:
-        seen.append(gc.isenabled())
-        yield {"prompt": "x"}
+    class Row(Frozen):
+        def get(self, key: object, default: object = None) -> object:
+            in_build.append(gc.isenabled())
+            return super().get(key, default)
+
+    def rows() -> Iterator[object]:
+        in_generator.append(gc.isenabled())
+        yield Row({"prompt": "x"})
         if fail:
             yield {"prompt": 5}
 
@@ -424,6 +430,20 @@ def test_collector_state_is_restored(engine: str, enabled: bool, fail: bool) -> 
         else:
             normalise_rollout_rows(rows())
         assert gc.isenabled() is enabled
-        assert seen == [False]  # paused while the rows were built
+        # The caller's generator runs with the caller's setting; the rows are
+        # built with the collector paused.
+        assert in_generator == [enabled]
+        assert in_build and not any(in_build)
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_generator_is_pulled_before_rows_are_checked(engine: str) -> None:
+    """Rows come out of a generator (at most one past the cap) before any is checked."""
+
+    def rows() -> Iterator[dict]:
+        yield {"prompt": 5}
+        raise KeyError("from the rollout function")
+
+    with pytest.raises(KeyError, match="from the rollout function"):
+        normalise_rollout_rows(rows())

@@ -34,7 +34,20 @@ a content part inside that list level 3, and so on. A message nested deeper
 MAX_JSON_DEPTH = 128
 """How deeply arrays and objects may nest in one JSONL line (the row object is 1)."""
 MAX_INT_DIGITS = 4300
-"""The longest integer a JSONL line may hold: CPython's int-from-text limit."""
+"""CPython's default limit on the digits of an int read from text.
+
+The limit in force is the interpreter's own (``sys.get_int_max_str_digits()``,
+0 for none), read at each call: ``int_digits_limit()``."""
+
+
+def int_digits_limit() -> int:
+    """The longest integer (in digits) a JSONL line may hold right now."""
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    return limit if limit > 0 else 2**62
+
+
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSONL line accepted, in bytes (without its newline)."""
 

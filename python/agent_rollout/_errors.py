@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Union
 
-from ._backends import MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH
+from ._backends import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digits_limit
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
@@ -150,10 +150,12 @@ JSON_REASONS: dict[str, str] = {
     "lone_surrogate": "lone surrogate in \\u escape",
     "control_character": "control character in string (must be escaped)",
     "bad_number": "invalid number",
-    "long_integer": f"integer has more than {MAX_INT_DIGITS} digits",
+    "long_integer": "integer has more than {int_digits} digits (sys.get_int_max_str_digits())",
     "nan_infinity": "NaN and Infinity are not JSON",
     "trailing_data": "unexpected data after the JSON value",
     "too_deep": f"nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
+    "byte_order_mark": "the line starts with a UTF-8 byte order mark (BOM); "
+    "write the file without one",
 }
 
 FILE_MESSAGES: dict[str, str] = {
@@ -201,7 +203,10 @@ def file_error(
     column: Optional[int] = None,
 ) -> RolloutFileError:
     """Build the ``RolloutFileError`` for a problem with a rollout file."""
-    reason = JSON_REASONS.get(fact or "", fact) if code == "json_syntax" else None
+    reason = None
+    if code == "json_syntax":
+        reason = JSON_REASONS.get(fact or "", fact or "")
+        reason = reason.replace("{int_digits}", str(int_digits_limit()))
     body = FILE_MESSAGES[code].format(fact=fact, reason=reason, max_rows=max_rows)
     where = source
     if line is not None:

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import time
 import zlib
@@ -29,11 +30,11 @@ from typing import Any, Optional, Union
 
 from . import _engine, _rows
 from ._backends import (
-    MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
     MAX_MESSAGE_DEPTH,
     MAX_ROLLOUT_ROWS,
+    int_digits_limit,
 )
 from ._errors import RolloutFileError, file_error, from_native_file, row_error
 
@@ -76,6 +77,8 @@ class _Syntax(Exception):
 
 def _scan(text: str) -> Optional[tuple[str, int]]:
     """The first JSON grammar error in ``text`` as (reason code, offset), or None."""
+    if text.startswith("\ufeff"):
+        return "byte_order_mark", 0
     try:
         end = _scan_value(text, _skip_ws(text, 0), 0)
         end = _skip_ws(text, end)
@@ -184,7 +187,7 @@ def _scan_number(text: str, pos: int) -> int:
             raise _Syntax("bad_number", start)
         pos += count
         is_float = True
-    if not is_float and int_digits > MAX_INT_DIGITS:
+    if not is_float and int_digits > int_digits_limit():
         raise _Syntax("long_integer", start)
     return pos
 
@@ -285,7 +288,8 @@ def _source_name(path: str) -> str:
 
 def _open_lines(path: str) -> tuple[Any, bool]:
     """A binary stream of the file's lines (gzip undone), and whether it was gzip."""
-    raw: Any = sys.stdin.buffer if path == "-" else open(path, "rb")
+    # "-" is file descriptor 0 itself, as on the Rust engine (not a replaced sys.stdin).
+    raw: Any = open(0, "rb", closefd=False) if path == "-" else open(path, "rb")
     buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
     if buffered.peek(2)[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=buffered, mode="rb"), True
@@ -365,8 +369,7 @@ def _python_rows(
             yield row
     finally:
         tally.lines = line_no
-        if path != "-":
-            stream.close()
+        stream.close()
     if rows == 0:
         raise file_error("file_no_rows", source, max_rows)
 
@@ -380,9 +383,15 @@ class _Aside:
     """Write to a temporary file beside ``dest``; rename it over ``dest`` on success."""
 
     def __init__(self, dest: str) -> None:
-        self.dest = dest
-        folder = os.path.dirname(dest) or "."
-        name = os.path.basename(dest)
+        self.shown = dest  # errors name the path the caller gave
+        # Replace what a symlink points at, not the link; keep its permissions.
+        self.dest = os.path.realpath(dest) if os.path.islink(dest) else dest
+        try:
+            self.mode: Optional[int] = stat.S_IMODE(os.stat(self.dest).st_mode)
+        except OSError:
+            self.mode = None
+        folder = os.path.dirname(self.dest) or "."
+        name = os.path.basename(self.dest)
         for attempt in range(100):
             temp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
             try:
@@ -393,6 +402,8 @@ class _Aside:
                 # Name the destination the caller asked for, not our temporary.
                 raise OSError(err.errno, err.strerror, dest) from None
             self.temp = temp
+            if self.mode is not None:
+                os.chmod(temp, self.mode)
             return
         raise OSError(f"{dest}: no free temporary file name")
 
@@ -402,7 +413,7 @@ class _Aside:
             os.replace(self.temp, self.dest)
         except OSError as err:
             self.abandon()
-            raise OSError(err.errno, err.strerror, self.dest) from None
+            raise OSError(err.errno, err.strerror, self.shown) from None
 
     def abandon(self) -> None:
         self.file.close()
@@ -417,10 +428,9 @@ def _python_normalise(
 ) -> tuple[int, int, int, int, int, int]:
     opened = _open_lines(src)  # the source first, as the Rust engine does
     try:
-        out: Any = sys.stdout.buffer if dest == "-" else _Aside(dest)
+        out: Any = open(1, "wb", closefd=False) if dest == "-" else _Aside(dest)
     except BaseException:
-        if src != "-":
-            opened[0].close()
+        opened[0].close()
         raise
     sink = out if dest == "-" else out.file
     bytes_out = 0
@@ -458,6 +468,8 @@ def _path_text(path: object, what: str) -> str:
         if isinstance(text, str):
             if "\x00" in text:
                 raise ValueError("embedded null byte")  # what Python's own open() says
+            if not text:
+                raise ValueError(f"{what} must not be empty (use '-' for the standard streams)")
             return text
     raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
 
@@ -482,7 +494,9 @@ def read_rollout_jsonl(path: PathArg, *, max_rows: int = MAX_ROLLOUT_ROWS) -> tu
         return _python_read(text, max_rows)
     native = _engine._native
     try:
-        rows = native.read_jsonl(text, max_rows, MAX_MESSAGE_DEPTH, MAX_JSON_DEPTH, MAX_INT_DIGITS)
+        rows = native.read_jsonl(
+            text, max_rows, MAX_MESSAGE_DEPTH, MAX_JSON_DEPTH, int_digits_limit()
+        )
     except native.NativeRowError as exc:
         raise from_native_file(exc, _source_name(text), None, max_rows) from None
     result: tuple[dict, ...] = rows
@@ -513,6 +527,10 @@ def normalise_rollout_file(
     src_text = _path_text(src, "src")
     dst_text = _path_text(dst, "dst")
     max_rows = _engine.check_max_rows(max_rows)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable, got {type(progress).__name__}")
+    if dst_text == "-":
+        sys.stdout.flush()  # what Python already buffered goes out first
     engine = _engine.implementation()
     start = time.perf_counter()
     if engine == "python":
@@ -528,7 +546,7 @@ def normalise_rollout_file(
                 max_rows,
                 MAX_MESSAGE_DEPTH,
                 MAX_JSON_DEPTH,
-                MAX_INT_DIGITS,
+                int_digits_limit(),
                 progress,
             )
         except native.NativeRowError as exc:

@@ -8,8 +8,9 @@ rule, and so the error text, is the same on both engines.
 from __future__ import annotations
 
 import gc
+import itertools
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, Optional
 
 from ._errors import PathSegment, input_error, row_error
@@ -57,6 +58,11 @@ def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tup
         rows_in: Iterable[Any] = iter(raw)
     except TypeError:
         raise input_error("input_not_iterable", backend, max_rows, _name(raw)) from None
+    if type(raw) is not list and type(raw) is not tuple:
+        # A generator (or any other iterable) runs the caller's code: pull its
+        # rows (at most one past the cap) with the collector on, so that code
+        # never runs with the collector paused; then build.
+        rows_in = list(itertools.islice(rows_in, max_rows + 1))
     out: list[dict] = []
     append = out.append
     with GcPause():
@@ -64,17 +70,19 @@ def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tup
             if index >= max_rows:
                 raise input_error("too_many_rows", backend, max_rows)
             # Fast path: a plain dict with a non-empty str prompt and a str or
-            # missing answer (no user code can run here, so the order of the
+            # missing answer (only C-level lookups run, so the order of the
             # checks cannot be observed); everything else takes `_row`.
             if type(row) is dict:
                 prompt = row.get("prompt")
                 if type(prompt) is str and prompt:
                     answer = row.get("answer")
-                    if answer is None or answer == "":
-                        append({"prompt": prompt})
-                        continue
                     if type(answer) is str:
-                        append({"prompt": prompt, "answer": answer})
+                        append(
+                            {"prompt": prompt, "answer": answer} if answer else {"prompt": prompt}
+                        )
+                        continue
+                    if answer is None:
+                        append({"prompt": prompt})
                         continue
             try:
                 append(_row(row, max_depth))
@@ -160,7 +168,7 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
     elif isinstance(obj, Mapping):
         if level > max_depth:
             _fail_depth()
-        entries = obj.items()
+        entries = _pairs(obj)
     else:
         return None
     out = {}
@@ -180,6 +188,16 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
             bad.rev_path.append(key)
             raise
     return out
+
+
+def _pairs(obj: Any) -> Iterator[tuple[Any, Any]]:
+    """The ``(key, value)`` tuples of a non-dict mapping's ``items()``."""
+    for entry in obj.items():
+        if not isinstance(entry, tuple) or len(entry) != 2:
+            raise TypeError(
+                f"{_name(obj)}.items() must yield (key, value) tuples, got {_name(entry)}"
+            )
+        yield entry
 
 
 def _finite(number: float) -> float:
