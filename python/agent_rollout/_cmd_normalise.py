@@ -78,7 +78,7 @@ def summary_line(report: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from agent_rollout import RolloutFileError, RolloutRowError, normalise_rollout_file
-    from agent_rollout._progress import Progress, input_position, input_size
+    from agent_rollout._progress import Progress, end_on, input_position, input_size
 
     source: str = args.input
     dest: str = args.output
@@ -91,22 +91,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = normalise_rollout_file(source, dest, max_rows=args.max_rows, progress=on_progress)
-    except KeyboardInterrupt:
-        progress.finish()
-        left = "" if dest == "-" else f"; {dest} was not written"
-        sys.stderr.write(f"{PROG}: interrupted{left}\n")
-        return 130
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
         sys.stderr.write(f"{exc}\n")
         return 1
-    except BrokenPipeError:
-        progress.finish()
-        raise  # the reader of standard output left: the dispatcher ends quietly
-    except OSError as exc:
-        progress.finish()
-        sys.stderr.write(f"{PROG}: {exc}\n")
-        return 2
+    except (KeyboardInterrupt, OSError) as exc:
+        return end_on(exc, PROG, dest, progress)
     progress.finish()
     target = "" if dest == "-" else f" -> {dest}"
     sys.stderr.write(summary_line(report) + target + "\n")

@@ -231,7 +231,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout._progress import Progress
+    from agent_rollout._progress import Progress, end_on
 
     progress = Progress("run")
     try:
@@ -252,18 +252,8 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(stop.message + "\n")
         return stop.code
-    except KeyboardInterrupt:
-        progress.finish()
-        left = "" if args.output == "-" else f"; {args.output} was not written"
-        sys.stderr.write(f"{PROG}: interrupted{left}\n")
-        return 130
-    except BrokenPipeError:
-        progress.finish()
-        raise  # the reader of standard output left: the dispatcher ends quietly
-    except OSError as exc:
-        progress.finish()
-        sys.stderr.write(f"{PROG}: {exc}\n")
-        return 2
+    except (KeyboardInterrupt, OSError) as exc:
+        return end_on(exc, PROG, args.output, progress)
     progress.finish()
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"

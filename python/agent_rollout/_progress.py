@@ -247,6 +247,25 @@ class Progress:
             self.enabled = False  # the terminal went away: stop drawing, keep working
 
 
+def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
+    """The exit code for Ctrl-C (130) or an I/O error (2), after saying so on stderr.
+
+    A ``BrokenPipeError`` (the reader of standard output went away) is raised
+    again, for the dispatcher to end quietly; anything else is a bug here.
+    """
+    progress.finish()
+    if isinstance(exc, KeyboardInterrupt):
+        left = "" if dest == "-" else f"; {dest} was not written"
+        sys.stderr.write(f"{prog}: interrupted{left}\n")
+        return 130
+    if isinstance(exc, BrokenPipeError):
+        raise exc
+    if isinstance(exc, OSError):
+        sys.stderr.write(f"{prog}: {exc}\n")
+        return 2
+    raise exc
+
+
 def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
