@@ -130,32 +130,12 @@ def write_rows(
 ) -> int:
     """Write ``rows`` as canonical JSONL to ``dest`` (``"-"``: standard output).
 
-    A file is written beside ``dest`` and renamed over it only once complete;
-    on any error (Ctrl-C included) the temporary file is removed and ``dest``
-    is untouched. ``on_row(count)`` is called every 1024 rows. Returns the
-    number of bytes written.
+    The same writer ``normalise`` uses: written aside and renamed, nothing
+    left behind on error. Returns the number of bytes written.
     """
-    from agent_rollout._jsonl import _Aside
+    from agent_rollout._jsonl import write_canonical
 
-    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-    aside = None if dest == "-" else _Aside(dest)
-    sink = sys.stdout.buffer if aside is None else aside.file
-    written = 0
-    try:
-        for count, row in enumerate(rows, start=1):
-            data = (encode(row) + "\n").encode("utf-8")
-            sink.write(data)
-            written += len(data)
-            if on_row is not None and count % 1024 == 0:
-                on_row(count)
-        sink.flush()
-        if aside is not None:
-            aside.commit()
-    except BaseException:
-        if aside is not None:
-            aside.abandon()  # also when the final rename failed (dest is a directory, ...)
-        raise
-    return written
+    return write_canonical(rows, dest, on_row)
 
 
 # ---- the command -----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import stat
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -423,32 +423,51 @@ class _Aside:
             pass
 
 
+def write_canonical(
+    rows: Iterable[dict], dest: str, on_row: Optional[Callable[[int], object]] = None
+) -> int:
+    """Write ``rows`` as canonical JSONL to ``dest``; return the bytes written.
+
+    ``"-"`` is file descriptor 1 (streamed, no undo). A file is written beside
+    ``dest`` and renamed over it only once complete; on any error (Ctrl-C
+    included) the temporary file is removed and ``dest`` is untouched.
+    ``on_row(count)`` is called every 1024 rows, if given.
+    """
+    if dest == "-":
+        sys.stdout.flush()  # what Python already buffered goes out first
+        aside = None
+        sink: Any = open(1, "wb", closefd=False)
+    else:
+        aside = _Aside(dest)
+        sink = aside.file
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+    written = 0
+    try:
+        for count, row in enumerate(rows, start=1):
+            data = (encode(row) + "\n").encode("utf-8")
+            sink.write(data)
+            written += len(data)
+            if on_row is not None and count % 1024 == 0:
+                on_row(count)
+        sink.flush()
+        if aside is not None:
+            aside.commit()
+    except BaseException:
+        if aside is not None:
+            aside.abandon()  # also when the final rename failed
+        raise
+    return written
+
+
 def _python_normalise(
     src: str, dest: str, max_rows: int, on_progress: Optional[Progress]
 ) -> tuple[int, int, int, int, int, int]:
     opened = _open_lines(src)  # the source first, as the Rust engine does
-    try:
-        out: Any = open(1, "wb", closefd=False) if dest == "-" else _Aside(dest)
-    except BaseException:
-        opened[0].close()
-        raise
-    sink = out if dest == "-" else out.file
-    bytes_out = 0
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
     tally = _Tally()
     try:
-        for row in _python_rows(src, max_rows, tally, on_progress, opened):
-            data = (dumps(row) + "\n").encode("utf-8")
-            sink.write(data)
-            bytes_out += len(data)
-    except BaseException:
-        if dest != "-":
-            out.abandon()
-        raise
-    if dest == "-":
-        sink.flush()
-    else:
-        out.commit()
+        bytes_out = write_canonical(_python_rows(src, max_rows, tally, on_progress, opened), dest)
+    finally:
+        opened[0].close()
     return (
         tally.rows,
         tally.lines,
