@@ -413,8 +413,13 @@ impl J<'_> {
     }
 }
 
-/// Python's `repr(float)`: the shortest digits that round-trip, in fixed
-/// notation for exponents -4..16 and scientific (`1e+16`, `1.5e-07`) otherwise.
+/// Python's `repr(float)` (what `json.dumps` writes for a finite float): the
+/// shortest digits that round-trip, ties between two shortest candidates
+/// broken to the even digit as CPython's `dtoa` does, in fixed notation for
+/// decimal exponents -4..16 (always with a `.0` when integral) and scientific
+/// otherwise (`1e+16`, `1e-05`, `1.5e-07`). The digits come from Ryū, which
+/// picks the same shortest, closest, even-on-tie digits; only the layout
+/// differs, so it is rebuilt here from Ryū's digits and exponent.
 pub fn py_float_repr(value: f64, out: &mut String) {
     if value == 0.0 {
         out.push_str(if value.is_sign_negative() {
@@ -424,40 +429,34 @@ pub fn py_float_repr(value: f64, out: &mut String) {
         });
         return;
     }
-    // `{:e}` prints the shortest round-tripping digits: "-1.2345e-7".
-    let sci = format!("{value:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (negative, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if negative {
+    if value.is_sign_negative() {
         out.push('-');
     }
+    let mut buffer = ryu::Buffer::new();
+    let (digits, exp) = decimal_digits(buffer.format_finite(value.abs()));
+    let digits = digits.as_slice();
     if (-4..16).contains(&exp) {
         if exp >= 0 {
-            let int_len = exp as usize + 1;
+            let int_len = exp.unsigned_abs() as usize + 1;
             if digits.len() <= int_len {
-                out.push_str(&digits);
+                push_ascii(out, digits);
                 out.extend(std::iter::repeat_n('0', int_len - digits.len()));
                 out.push_str(".0");
             } else {
-                out.push_str(&digits[..int_len]);
+                push_ascii(out, &digits[..int_len]);
                 out.push('.');
-                out.push_str(&digits[int_len..]);
+                push_ascii(out, &digits[int_len..]);
             }
         } else {
             out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-exp - 1) as usize));
-            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', exp.unsigned_abs() as usize - 1));
+            push_ascii(out, digits);
         }
     } else {
-        out.push_str(&digits[..1]);
+        push_ascii(out, &digits[..1]);
         if digits.len() > 1 {
             out.push('.');
-            out.push_str(&digits[1..]);
+            push_ascii(out, &digits[1..]);
         }
         out.push('e');
         out.push(if exp < 0 { '-' } else { '+' });
@@ -467,6 +466,34 @@ pub fn py_float_repr(value: f64, out: &mut String) {
         }
         out.push_str(&magnitude.to_string());
     }
+}
+
+/// The significant digits (no leading or trailing zeros, at least one) of a
+/// positive number Ryū printed (`123.45`, `0.0001`, `1.5e-7`, `1e16`), and the
+/// decimal exponent of the first digit: `1.5e-7` gives (`15`, -7).
+fn decimal_digits(text: &str) -> (Vec<u8>, i32) {
+    let (mantissa, exp) = match text.split_once(['e', 'E']) {
+        Some((mantissa, exp)) => (mantissa, exp.parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // The number is 0.DDDD x 10^point, DDDD being all the digits shown.
+    let mut point = int_part.len() as i32 + exp;
+    let mut digits: Vec<u8> = int_part.bytes().chain(frac_part.bytes()).collect();
+    let leading = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..leading);
+    point -= leading as i32;
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    (digits, point - 1)
+}
+
+fn push_ascii(out: &mut String, digits: &[u8]) {
+    out.extend(digits.iter().map(|&d| char::from(d)));
 }
 
 /// Append `text` as a JSON string the way Python's `json.dumps(...,
@@ -536,6 +563,13 @@ mod tests {
             (-0.0, "-0.0"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
             (5e-324, "5e-324"),
+            // An exact tie between two shortest candidates goes to the even digit.
+            (779539845543410.25, "779539845543410.2"),
+            (1e-4, "0.0001"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1e22, "1e+22"),
+            (123e-20, "1.23e-18"),
+            (2.2250738585072014e-308, "2.2250738585072014e-308"),
         ];
         for (value, want) in cases {
             assert_eq!(repr(value), want, "{value}");

@@ -1,14 +1,27 @@
 //! The row rules over Python objects: what `normalise_rollout_rows` does on the
 //! Rust engine. The pure-Python twin in `agent_rollout/_rows.py` follows the
 //! same steps in the same order, so both report the first broken rule alike.
+//!
+//! Re-entrancy. The input is the caller's objects, and reading them can run
+//! the caller's code: a dict lookup runs `__eq__` of any key whose hash
+//! collides with the one looked up, `Mapping`s run `get`/`items`, iterators
+//! and `isinstance(x, Mapping)` run whatever they like, a finalizer can run at
+//! any allocation once that code turned the collector back on, and Ctrl-C
+//! handlers run at signal checks. That code may change or empty any row, list
+//! or dict we are reading. So the rules here are: everything kept across such
+//! a call is a strong reference (`Bound`); lengths and positions are read
+//! again after it; a borrowed pointer only lives between two C calls that
+//! cannot run Python code and cannot allocate. Each `unsafe` block says why.
 
 use std::sync::OnceLock;
 
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{
-    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple,
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 
 use crate::errors::{Bad, Fault, Seg};
@@ -50,8 +63,38 @@ pub struct Limits {
     pub max_depth: usize,
 }
 
+/// The name of an object's type, as `type.__dict__["__name__"]` gives it:
+/// read from the type itself, so a metaclass cannot answer with code of its
+/// own (PyO3's `name()` reads the attribute on builds older than 3.11, abi3
+/// included). The twin reads the same descriptor.
 fn type_name(obj: &Bound<'_, PyAny>) -> Option<String> {
-    obj.get_type().name().ok().map(|n| n.to_string())
+    static NAME: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = obj.py();
+    let descriptor = NAME
+        .get_or_try_init(py, || {
+            py.get_type::<PyType>()
+                .getattr(intern!(py, "__dict__"))?
+                .get_item(intern!(py, "__name__"))
+                .map(Bound::unbind)
+        })
+        .ok()?;
+    let name = descriptor
+        .bind(py)
+        .call_method1(intern!(py, "__get__"), (obj.get_type(),))
+        .ok()?;
+    name.cast::<PyString>().ok().map(|n| n.to_string())
+}
+
+/// Whether `obj` is a mapping: a dict (or subclass), by its type alone, or
+/// else `isinstance(obj, collections.abc.Mapping)`, which can run the
+/// object's code (`__class__`, an ABC hook) and whose errors are passed on
+/// (PyO3's `cast::<PyMapping>` would print and swallow them).
+fn is_mapping(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static MAPPING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    if obj.is_instance_of::<PyDict>() {
+        return Ok(true);
+    }
+    obj.is_instance(MAPPING.import(obj.py(), "collections.abc", "Mapping")?)
 }
 
 /// Normalise every row of `rows` into a tuple of `{prompt, answer?}` dicts.
@@ -67,7 +110,7 @@ pub fn normalise_rows<'py>(
     {
         return Err(Fault::input("input_not_iterable", type_name(rows)));
     }
-    if rows.cast::<PyMapping>().is_ok() {
+    if is_mapping(rows)? {
         return Err(Fault::input("input_is_mapping", type_name(rows)));
     }
     // A plain list or tuple is read in place. Anything else (a generator, a
@@ -80,7 +123,7 @@ pub fn normalise_rows<'py>(
     } else {
         let iter = match rows.try_iter() {
             Ok(iter) => iter,
-            Err(err) if err.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+            Err(err) if err.is_instance_of::<PyTypeError>(py) => {
                 return Err(Fault::input("input_not_iterable", type_name(rows)));
             }
             Err(err) => return Err(Fault::Py(err)),
@@ -146,52 +189,48 @@ fn row_get<'py>(
 }
 
 /// The common case, fast: a plain dict with a non-empty exact-`str` prompt
-/// and an exact-`str`, `None` or missing answer. Only C-level dict lookups
-/// run (no Python code), so taking this path or the general one cannot be
-/// told apart. `None`: not such a row.
+/// and an exact-`str`, `None` or missing answer. `None`: not such a row (the
+/// general path then looks both keys up again, as the twin does).
+///
+/// The two lookups are the ones the twin's fast path makes, in the same
+/// order, and each can run Python code: a key of another type whose hash
+/// equals `hash("answer")` has its `__eq__` called, and that may replace or
+/// delete `row["prompt"]`. So what the first lookup found is held as a strong
+/// reference (an immutable exact `str`) across the second.
 fn flat_text_row<'py>(row: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let py = row.py();
-    if !row.is_exact_instance_of::<PyDict>() {
+    let Ok(dict) = row.cast_exact::<PyDict>() else {
         return Ok(None);
-    }
+    };
+    let py = row.py();
     let prompt_key = intern!(py, "prompt");
     let answer_key = intern!(py, "answer");
-    // SAFETY: attached; the lookups return borrowed references that are used
-    // at once, while `row` (which owns them) is alive and unchanged.
-    unsafe {
-        let prompt = ffi::PyDict_GetItemWithError(row.as_ptr(), prompt_key.as_ptr());
-        if prompt.is_null() {
-            // Missing, or a key's `__eq__` raised: the general path decides.
-            return match PyErr::take(py) {
-                Some(err) => Err(err),
-                None => Ok(None),
-            };
-        }
-        if ffi::PyUnicode_CheckExact(prompt) == 0 || ffi::PyUnicode_GetLength(prompt) == 0 {
-            return Ok(None);
-        }
-        let answer = ffi::PyDict_GetItemWithError(row.as_ptr(), answer_key.as_ptr());
-        if answer.is_null() {
-            if let Some(err) = PyErr::take(py) {
-                return Err(err);
-            }
-        } else if answer != ffi::Py_None() && ffi::PyUnicode_CheckExact(answer) == 0 {
-            return Ok(None);
-        }
-        let out = PyDict::new(py);
-        if ffi::PyDict_SetItem(out.as_ptr(), prompt_key.as_ptr(), prompt) != 0 {
-            return Err(PyErr::fetch(py));
-        }
-        if !answer.is_null()
-            && answer != ffi::Py_None()
-            && ffi::PyUnicode_GetLength(answer) != 0
-            && ffi::PyDict_SetItem(out.as_ptr(), answer_key.as_ptr(), answer) != 0
-        {
-            return Err(PyErr::fetch(py));
-        }
-        untrack_atomic_dict(&out);
-        Ok(Some(out))
+    let Some(prompt) = dict.get_item(prompt_key)? else {
+        return Ok(None);
+    };
+    let Ok(prompt) = prompt.cast_into_exact::<PyString>() else {
+        return Ok(None);
+    };
+    if str_len(&prompt) == 0 {
+        return Ok(None);
     }
+    let answer = match dict.get_item(answer_key)? {
+        Some(answer) if !answer.is_none() => match answer.cast_into_exact::<PyString>() {
+            Ok(text) => Some(text),
+            Err(_) => return Ok(None),
+        },
+        _ => None,
+    };
+    // From here on only our own fresh dict is touched (exact `str` keys: no
+    // `__eq__` of anyone else's runs).
+    let out = PyDict::new(py);
+    out.set_item(prompt_key, prompt)?;
+    if let Some(answer) = answer {
+        if str_len(&answer) != 0 {
+            out.set_item(answer_key, answer)?;
+        }
+    }
+    untrack_atomic_dict(&out);
+    Ok(Some(out))
 }
 
 fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'py, PyDict>, Bad> {
@@ -199,7 +238,7 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
         return Ok(out);
     }
     let py = row.py();
-    if !row.is_exact_instance_of::<PyDict>() && row.cast::<PyMapping>().is_err() {
+    if !row.is_exact_instance_of::<PyDict>() && !is_mapping(row)? {
         return Err(Bad::rule("row_not_mapping", type_name(row)));
     }
     let prompt_key = intern!(py, "prompt");
@@ -247,6 +286,9 @@ fn normalise_prompt<'py>(
     if messages.is_empty() {
         return Err(Bad::rule("prompt_empty", None));
     }
+    // Each message is taken as a strong reference, and the length is read
+    // again every step (a `Mapping` message's `items()` may shrink or grow
+    // the list), exactly as the twin's list iterator does.
     let mut out = Vec::with_capacity(messages.len());
     let mut i = 0;
     while i < messages.len() {
@@ -291,7 +333,9 @@ fn normalise_message<'py>(
 
 /// The length of a str in code points, read from the object (never `__len__`).
 fn str_len(text: &Bound<'_, PyString>) -> isize {
-    // SAFETY: attached, and `text` is a str (or subclass) instance.
+    // SAFETY: attached, and `text` is a live str (or subclass) instance we
+    // hold a reference to; PyUnicode_GetLength reads a field, runs no Python
+    // code and cannot fail for a str.
     unsafe { ffi::PyUnicode_GetLength(text.as_ptr()) }
 }
 
@@ -301,8 +345,11 @@ fn exact_str<'py>(text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>>
     if text.is_exact_instance_of::<PyString>() {
         return Ok(text.clone());
     }
-    // SAFETY: attached to the interpreter; PyUnicode_FromObject returns a new
-    // reference to an exact str copy, or NULL with an exception set.
+    // SAFETY: attached; `text` is a live str subclass instance we hold. For a
+    // str subclass PyUnicode_FromObject copies the characters (no `__str__`
+    // or other user code runs) and returns a new reference to an exact str,
+    // or NULL with an exception set, which from_owned_ptr_or_err turns into
+    // an error.
     unsafe {
         Bound::from_owned_ptr_or_err(text.py(), ffi::PyUnicode_FromObject(text.as_ptr()))
             .map(|obj| obj.cast_into_unchecked::<PyString>())
@@ -324,38 +371,61 @@ fn normalise_mapping<'py>(
         }
         let out = PyDict::new(py);
         let mut atomic = true;
+        // Walked the way Python's own dict iterator walks it (the twin uses
+        // that iterator), with the same two checks: a size change since the
+        // start, or more entries than there were, raise the RuntimeError
+        // Python raises. `put_entry` can run Python code that changes the
+        // dict; PyDict_Next then continues from `pos` over the dict as it
+        // now is, which is safe: it bounds-checks `pos` against the current
+        // table.
         let size = dict.len();
+        let mut remaining = size;
         let mut pos: ffi::Py_ssize_t = 0;
-        let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut value_ptr: *mut ffi::PyObject = std::ptr::null_mut();
-        // SAFETY: PyDict_Next hands out borrowed references, which are turned
-        // into owned ones at once, before any Python code can run; the size
-        // check below stops the walk if that code resized the dict.
-        while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) }
-            != 0
-        {
-            let (key, value) = unsafe {
-                (
-                    Bound::from_borrowed_ptr(py, key_ptr),
-                    Bound::from_borrowed_ptr(py, value_ptr),
-                )
-            };
-            atomic &= put_entry(&out, &key, &value, level, limits)?;
+        loop {
             if dict.len() != size {
-                return Err(Bad::Py(pyo3::exceptions::PyRuntimeError::new_err(
+                return Err(Bad::Py(PyRuntimeError::new_err(
                     "dictionary changed size during iteration",
                 )));
             }
+            let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut value_ptr: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: attached, and `dict` is a live dict we hold. PyDict_Next
+            // runs no Python code; on success it hands out borrowed pointers
+            // into the dict, which are turned into strong references right
+            // away, before anything that could run Python code or allocate.
+            let entry = unsafe {
+                if ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) == 0 {
+                    None
+                } else {
+                    Some((
+                        Bound::from_borrowed_ptr(py, key_ptr),
+                        Bound::from_borrowed_ptr(py, value_ptr),
+                    ))
+                }
+            };
+            let Some((key, value)) = entry else {
+                break;
+            };
+            if remaining == 0 {
+                return Err(Bad::Py(PyRuntimeError::new_err(
+                    "dictionary keys changed during iteration",
+                )));
+            }
+            remaining -= 1;
+            atomic &= put_entry(&out, &key, &value, level, limits)?;
         }
         if atomic {
             untrack_atomic_dict(&out);
         }
         return Ok(Some(out));
     }
-    if obj.cast::<PyMapping>().is_err() {
+    if !is_mapping(obj)? {
         return Ok(None);
     }
     check_depth(level, limits)?;
+    // Each entry is a strong reference (the pair tuple, then its two items,
+    // read from the tuple itself: a tuple subclass's `__len__`, `__iter__`
+    // or `__getitem__` is never called, nor by the twin).
     let out = PyDict::new(py);
     let mut atomic = true;
     for entry in obj.call_method0(intern!(py, "items"))?.try_iter()? {
@@ -368,7 +438,7 @@ fn normalise_mapping<'py>(
                     type_name(obj).unwrap_or_default(),
                     type_name(&entry).unwrap_or_default()
                 );
-                return Err(Bad::Py(pyo3::exceptions::PyTypeError::new_err(message)));
+                return Err(Bad::Py(PyTypeError::new_err(message)));
             }
         };
         let (key, value) = (pair.get_item(0)?, pair.get_item(1)?);
@@ -384,37 +454,68 @@ fn normalise_mapping<'py>(
 /// whose values are all exact `str`, `int`, `bool`, `None` or finite `float`
 /// is valid as it stands, so CPython's own `PyDict_Copy` (a copy of the key
 /// table) replaces rebuilding it entry by entry. `None`: not such a dict (the
-/// caller then walks it and reports the first broken rule). Only reads are
-/// made, so no Python code runs.
+/// caller then walks it and reports the first broken rule).
+///
+/// No Python code runs: the scan only reads, and `PyDict_Copy` of a dict
+/// with exact `str` keys compares keys as strings. The one way the source
+/// can change between the scan and the copy is a finalizer run by a
+/// collection at the copy's allocation, possible only if the caller's code
+/// turned the collector back on during the pause; then the copy (ours alone)
+/// is scanned again and dropped if it no longer qualifies.
 fn copy_flat_dict<'py>(dict: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyDict>>> {
-    if !dict.is_exact_instance_of::<PyDict>() {
+    if !dict.is_exact_instance_of::<PyDict>() || !is_flat(dict)? {
         return Ok(None);
     }
+    // SAFETY: attached; `dict` is a live exact dict we hold. PyDict_Copy
+    // returns a new reference to an exact dict, or NULL with an exception
+    // set, which from_owned_ptr_or_err turns into an error.
+    let copy = unsafe {
+        Bound::from_owned_ptr_or_err(dict.py(), ffi::PyDict_Copy(dict.as_ptr()))?
+            .cast_into_unchecked::<PyDict>()
+    };
+    // SAFETY: attached; PyGC_IsEnabled only reads the collector's switch.
+    let collector_on = unsafe { ffi::PyGC_IsEnabled() } != 0;
+    if collector_on && !is_flat(&copy)? {
+        return Ok(None);
+    }
+    untrack_atomic_dict(&copy);
+    Ok(Some(copy))
+}
+
+/// Whether every key of `dict` is an exact `str` and every value an exact
+/// `str`, `int`, `bool`, `None` or finite `float`.
+fn is_flat(dict: &Bound<'_, PyDict>) -> PyResult<bool> {
     let mut pos: ffi::Py_ssize_t = 0;
     let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
     let mut value_ptr: *mut ffi::PyObject = std::ptr::null_mut();
-    // SAFETY: attached; borrowed references are only inspected (type checks
-    // and a float read), never kept or passed to code that could run Python.
+    // SAFETY: attached; `dict` is a live dict we hold. The borrowed pointers
+    // PyDict_Next hands out are only inspected (type checks, a float read)
+    // until the next PyDict_Next call; nothing in between runs Python code,
+    // allocates or releases a reference, so the dict cannot change under
+    // them. PyFloat_AsDouble is called on an exact float only, where it
+    // reads the value and cannot fail; its error protocol is checked anyway.
     unsafe {
         while ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key_ptr, &mut value_ptr) != 0 {
             if ffi::PyUnicode_CheckExact(key_ptr) == 0 {
-                return Ok(None);
+                return Ok(false);
             }
             let flat = ffi::PyUnicode_CheckExact(value_ptr) != 0
                 || ffi::PyLong_CheckExact(value_ptr) != 0
                 || ffi::PyBool_Check(value_ptr) != 0
                 || value_ptr == ffi::Py_None()
-                || (ffi::PyFloat_CheckExact(value_ptr) != 0
-                    && ffi::PyFloat_AS_DOUBLE(value_ptr).is_finite());
+                || (ffi::PyFloat_CheckExact(value_ptr) != 0 && {
+                    let number = ffi::PyFloat_AsDouble(value_ptr);
+                    if number == -1.0 && !ffi::PyErr_Occurred().is_null() {
+                        return Err(PyErr::fetch(dict.py()));
+                    }
+                    number.is_finite()
+                });
             if !flat {
-                return Ok(None);
+                return Ok(false);
             }
         }
-        let copy = Bound::from_owned_ptr_or_err(dict.py(), ffi::PyDict_Copy(dict.as_ptr()))?
-            .cast_into_unchecked::<PyDict>();
-        untrack_atomic_dict(&copy);
-        Ok(Some(copy))
     }
+    Ok(true)
 }
 
 fn check_depth(level: usize, limits: Limits) -> Result<(), Bad> {
@@ -461,8 +562,9 @@ pub fn untrack_atomic_dict(dict: &Bound<'_, PyDict>) {
     static RETRACKS: OnceLock<bool> = OnceLock::new();
     let retracks = *RETRACKS.get_or_init(|| dict.py().version_info() < (3, 14));
     if retracks {
-        // SAFETY: attached; the dict is a live object we own a reference to,
-        // and PyObject_GC_UnTrack accepts objects that are already untracked.
+        // SAFETY: attached; the dict is a live dict we hold a reference to.
+        // PyObject_GC_UnTrack only unlinks it from the collector's list (no
+        // Python code runs) and accepts a dict that is already untracked.
         unsafe { ffi::PyObject_GC_UnTrack(dict.as_ptr().cast()) }
     }
 }
@@ -514,13 +616,17 @@ fn normalise_value<'py>(
         return Ok(exact_str(text)?.into_any());
     }
     if value.is_instance_of::<PyInt>() {
-        // SAFETY: attached; PyNumber_Index returns an exact int for an int
-        // subclass without calling user code, or NULL with an exception set.
+        // SAFETY: attached; `value` is a live int subclass instance we hold.
+        // For an int subclass PyNumber_Index copies the digits into a new
+        // exact int (it does not call `__index__`, which only non-ints go
+        // through), or returns NULL with an exception set.
         return Ok(unsafe {
             Bound::from_owned_ptr_or_err(py, ffi::PyNumber_Index(value.as_ptr()))?
         });
     }
     if let Ok(number) = value.cast::<PyFloat>() {
+        // `value()` reads the C double of a float subclass (PyFloat_AsDouble
+        // does not call `__float__` for a float): no user code.
         let exact = PyFloat::new(py, number.value());
         return finite_float(exact.as_any());
     }
