@@ -3,6 +3,14 @@
 Used when the native module is missing or ``AGENT_ROLLOUT_PURE_PYTHON=1``.
 Every check runs in the same order as ``rust/rows.rs`` so the first broken
 rule, and so the error text, is the same on both engines.
+
+Both engines run the caller's code at the same points and no others: the
+lookups of ``prompt`` and ``answer`` (a hash-colliding key's ``__eq__``),
+``get``/``items`` of a non-dict mapping, ``isinstance(x, Mapping)``, and the
+iteration of a non-list input. Built-in types are therefore recognised by
+``type(x)`` (``issubclass``), never ``isinstance`` (which consults an object's
+``__class__``), and str/int/float/list/tuple/dict subclasses are read through
+the base type's own methods, never their overrides.
 """
 
 from __future__ import annotations
@@ -26,8 +34,17 @@ class _Bad(Exception):
         self.rev_path: list[PathSegment] = []
 
 
+# The type's own name, as the Rust engine reads it: a metaclass cannot answer.
+_type_name = type.__dict__["__name__"].__get__
+
+
 def _name(obj: object) -> str:
-    return type(obj).__name__
+    return _type_name(type(obj))  # type: ignore[no-any-return]
+
+
+def _is_mapping(obj: object) -> bool:
+    """A dict (by type), or else whatever ``isinstance(obj, Mapping)`` says."""
+    return issubclass(type(obj), dict) or isinstance(obj, Mapping)
 
 
 class GcPause:
@@ -50,9 +67,9 @@ class GcPause:
 
 def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tuple[dict, ...]:
     """Normalise ``raw`` rows into a tuple of ``{prompt, answer?}`` dicts."""
-    if raw is None or isinstance(raw, (str, bytes, bytearray)):
+    if raw is None or issubclass(type(raw), (str, bytes, bytearray)):
         raise input_error("input_not_iterable", backend, max_rows, _name(raw))
-    if isinstance(raw, Mapping):
+    if _is_mapping(raw):
         raise input_error("input_is_mapping", backend, max_rows, _name(raw))
     try:
         rows_in: Iterable[Any] = iter(raw)
@@ -99,18 +116,19 @@ def _get(row: Any, key: str) -> Any:
 
 
 def _row(row: Any, max_depth: int) -> dict:
-    if type(row) is not dict and not isinstance(row, Mapping):
+    if type(row) is not dict and not _is_mapping(row):
         raise _Bad("row_not_mapping", _name(row))
     prompt = _get(row, "prompt")
     try:
         if prompt is None:
             raise _Bad("prompt_missing")
-        if type(prompt) is str:
+        kind = type(prompt)
+        if kind is str:
             if not prompt:
                 raise _Bad("prompt_empty")
-        elif isinstance(prompt, list):
+        elif issubclass(kind, list):
             prompt = _messages(prompt, max_depth)
-        elif isinstance(prompt, str):
+        elif issubclass(kind, str):
             if str.__len__(prompt) == 0:
                 raise _Bad("prompt_empty")
             prompt = str.__str__(prompt)
@@ -122,7 +140,7 @@ def _row(row: Any, max_depth: int) -> dict:
     out = {"prompt": prompt}
     answer = _get(row, "answer")
     if answer is not None:
-        if not isinstance(answer, str):
+        if not issubclass(type(answer), str):
             wrong = _Bad("answer_type", _name(answer))
             wrong.rev_path.append("answer")
             raise wrong
@@ -161,7 +179,7 @@ def _fail_depth() -> NoReturn:
 
 def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
     """A fresh dict for a mapping at nesting ``level``; None if not a mapping."""
-    if isinstance(obj, dict):
+    if issubclass(type(obj), dict):
         if level > max_depth:
             _fail_depth()
         entries: Iterable[Any] = obj.items() if type(obj) is dict else dict.items(obj)
@@ -175,7 +193,7 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
     child = level + 1
     for key, value in entries:
         if type(key) is not str:
-            if not isinstance(key, str):
+            if not issubclass(type(key), str):
                 raise _Bad("key_not_str", _name(key))
             key = str.__str__(key)
         kind = type(value)
@@ -191,13 +209,21 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
 
 
 def _pairs(obj: Any) -> Iterator[tuple[Any, Any]]:
-    """The ``(key, value)`` tuples of a non-dict mapping's ``items()``."""
+    """The ``(key, value)`` tuples of a non-dict mapping's ``items()``.
+
+    A tuple subclass is read through ``tuple``'s own methods (its ``__len__``,
+    ``__iter__`` or ``__getitem__`` never run), as the Rust engine reads it.
+    """
     for entry in obj.items():
-        if not isinstance(entry, tuple) or len(entry) != 2:
+        kind = type(entry)
+        if kind is tuple and len(entry) == 2:
+            yield entry
+        elif issubclass(kind, tuple) and tuple.__len__(entry) == 2:
+            yield tuple.__getitem__(entry, 0), tuple.__getitem__(entry, 1)
+        else:
             raise TypeError(
                 f"{_name(obj)}.items() must yield (key, value) tuples, got {_name(entry)}"
             )
-        yield entry
 
 
 def _finite(number: float) -> float:
@@ -212,12 +238,12 @@ def _value(value: Any, level: int, max_depth: int) -> Any:
         return value
     if kind is float:
         return _finite(value)
-    if isinstance(value, (list, tuple)):
+    if issubclass(kind, (list, tuple)):
         if level > max_depth:
             _fail_depth()
         if kind is list or kind is tuple:
             items: Iterable[Any] = value
-        elif isinstance(value, list):
+        elif issubclass(kind, list):
             items = list.__iter__(value)
         else:
             items = tuple.__iter__(value)
@@ -230,11 +256,11 @@ def _value(value: Any, level: int, max_depth: int) -> Any:
                 bad.rev_path.append(i)
                 raise
         return out
-    if isinstance(value, str):
+    if issubclass(kind, str):
         return str.__str__(value)
-    if isinstance(value, int):
+    if issubclass(kind, int):
         return operator.index(value)
-    if isinstance(value, float):
+    if issubclass(kind, float):
         return _finite(float.__float__(value))
     converted = _mapping(value, level, max_depth)
     if converted is None:
