@@ -195,8 +195,9 @@ class Builder:
         self.base = base
         self.containers: list[Any] = []  # what hooks may mutate
 
-    def hook(self) -> Callable[[], None]:
-        """An action on some container made so far, decided now, run at most 3 times."""
+    def hook(self, own: Any = None) -> Callable[[], None]:
+        """An action on some container made so far (half the time on ``own``, the
+        container the hook sits in), decided now, run at most 3 times."""
         rng = random.Random(self.rng.getrandbits(32))
         budget = [3]
         containers = self.containers
@@ -205,7 +206,10 @@ class Builder:
             if budget[0] <= 0 or not containers:
                 return
             budget[0] -= 1
-            target = containers[rng.randrange(len(containers))]
+            if own is not None and rng.random() < 0.5:
+                target = own
+            else:
+                target = containers[rng.randrange(len(containers))]
             op = rng.randrange(6)
             if isinstance(target, list):
                 if op == 0:
@@ -244,6 +248,10 @@ class Builder:
             out_list = [self.copy(v) for v in value]
             self.containers.append(out_list)
             return out_list
+        if isinstance(value, str):
+            # A fresh object, not the seed's: the built input must hold the only
+            # reference, so that a value replaced while being read is really freed.
+            return (value + ".")[:-1]
         return value
 
     def hostile_value(self, depth: int) -> Any:
@@ -312,7 +320,7 @@ class Builder:
                     depth
                 )
             if rng.random() < 0.06:
-                collide = Collide(rng.choice(["prompt", "answer"]), self.hook())
+                collide = Collide(rng.choice(["prompt", "answer"]), self.hook(value))
                 value[collide] = 1
             if rng.random() < 0.04:
                 self.containers.append(value)
