@@ -484,6 +484,7 @@ fn copy_flat_dict<'py>(dict: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, 
 
 /// Whether every key of `dict` is an exact `str` and every value an exact
 /// `str`, `int`, `bool`, `None` or finite `float`.
+#[inline(always)]
 fn is_flat(dict: &Bound<'_, PyDict>) -> PyResult<bool> {
     let mut pos: ffi::Py_ssize_t = 0;
     let mut key_ptr: *mut ffi::PyObject = std::ptr::null_mut();
