@@ -150,6 +150,25 @@ def test_usage_errors_exit_2(files: dict[str, Path]) -> None:
     assert cli("check", "--format", "xml", str(files["good"])).returncode == 2
 
 
+def test_unreadable_files_exit_2_like_normalise(files: dict[str, Path], tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    done = cli("check", str(files["bad"]), str(missing), str(files["good"]))
+    assert done.returncode == 2
+    lines = done.stdout.splitlines()
+    # The other files are still checked and reported.
+    assert f"{missing}:1:1: cannot read file: No such file or directory" in lines
+    assert lines[-1] == "checked 3 files: 1 valid, 2 invalid, 3 errors"
+    directory = tmp_path / "dir.yaml"
+    directory.mkdir()
+    assert cli("check", str(directory)).returncode == 2  # a directory is no file either
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo.yaml"
+        os.mkfifo(fifo)
+        done = cli("check", str(fifo))
+        assert done.returncode == 2
+        assert "it is a FIFO, not a regular file" in done.stdout
+
+
 def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
     (tmp_path / "user_rollouts.py").write_text(
         "def good(prompts):\n    return []\n"

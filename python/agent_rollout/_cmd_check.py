@@ -1,7 +1,8 @@
 """``agent-rollout check FILE...``: validate training configs with positioned errors.
 
 Exit status: 0 when every file is valid, 1 when any is not, 2 for a usage or
-internal error. Module-level imports stay in the standard library so that
+internal error (a file that cannot be read at all counts as a usage error; the
+other files are still checked and reported). Module-level imports stay in the standard library so that
 start-up is fast; the loader (pydantic, PyYAML) is imported inside ``run``.
 """
 
@@ -172,4 +173,6 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         sys.stderr.write(f"agent-rollout check: internal error: {type(exc).__name__}: {exc}\n")
         return 2
+    if any(issue.kind == "unreadable" for result in results for issue in result.issues):
+        return 2  # a file that cannot be read is a usage error, as in `normalise`
     return 1 if any(result.issues for result in results) else 0

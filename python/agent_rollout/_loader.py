@@ -6,8 +6,12 @@ of every key of the top level and of the section, so that every error reads
 (unreadable, not UTF-8, too big, bad syntax, duplicate keys, a root or section
 that is not a mapping) come out the same way, all of them, never a traceback.
 
-Limits:
-- files over ``MAX_CONFIG_BYTES`` are refused unread;
+Limits (their values live in :mod:`agent_rollout._backends`):
+- only regular files are read: a FIFO, socket or device path is refused
+  before it is opened (so nothing can block on it), and files over
+  ``MAX_CONFIG_BYTES`` are refused unread (their size is checked first);
+- mappings and lists nest at most ``MAX_NESTING_DEPTH`` levels in every
+  format (YAML aliases count as copies of what they name);
 - YAML is read as YAML 1.2 (core schema: ``yes``/``on`` are strings,
   ``1e3`` is a number), as the YAML editor extensions read it; only the core
   tags (str, int, float, bool, null, map, seq, merge ``<<``) are accepted, so
@@ -28,10 +32,14 @@ import json
 import math
 import os
 import re
+import reprlib
+import stat
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
+
+from agent_rollout._backends import MAX_CONFIG_BYTES, MAX_NESTING_DEPTH, MAX_YAML_EXPANDED_NODES
 
 if TYPE_CHECKING:
     from agent_rollout.config import RolloutSettings
@@ -50,9 +58,6 @@ __all__ = [
     "load_config_bytes",
 ]
 
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-MAX_YAML_EXPANDED_NODES = 1_000_000
-MAX_NESTING_DEPTH = 200
 FORMATS = ("yaml", "json", "toml")
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
@@ -71,8 +76,10 @@ class ConfigIssue:
     """Dotted key path such as ``training.rollout_backend``; ``""`` for the file."""
     message: str
     kind: str
-    """``file``, ``syntax``, ``duplicate``, ``structure``, ``unknown_key``,
-    ``missing``, ``cross_field``, ``value`` or ``resolve``."""
+    """``unreadable`` (the file could not be read at all: missing, no
+    permission, a directory or another non-regular file), ``file``,
+    ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
+    ``cross_field``, ``value`` or ``resolve``."""
 
     def format(self) -> str:
         where = f"{self.location}: " if self.location else ""
@@ -105,6 +112,36 @@ class _Problem(Exception):
         self.pos = pos
         self.message = message
         self.kind = kind
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` for messages: short, and safe on any value a parser can build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+        self.maxlist = self.maxtuple = 6
+        self.maxdict = 4
+
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() of an int past the interpreter's digit limit raises, and a
+        # hex literal of any length builds one: describe it instead.
+        if x.bit_length() > 200:
+            return f"<int of {x.bit_length()} bits>"
+        return repr(x)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: object) -> str:
+    """A bounded ``repr`` of a value read from a file, for error messages."""
+    try:
+        return _SHOWN.repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
 
 
 @dataclass
@@ -179,36 +216,49 @@ def _mark(node: Any) -> Pos:
 
 
 def _yaml_size(root: Any) -> None:
-    """Refuse alias bombs before any walk: count values as if aliases were copies.
+    """Refuse alias bombs and deep nesting before any walk.
 
-    Shared nodes are counted once each (memoised), so this costs one visit per
-    node written in the file, however far the aliases would expand.
+    Values are counted as if aliases were copies, and depth likewise (an
+    alias of a deep list is as deep where it is used). Shared nodes are
+    measured once each, bottom-up with an explicit stack, so this costs one
+    visit per node written in the file and no recursion, however the
+    aliases stack.
     """
-    sizes: dict[int, int] = {}
-
-    def size(node: Any) -> int:
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        total = 1
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth)
+    todo: list[tuple[Any, bool]] = [(root, False)]
+    while todo:
+        node, children_done = todo.pop()
+        if id(node) in measured:
+            continue
         if node.id == "sequence":
             children = node.value
         elif node.id == "mapping":
             children = [child for pair in node.value for child in pair]
         else:
-            children = []
+            measured[id(node)] = (1, 0)
+            continue
+        if not children_done:
+            todo.append((node, True))
+            todo.extend((child, False) for child in children if id(child) not in measured)
+            continue
+        total, depth = 1, 0
         for child in children:
-            total += size(child)
+            child_total, child_depth = measured[id(child)]
+            total += child_total
+            depth = max(depth, child_depth)
             if total > MAX_YAML_EXPANDED_NODES:
                 raise _Problem(
                     _mark(node),
                     f"the document expands to more than {MAX_YAML_EXPANDED_NODES:,} values "
                     "(aliases count as copies of what they name); refusing to expand it",
                 )
-        sizes[id(node)] = total
-        return total
-
-    size(root)
+        if depth + 1 > MAX_NESTING_DEPTH:
+            raise _Problem(
+                _mark(node),
+                f"nested deeper than {MAX_NESTING_DEPTH} levels "
+                "(aliases count as copies of what they name)",
+            )
+        measured[id(node)] = (total, depth + 1)
 
 
 class _YamlBuilder:
@@ -281,14 +331,14 @@ class _YamlBuilder:
             key = self.scalar(key_node)
             key_pos = _mark(key_node)
             identity = (type(key), key)
-            where = ".".join((*(path or ()), str(key)))
+            where = ".".join((*(path or ()), key if isinstance(key, str) else shown(key)))
             if identity in first_seen:
                 line, col = first_seen[identity]
                 self.problems.append(
                     (
                         key_pos,
                         where,
-                        f"duplicate key {key!r} (first at line {line}, column {col}); "
+                        f"duplicate key {shown(key)} (first at line {line}, column {col}); "
                         "YAML would silently keep this one",
                         "duplicate",
                     )
@@ -530,7 +580,10 @@ def _toml_key_parts(text: str) -> KeyPath:
     for match in _TOML_PART.finditer(text):
         part = match.group(0)
         if part.startswith('"'):
-            parts.append(json.loads(part))
+            try:
+                parts.append(json.loads(part))
+            except ValueError:  # an escape JSON lacks; the TOML parser judges it
+                parts.append(part[1:-1])
         elif part.startswith("'"):
             parts.append(part[1:-1])
         else:
@@ -538,8 +591,14 @@ def _toml_key_parts(text: str) -> KeyPath:
     return tuple(parts)
 
 
-def _toml_scan_value(text: str, start: int, state: dict[str, Any]) -> None:
-    """Follow brackets and multi-line strings from ``start`` to the end of a line."""
+def _toml_scan_value(text: str, start: int, state: dict[str, Any], where: Pos) -> None:
+    """Follow brackets and multi-line strings from ``start`` to the end of a line.
+
+    ``where`` is the (line, column) of ``text[0]``. ``state["base"]`` is the
+    nesting level of the table that holds the value; an array or inline table
+    that would nest past ``MAX_NESTING_DEPTH`` is refused here, before the
+    TOML parser (which recurses once per level) sees it.
+    """
     i = start
     while i < len(text):
         quote = state["string"]
@@ -568,6 +627,10 @@ def _toml_scan_value(text: str, start: int, state: dict[str, Any]) -> None:
             continue
         if char in "[{":
             state["depth"] += 1
+            if state["base"] + state["depth"] > MAX_NESTING_DEPTH:
+                raise _Problem(
+                    (where[0], where[1] + i), f"nested deeper than {MAX_NESTING_DEPTH} levels"
+                )
         elif char in "]}":
             state["depth"] -= 1
         i += 1
@@ -580,26 +643,56 @@ def _even_backslashes(text: str, end: int) -> bool:
     return count % 2 == 0
 
 
-def _parse_toml(text: str) -> _Parsed:
-    import tomllib
-
+def _toml_module() -> Any:
     try:
-        root = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        at = _TOML_AT.search(message)
-        pos = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
-        if at:
-            message = message[: at.start()]
-        raise _Problem(pos, f"invalid TOML: {message}") from None
-    except ValueError as exc:  # an integer too long to convert
-        raise _long_number(text, "TOML", exc) from None
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+def _depth(value: Any) -> int:
+    """How deeply dicts and lists nest in ``value`` (a scalar is 0), without recursion."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _toml_deep_value(root: dict[str, Any], keys: dict[KeyPath, tuple[Pos, Pos]]) -> None:
+    """Refuse nesting the line scanner cannot see (dotted keys, tables in arrays)."""
+    if _depth(root) <= MAX_NESTING_DEPTH:
+        return
+    pos: Pos = (1, 1)
+    for key, value in root.items():
+        if 1 + _depth(value) > MAX_NESTING_DEPTH:
+            pos = keys.get((key,), (pos, pos))[1]
+            if isinstance(value, dict):
+                for inner, inner_value in value.items():
+                    if 2 + _depth(inner_value) > MAX_NESTING_DEPTH:
+                        pos = keys.get((key, inner), (pos, pos))[1]
+                        break
+            break
+    raise _Problem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels")
+
+
+def _toml_scan(text: str) -> dict[KeyPath, tuple[Pos, Pos]]:
+    """Key positions of a TOML text, and its bracket nesting checked."""
     keys: dict[KeyPath, tuple[Pos, Pos]] = {}
     table: Optional[KeyPath] = ()
-    state: dict[str, Any] = {"string": None, "depth": 0}
+    state: dict[str, Any] = {"string": None, "depth": 0, "base": 1}
     for number, line in enumerate(text.split("\n"), 1):
         if state["string"] is not None or state["depth"] > 0:
-            _toml_scan_value(line, 0, state)
+            _toml_scan_value(line, 0, state, (number, 1))
             continue
         stripped = line.lstrip()
         indent = len(line) - len(stripped)
@@ -620,13 +713,36 @@ def _parse_toml(text: str) -> _Parsed:
             continue
         value_at = match.end() + eq + 1
         value_at += len(stripped[value_at:]) - len(stripped[value_at:].lstrip(" \t"))
+        parts = _toml_key_parts(match.group(0))
         if table is not None:
-            path = (*table, *_toml_key_parts(match.group(0)))
+            path = (*table, *parts)
             for depth in range(len(table) + 1, min(len(path), 2) + 1):
                 keys.setdefault(
                     path[:depth], ((number, indent + 1), (number, indent + value_at + 1))
                 )
-        _toml_scan_value(stripped, value_at, state)
+        # The value's container: the root, its tables, then the dotted key's parts.
+        state["base"] = len(table or ()) + len(parts)
+        _toml_scan_value(stripped, value_at, state, (number, indent + 1))
+    return keys
+
+
+def _parse_toml(text: str) -> _Parsed:
+    tomllib = _toml_module()
+    keys = _toml_scan(text)
+    try:
+        root = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        at = _TOML_AT.search(message)
+        pos = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
+        if at:
+            message = message[: at.start()]
+        raise _Problem(pos, f"invalid TOML: {message}") from None
+    except RecursionError:  # the scanner missed some nesting: still our limit
+        raise _Problem((1, 1), f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
+    except ValueError as exc:  # an integer too long to convert
+        raise _long_number(text, "TOML", exc) from None
+    _toml_deep_value(root, keys)
     return _Parsed(root, (1, 1), keys, [])
 
 
@@ -691,7 +807,7 @@ def _settings_issues(
             pos = located[1]
         message = error["msg"]
         if not kind.startswith("rollout_"):
-            message = f"{message} (got {error['input']!r})"
+            message = f"{message} (got {shown(error['input'])})"
         issues.append(
             ConfigIssue(
                 source,
@@ -735,7 +851,7 @@ def check_bytes(
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
-        message = f"larger than the {MAX_CONFIG_BYTES:,}-byte limit"
+        message = _too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
     issues: list[ConfigIssue] = []
 
@@ -794,24 +910,89 @@ def load_config_bytes(
     return _load(source, data if isinstance(data, bytes) else data.encode(), format, section)
 
 
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(mode: int) -> Optional[str]:
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in _FILE_TYPES:
+        if test(mode):
+            return f"cannot read file: it is {name}, not a regular file"
+    return "cannot read file: not a regular file"
+
+
+def _read_config(name: str) -> Union[bytes, ConfigIssue]:
+    """The bytes of a regular file of at most ``MAX_CONFIG_BYTES``, or the issue.
+
+    The path is looked at with ``stat`` before it is opened, and opened
+    non-blocking, so a FIFO or device never blocks the caller; the open file
+    is checked again (it may have been swapped in between).
+    """
+
+    def unreadable(message: str) -> ConfigIssue:
+        return ConfigIssue(name, 1, 1, "", message, "unreadable")
+
+    try:
+        info = os.stat(name)
+        problem = _not_regular(info.st_mode)
+        if problem is not None:
+            return unreadable(problem)
+        if info.st_size > MAX_CONFIG_BYTES:
+            return ConfigIssue(name, 1, 1, "", _too_big(info.st_size), "file")
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(name, flags)
+        with os.fdopen(fd, "rb") as handle:
+            problem = _not_regular(os.fstat(handle.fileno()).st_mode)
+            if problem is not None:
+                return unreadable(problem)
+            return handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        return unreadable(f"cannot read file: {exc.strerror or exc}")
+
+
+def _too_big(size: int) -> str:
+    return f"larger than the {MAX_CONFIG_BYTES:,}-byte limit ({size:,} bytes)"
+
+
+def _source_beside(result: CheckResult, name: str) -> None:
+    """Read a relative ``rollout_source`` from the config file's directory."""
+    settings = result.settings
+    if settings is None or settings.rollout_source is None:
+        return
+    if os.path.isabs(settings.rollout_source):
+        return
+    base = os.path.dirname(os.path.abspath(name))
+    joined = os.path.normpath(os.path.join(base, settings.rollout_source))
+    result.settings = settings.model_copy(update={"rollout_source": joined})
+
+
 def check_file(
     path: Union[str, os.PathLike[str]], *, section: Optional[str] = "training"
 ) -> CheckResult:
-    """Check one config file; never raises for bad input."""
+    """Check one config file; never raises for bad input.
+
+    A relative ``rollout_source`` in the file is taken relative to the
+    file's own directory (the settings hold the joined path).
+    """
     name = os.fspath(path)
     fmt = format_for_suffix(name)
     if fmt is None:
         suffix = os.path.splitext(name)[1] or "(none)"
         message = f"unsupported file type {suffix} (expected .yaml, .yml, .json or .toml)"
         return CheckResult(name, None, [ConfigIssue(name, 1, 1, "", message, "file")], {})
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        issue = ConfigIssue(name, 1, 1, "", f"cannot read file: {reason}", "file")
-        return CheckResult(name, None, [issue], {})
-    return check_bytes(data, format=fmt, source=name, section=section)
+    data = _read_config(name)
+    if isinstance(data, ConfigIssue):
+        return CheckResult(name, None, [data], {})
+    result = check_bytes(data, format=fmt, source=name, section=section)
+    _source_beside(result, name)
+    return result
 
 
 def load_config(
