@@ -92,7 +92,14 @@ def test_json_format_is_one_report(files: dict[str, Path]) -> None:
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["valid"] is False
-    assert report["summary"] == {"files": 2, "valid": 1, "invalid": 1, "errors": 2}
+    assert report["summary"] == {
+        "files": 2,
+        "valid": 1,
+        "invalid": 1,
+        "skipped": 0,
+        "errors": 2,
+        "warnings": 0,
+    }
     assert [entry["valid"] for entry in report["files"]] == [True, False]
     first = report["files"][1]["errors"][0]
     assert (first["line"], first["col"], first["kind"]) == (2, 20, "value")
@@ -148,6 +155,96 @@ def test_section_flag(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(files: dict[str, Path]) -> None:
     assert cli("check").returncode == 2
     assert cli("check", "--format", "xml", str(files["good"])).returncode == 2
+
+
+WARNED = "training:\n  rollout_backend: ruler\n  rollout_judge_model: j\n"
+
+
+def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
+    path = tmp_path / "ruler.yaml"
+    path.write_text(WARNED, encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.splitlines() == [
+        f"{path}:1:1: warning: training.rollout_func: rollout_func is not set: the built-in "
+        "'ruler' adapter needs it (a runner registered with register_rollout_runner may not)",
+        "checked 1 file: 1 valid, 0 invalid, 0 errors, 1 warning",
+    ]
+    strict = cli("check", "--strict", str(path))
+    assert strict.returncode == 1
+    assert strict.stdout.splitlines()[-1] == (
+        "checked 1 file: 0 valid, 1 invalid, 0 errors, 1 warning"
+    )
+
+
+def test_warnings_in_json_and_github(tmp_path: Path) -> None:
+    path = tmp_path / "ruler.yaml"
+    path.write_text(WARNED, encoding="utf-8")
+    report = json.loads(cli("check", "--format", "json", str(path)).stdout)
+    assert report["valid"] is True and report["summary"]["warnings"] == 1
+    [entry] = report["files"]
+    assert entry["errors"] == []
+    [warning] = entry["warnings"]
+    assert (warning["severity"], warning["kind"], warning["location"]) == (
+        "warning",
+        "incomplete",
+        "training.rollout_func",
+    )
+    strict = json.loads(cli("check", "--strict", "--format", "json", str(path)).stdout)
+    assert strict["valid"] is False and strict["files"][0]["valid"] is False
+    github = cli("check", "--format", "github", str(path)).stdout.splitlines()
+    assert github[0].startswith(f"::warning file={path},line=1,col=1,title=agent-rollout check::")
+
+
+def test_allow_key_declares_the_trainers_own_keys(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "training:\n  rollout_backend: nemo_gym\n  rollout_sources: [a, b]\n", encoding="utf-8"
+    )
+    done = cli("check", str(path))
+    assert done.returncode == 1
+    assert "unknown key 'rollout_sources'; did you mean 'rollout_source'?" in done.stdout
+    assert cli("check", "--allow-key", "rollout_sources", str(path)).returncode == 0
+    both = cli("check", "--allow-key", "x", "--allow-key", "rollout_sources", str(path))
+    assert both.returncode == 0
+
+
+def test_dotted_section(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("trainer:\n  rl:\n    lr: 1\n    rollout_backend: verl\n", encoding="utf-8")
+    done = cli("check", "--section", "trainer.rl", str(path))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{path}:4:22: trainer.rl.rollout_backend: ")
+    done = cli("check", "--section", "trainer.rollout", str(path))
+    assert done.stdout.startswith(f"{path}:1:1: trainer.rollout: section 'trainer.rollout' is")
+
+
+def test_skip_unrelated_files(tmp_path: Path) -> None:
+    workflow = tmp_path / "ci.yaml"
+    workflow.write_text("on: push\njobs:\n  test:\n    runs-on: x\n", encoding="utf-8")
+    package = tmp_path / "package.json"
+    package.write_text('{"name": "x", "scripts": {"t": "jest"}}', encoding="utf-8")
+    tagged = tmp_path / ".gitlab-ci.yml"
+    tagged.write_text("a: !reference [b, c]\n", encoding="utf-8")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n', encoding="utf-8")
+    typo = tmp_path / "typo.yaml"  # the section is misspelt but rollout keys are there
+    typo.write_text("trainig:\n  rollout_backend: art\n", encoding="utf-8")
+    good = tmp_path / "good.yaml"
+    good.write_text("training:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
+    files = [str(p) for p in (workflow, package, tagged, pyproject, typo, good)]
+    done = cli("check", "--skip-unrelated", *files)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{typo}:1:1: training: section 'training' is missing (expected a mapping of "
+        "training settings)",
+        "checked 6 files: 1 valid, 1 invalid, 1 error, 4 skipped (not training configs)",
+    ]
+    report = json.loads(cli("check", "--skip-unrelated", "--format", "json", *files).stdout)
+    assert [entry["skipped"] for entry in report["files"]] == [True] * 4 + [False] * 2
+    assert report["summary"]["skipped"] == 4
+    # Without the flag they are errors, as before.
+    assert cli("check", str(workflow)).returncode == 1
 
 
 def test_unreadable_files_exit_2_like_normalise(files: dict[str, Path], tmp_path: Path) -> None:
@@ -245,6 +342,6 @@ def test_pre_commit_hook_manifest() -> None:
     hooks = yaml.safe_load(manifest.read_text(encoding="utf-8"))
     assert [hook["id"] for hook in hooks] == ["agent-rollout-check"]
     hook = hooks[0]
-    assert hook["entry"] == "agent-rollout check"
+    assert hook["entry"] == "agent-rollout check --skip-unrelated"
     assert hook["language"] == "python"
     assert set(hook["types_or"]) == {"yaml", "json", "toml"}

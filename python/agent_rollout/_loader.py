@@ -35,8 +35,8 @@ import re
 import reprlib
 import stat
 from bisect import bisect_right
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
 
 from agent_rollout._backends import MAX_CONFIG_BYTES, MAX_NESTING_DEPTH, MAX_YAML_EXPANDED_NODES
@@ -76,14 +76,18 @@ class ConfigIssue:
     """Dotted key path such as ``training.rollout_backend``; ``""`` for the file."""
     message: str
     kind: str
-    """``unreadable`` (the file could not be read at all: missing, no
+    """``incomplete`` (a warning), ``unreadable`` (the file could not be read at all: missing, no
     permission, a directory or another non-regular file), ``file``,
     ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
     ``cross_field``, ``value`` or ``resolve``."""
+    severity: str = "error"
+    """``error`` (the config cannot be right) or ``warning`` (it is incomplete
+    for the built-in adapter; a registered runner may complete it)."""
 
     def format(self) -> str:
         where = f"{self.location}: " if self.location else ""
-        return f"{self.path}:{self.line}:{self.col}: {where}{self.message}"
+        level = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +97,7 @@ class ConfigIssue:
             "location": self.location,
             "message": self.message,
             "kind": self.kind,
+            "severity": self.severity,
         }
 
 
@@ -264,7 +269,8 @@ def _yaml_size(root: Any) -> None:
 class _YamlBuilder:
     """Plain Python values from a composed (never constructed) YAML node graph."""
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = 2) -> None:
+        self.depth = depth  # key paths up to this length get positions
         self.keys: dict[KeyPath, tuple[Pos, Pos]] = {}
         self.problems: list[tuple[Pos, str, str, str]] = []
         self._done: dict[int, Any] = {}
@@ -365,9 +371,8 @@ class _YamlBuilder:
             for key, value in values.items():
                 merged.setdefault(key, value)
 
-    @staticmethod
-    def child_path(path: Optional[KeyPath], key: Any) -> Optional[KeyPath]:
-        if path is None or len(path) >= 2 or not isinstance(key, str):
+    def child_path(self, path: Optional[KeyPath], key: Any) -> Optional[KeyPath]:
+        if path is None or len(path) >= self.depth or not isinstance(key, str):
             return None
         return (*path, key)
 
@@ -455,7 +460,7 @@ def _compose_yaml(text: str) -> Any:
     return root
 
 
-def _parse_yaml(text: str) -> _Parsed:
+def _parse_yaml(text: str, depth: int = 2) -> _Parsed:
     import yaml
 
     try:
@@ -476,7 +481,7 @@ def _parse_yaml(text: str) -> _Parsed:
     if root is None:
         return _Parsed(None, (1, 1), {}, [])
     _yaml_size(root)
-    builder = _YamlBuilder()
+    builder = _YamlBuilder(depth)
     value = builder.value(root, ())
     return _Parsed(value, _mark(root), builder.keys, builder.problems)
 
@@ -505,7 +510,7 @@ class _Lines:
         return (line, offset - self.starts[line - 1] + 1)
 
 
-def _parse_json(text: str) -> _Parsed:
+def _parse_json(text: str, depth: int = 2) -> _Parsed:
     try:
         root = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -554,7 +559,7 @@ def _parse_json(text: str) -> _Parsed:
         path: Optional[KeyPath] = None
         if top is None:
             path, root_pos = (), lines.pos(start)
-        elif top[0] and top[1] is not None and len(top[1]) < 2:
+        elif top[0] and top[1] is not None and len(top[1]) < depth:
             key, key_start = top[4]
             path = (*top[1], key)
             keys[path] = (lines.pos(key_start), lines.pos(start))
@@ -685,7 +690,7 @@ def _toml_deep_value(root: dict[str, Any], keys: dict[KeyPath, tuple[Pos, Pos]])
     raise _Problem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels")
 
 
-def _toml_scan(text: str) -> dict[KeyPath, tuple[Pos, Pos]]:
+def _toml_scan(text: str, key_depth: int = 2) -> dict[KeyPath, tuple[Pos, Pos]]:
     """Key positions of a TOML text, and its bracket nesting checked."""
     keys: dict[KeyPath, tuple[Pos, Pos]] = {}
     table: Optional[KeyPath] = ()
@@ -700,7 +705,7 @@ def _toml_scan(text: str) -> dict[KeyPath, tuple[Pos, Pos]]:
             header = stripped.startswith("[[")
             match = _TOML_KEY.match(stripped.lstrip("[").lstrip())
             table = None if header or match is None else _toml_key_parts(match.group(0))
-            if table is not None and len(table) <= 2:
+            if table is not None and len(table) <= key_depth:
                 offset = indent + stripped.index(match.group(0)) if match else indent
                 keys.setdefault(table, ((number, offset + 1), (number, offset + 1)))
             continue
@@ -716,7 +721,7 @@ def _toml_scan(text: str) -> dict[KeyPath, tuple[Pos, Pos]]:
         parts = _toml_key_parts(match.group(0))
         if table is not None:
             path = (*table, *parts)
-            for depth in range(len(table) + 1, min(len(path), 2) + 1):
+            for depth in range(len(table) + 1, min(len(path), key_depth) + 1):
                 keys.setdefault(
                     path[:depth], ((number, indent + 1), (number, indent + value_at + 1))
                 )
@@ -726,9 +731,9 @@ def _toml_scan(text: str) -> dict[KeyPath, tuple[Pos, Pos]]:
     return keys
 
 
-def _parse_toml(text: str) -> _Parsed:
+def _parse_toml(text: str, depth: int = 2) -> _Parsed:
     tomllib = _toml_module()
-    keys = _toml_scan(text)
+    keys = _toml_scan(text, depth)
     try:
         root = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -765,12 +770,13 @@ def _decode(data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _parse(text: str, fmt: str) -> _Parsed:
+def _parse(text: str, fmt: str, depth: int = 2) -> _Parsed:
+    """Values and the positions of keys on paths up to ``depth`` long."""
     if fmt == "yaml":
-        return _parse_yaml(text)
+        return _parse_yaml(text, depth)
     if fmt == "json":
-        return _parse_json(text)
-    return _parse_toml(text)
+        return _parse_json(text, depth)
+    return _parse_toml(text, depth)
 
 
 _LOCATED_AT_KEY = ("rollout_unknown_key", "rollout_cross_field")
@@ -782,18 +788,37 @@ _KINDS = {
 
 
 def _settings_issues(
-    source: str, parsed: _Parsed, section: Optional[str], section_value: Mapping[Any, Any]
-) -> tuple[Optional[RolloutSettings], list[ConfigIssue]]:
+    source: str,
+    parsed: _Parsed,
+    prefix: KeyPath,
+    section_value: Mapping[Any, Any],
+    known_keys: Collection[str],
+) -> tuple[Optional[RolloutSettings], list[ConfigIssue], list[ConfigIssue]]:
+    """(settings or None, errors, warnings) of one section."""
     from pydantic import ValidationError
 
-    from agent_rollout.config import RolloutSettings
+    from agent_rollout.config import RolloutSettings, section_warnings
 
+    section_pos = parsed.keys[prefix][0] if prefix in parsed.keys else parsed.root_pos
+    warnings = [
+        ConfigIssue(
+            source,
+            section_pos[0],
+            section_pos[1],
+            ".".join((*prefix, warning.key)),
+            warning.message,
+            "incomplete",
+            "warning",
+        )
+        for warning in section_warnings(section_value)
+    ]
     try:
-        return RolloutSettings.model_validate(section_value), []
+        settings = RolloutSettings.model_validate(
+            section_value, context={"known_keys": frozenset(known_keys)}
+        )
+        return settings, [], warnings
     except ValidationError as exc:
         errors = exc.errors()
-    prefix: KeyPath = (section,) if section is not None else ()
-    section_pos = parsed.keys[prefix][0] if prefix in parsed.keys else parsed.root_pos
     issues = []
     for error in errors:
         key = str(error["loc"][0]) if error["loc"] else ""
@@ -818,7 +843,7 @@ def _settings_issues(
                 _KINDS.get(kind, "value"),
             )
         )
-    return None, issues
+    return None, issues, warnings
 
 
 @dataclass
@@ -828,12 +853,63 @@ class CheckResult:
     source: str
     settings: Optional[RolloutSettings]
     issues: list[ConfigIssue]
+    """The errors (``severity == "error"``); any of them leaves ``settings`` None."""
     key_positions: dict[KeyPath, tuple[Pos, Pos]]
     """``(key, value)`` positions of the top-level and section keys."""
+    warnings: list[ConfigIssue] = field(default_factory=list)
+    """Incomplete-config warnings (``severity == "warning"``); settings stay valid."""
+    skipped: bool = False
+    """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
 
 
-def _load(source: str, data: bytes, fmt: str, section: Optional[str]) -> RolloutSettings:
-    result = check_bytes(data, format=fmt, source=source, section=section)
+def section_path(section: Optional[str], root: Any = None) -> KeyPath:
+    """The key path a ``section`` names: ``None`` is the top level, ``a.b`` is nested.
+
+    A top-level key that itself holds a dot wins over the dotted reading.
+    """
+    if section is None or section == "":
+        return ()
+    if isinstance(root, dict) and section in root:
+        return (section,)
+    return tuple(section.split("."))
+
+
+_ROLLOUT_WORD = re.compile(r"(?i)rol+out")
+
+
+def _mentions_rollout(key: object) -> bool:
+    from agent_rollout.config import lookalike_key
+
+    return isinstance(key, str) and (
+        _ROLLOUT_WORD.search(key) is not None or lookalike_key(key)
+    )
+
+
+def _unrelated(root: Any, path: KeyPath) -> bool:
+    """No section and no rollout-like key in the top two levels: not a training config."""
+    if not isinstance(root, dict):
+        return True
+    if path and path[0] in root:
+        return False
+    for key, value in root.items():
+        if _mentions_rollout(key):
+            return False
+        if isinstance(value, dict) and any(_mentions_rollout(inner) for inner in value):
+            return False
+    return True
+
+
+def _unrelated_text(text: str, path: KeyPath) -> bool:
+    """The same question for a file that does not parse: neither word appears in it."""
+    if _ROLLOUT_WORD.search(text):
+        return False
+    return not (path and path[0] in text)
+
+
+def _load(
+    source: str, data: bytes, fmt: str, section: Optional[str], known_keys: Iterable[str]
+) -> RolloutSettings:
+    result = check_bytes(data, format=fmt, source=source, section=section, known_keys=known_keys)
     if result.settings is None:
         raise ConfigError(result.issues)
     return result.settings
@@ -845,10 +921,19 @@ def check_bytes(
     format: str = "yaml",
     source: str = "<stdin>",
     section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
+    skip_unrelated: bool = False,
 ) -> CheckResult:
-    """Check a config held in memory; never raises for bad input."""
+    """Check a config held in memory; never raises for bad input.
+
+    ``known_keys`` are the host trainer's own keys in the section (never
+    flagged as look-alikes). With ``skip_unrelated``, a file with neither the
+    section nor any rollout-like key in its top two levels is not a training
+    config: the result is ``skipped`` and has no issues.
+    """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    known = frozenset(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
         message = _too_big(len(raw))
@@ -858,41 +943,56 @@ def check_bytes(
     def add(pos: Pos, location: str, message: str, kind: str) -> None:
         issues.append(ConfigIssue(source, pos[0], pos[1], location, message, kind))
 
+    path = section_path(section)
     try:
-        parsed = _parse(_decode(raw), format)
+        text = _decode(raw)
+        parsed = _parse(text, format, max(2, len(path) + 1))
     except _Problem as problem:
+        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
+            return CheckResult(source, None, [], {}, skipped=True)
         add(problem.pos, "", problem.message, problem.kind)
         return CheckResult(source, None, issues, {})
+    root = parsed.root
+    path = section_path(section, root)
+    if skip_unrelated and _unrelated(root, path):
+        return CheckResult(source, None, [], parsed.keys, skipped=True)
     for pos, location, message, kind in parsed.problems:
         add(pos, location, message, kind)
-    root = parsed.root
     section_value: Any = root
     if not isinstance(root, dict):
         got = "an empty file" if root is None else type(root).__name__
         message = f"the file must hold a mapping of settings, got {got}"
         add(parsed.root_pos, "", message, "structure")
-    elif section is not None:
-        if section not in root:
+        section_value = None
+    for depth, part in enumerate(path, 1):
+        if not isinstance(section_value, dict):
+            break
+        name = ".".join(path[:depth])
+        if part not in section_value:
+            at = parsed.keys.get(path[: depth - 1], (parsed.root_pos,))[0]
             add(
-                parsed.root_pos,
-                section,
-                f"section {section!r} is missing (expected a mapping of training settings)",
+                at,
+                name,
+                f"section {name!r} is missing (expected a mapping of training settings)",
                 "missing",
             )
             section_value = None
-        else:
-            section_value = root[section]
-            if not isinstance(section_value, dict):
-                pos = parsed.keys.get((section,), (parsed.root_pos, parsed.root_pos))[1]
-                got = "null" if section_value is None else type(section_value).__name__
-                add(pos, section, f"section must be a mapping, got {got}", "structure")
+            break
+        section_value = section_value[part]
+        if not isinstance(section_value, dict):
+            pos = parsed.keys.get(path[:depth], (parsed.root_pos, parsed.root_pos))[1]
+            got = "null" if section_value is None else type(section_value).__name__
+            add(pos, name, f"section must be a mapping, got {got}", "structure")
     settings = None
+    warnings: list[ConfigIssue] = []
     if isinstance(section_value, dict):
-        settings, found = _settings_issues(source, parsed, section, section_value)
+        settings, found, warnings = _settings_issues(source, parsed, path, section_value, known)
         issues.extend(found)
     if issues:
         settings = None
-    return CheckResult(source, settings, sorted(issues, key=_order), parsed.keys)
+    return CheckResult(
+        source, settings, sorted(issues, key=_order), parsed.keys, sorted(warnings, key=_order)
+    )
 
 
 def _order(issue: ConfigIssue) -> tuple[int, int]:
@@ -905,9 +1005,11 @@ def load_config_bytes(
     format: str = "yaml",
     source: str = "<stdin>",
     section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
 ) -> RolloutSettings:
     """Like :func:`load_config`, for text already in memory (``source`` names it)."""
-    return _load(source, data if isinstance(data, bytes) else data.encode(), format, section)
+    raw = data if isinstance(data, bytes) else data.encode()
+    return _load(source, raw, format, section, known_keys)
 
 
 _FILE_TYPES = (
@@ -974,12 +1076,17 @@ def _source_beside(result: CheckResult, name: str) -> None:
 
 
 def check_file(
-    path: Union[str, os.PathLike[str]], *, section: Optional[str] = "training"
+    path: Union[str, os.PathLike[str]],
+    *,
+    section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
+    skip_unrelated: bool = False,
 ) -> CheckResult:
     """Check one config file; never raises for bad input.
 
     A relative ``rollout_source`` in the file is taken relative to the
-    file's own directory (the settings hold the joined path).
+    file's own directory (the settings hold the joined path). ``known_keys``
+    and ``skip_unrelated``: see :func:`check_bytes`.
     """
     name = os.fspath(path)
     fmt = format_for_suffix(name)
@@ -990,20 +1097,35 @@ def check_file(
     data = _read_config(name)
     if isinstance(data, ConfigIssue):
         return CheckResult(name, None, [data], {})
-    result = check_bytes(data, format=fmt, source=name, section=section)
+    result = check_bytes(
+        data,
+        format=fmt,
+        source=name,
+        section=section,
+        known_keys=known_keys,
+        skip_unrelated=skip_unrelated,
+    )
     _source_beside(result, name)
     return result
 
 
 def load_config(
-    path: Union[str, os.PathLike[str]], *, section: Optional[str] = "training"
+    path: Union[str, os.PathLike[str]],
+    *,
+    section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
 ) -> RolloutSettings:
     """Load and validate the rollout settings of a ``.yaml``/``.yml``/``.json``/``.toml`` file.
 
-    ``section`` names the top-level key that holds the settings (``None``: the
-    top level itself). Raises :class:`ConfigError` listing every problem.
+    ``section`` names the key that holds the settings: a top-level key, a
+    dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
+    ``known_keys`` are the trainer's own keys, never taken for typos of ours.
+    Raises :class:`ConfigError` listing every error. Warnings (the config is
+    incomplete for the built-in adapter) do not raise: they are on the
+    returned settings' ``rollout_warnings``, and positioned in
+    :func:`check_file`'s ``CheckResult.warnings``.
     """
-    result = check_file(path, section=section)
+    result = check_file(path, section=section, known_keys=known_keys)
     if result.settings is None:
         raise ConfigError(result.issues)
     return result.settings
