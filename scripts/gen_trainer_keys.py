@@ -11,8 +11,9 @@ at the pinned version below and its wheel is read as a zip file.
   (``openrlhf/cli/train_*.py``), under its argparse name; 0.8 spells them
   ``--rollout_batch_size``, 0.11 ``--rollout.batch_size``, so both are read;
 - verl: the fields of the dataclasses in ``verl/workers/config/rollout.py``
-  (``actor_rollout_ref.rollout.*``), plus those keys prefixed ``rollout_``
-  as a flat config would write them;
+  (``actor_rollout_ref.rollout.*``); as a harder case, ``derived_keys`` holds
+  the same names prefixed ``rollout_`` (how a flat config would spell them;
+  not keys verl itself reads);
 - axolotl: the fields of every pydantic model in ``axolotl/utils/schemas/``
   (its config is one model composed of these);
 - soup-cli: the fields of ``TrainingConfig`` (the ``training:`` section).
@@ -88,16 +89,28 @@ def sources(wheel: Path, suffix_filter: str) -> Iterator[tuple[str, ast.Module]]
 
 def download(requirement: str, into: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-         "-q", "-d", str(into), requirement],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "-q",
+            "-d",
+            str(into),
+            requirement,
+        ],
         check=True,
     )
     [wheel] = into.glob("*.whl")
     return wheel
 
 
-def collect(name: str, wheel: Path) -> tuple[list[str], list[str]]:
+def collect(name: str, wheel: Path) -> tuple[list[str], list[str], list[str]]:
     keys: set[str] = set()
+    derived: set[str] = set()
     read: list[str] = []
     if name == "trl":
         for path, tree in sources(wheel, "trl/trainer/grpo_config.py"):
@@ -112,7 +125,7 @@ def collect(name: str, wheel: Path) -> tuple[list[str], list[str]]:
             read.append(path)
             fields = {field for _, field in class_fields(tree, None)}
             keys.update(fields)
-            keys.update(f"rollout_{field}" for field in fields)
+            derived.update(f"rollout_{field}" for field in fields)
     elif name == "axolotl":
         for path, tree in sources(wheel, "axolotl/utils/schemas/"):
             read.append(path)
@@ -121,7 +134,7 @@ def collect(name: str, wheel: Path) -> tuple[list[str], list[str]]:
         for path, tree in sources(wheel, "soup_cli/config/schema.py"):
             read.append(path)
             keys.update(field for _, field in class_fields(tree, {"TrainingConfig"}))
-    return sorted(keys), read
+    return sorted(keys), sorted(derived), read
 
 
 def main() -> int:
@@ -131,11 +144,15 @@ def main() -> int:
             folder = Path(tmp) / name
             folder.mkdir()
             wheel = download(requirement, folder)
-            keys, read = collect(name, wheel)
+            keys, derived, read = collect(name, wheel)
             if not keys:
                 raise SystemExit(f"{name}: no keys found in {wheel.name}; the layout changed?")
-            corpus[name] = {"package": requirement, "wheel": wheel.name, "read": read, "keys": keys}
-            print(f"{name:14} {requirement:20} {len(keys):5} keys from {len(read)} files")
+            entry = {"package": requirement, "wheel": wheel.name, "read": read, "keys": keys}
+            if derived:
+                entry["derived_keys"] = derived
+            corpus[name] = entry
+            extra = f" (+{len(derived)} derived)" if derived else ""
+            print(f"{name:14} {requirement:20} {len(keys):5} keys{extra} from {len(read)} files")
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text(json.dumps(corpus, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {OUTPUT}")

@@ -205,6 +205,11 @@ def _any_case(name: str) -> str:
     return "".join(f"[{c.upper()}{c}]" if "a" <= c <= "z" else re.escape(c) for c in name)
 
 
+def _backend_in(names: Iterable[str]) -> dict[str, Any]:
+    """The backend is one of ``names``, in any case (as the loader reads it)."""
+    return {"type": "string", "pattern": "^(?:" + "|".join(_any_case(n) for n in names) + ")$"}
+
+
 _BACKEND_HELP = {
     "art": "OpenPipe ART: `rollout_func` plays one episode per call, gathered in groups "
     "of `rollout_group_size`; or `rollout_source` names an ART trajectory file.",
@@ -230,7 +235,7 @@ RolloutBackend = Annotated[
                     ],
                     "markdownEnumDescriptions": [_BACKEND_HELP[name] for name in BACKEND_NAMES],
                 },
-                {"pattern": "^(?:" + "|".join(_any_case(n) for n in BACKEND_NAMES) + ")$"},
+                {"pattern": _backend_in(BACKEND_NAMES)["pattern"]},
             ],
             "maxLength": MAX_BACKEND_NAME_LEN,
             **_doc(
@@ -476,22 +481,31 @@ def _rules_schema() -> list[dict[str, Any]]:
                 "if": _set(key),
                 "then": {
                     "required": ["rollout_backend"],
-                    "properties": {"rollout_backend": {"enum": list(allowed)}},
+                    "properties": {"rollout_backend": _backend_in(allowed)},
                 },
             }
         )
+    # Required groups (errors): exactly one key of each set. Expected groups
+    # (warnings) are not rules here, but "only one of" them still is.
+    needs: list[tuple[str, dict[str, Any]]] = []
     for backend, groups in _REQUIRED_KEYS.items():
         for group in groups:
             need = _set(group[0]) if len(group) == 1 else {"oneOf": [_set(key) for key in group]}
-            rules.append(
-                {
-                    "if": {
-                        "required": ["rollout_backend"],
-                        "properties": {"rollout_backend": {"const": backend}},
-                    },
-                    "then": need,
-                }
-            )
+            needs.append((backend, need))
+    for backend, groups in _EXPECTED_KEYS.items():
+        for group in groups:
+            if len(group) > 1:
+                needs.append((backend, {"not": {"allOf": [_set(key) for key in group]}}))
+    for backend, need in needs:
+        rules.append(
+            {
+                "if": {
+                    "required": ["rollout_backend"],
+                    "properties": {"rollout_backend": _backend_in([backend])},
+                },
+                "then": need,
+            }
+        )
     return rules
 
 
