@@ -345,3 +345,31 @@ def test_pre_commit_hook_manifest() -> None:
     assert hook["entry"] == "agent-rollout check --skip-unrelated"
     assert hook["language"] == "python"
     assert set(hook["types_or"]) == {"yaml", "json", "toml"}
+
+
+def test_schema_vscode_settings(tmp_path: Path) -> None:
+    done = cli("schema", "--vscode")
+    assert done.returncode == 0, done.stderr
+    settings = json.loads(done.stdout)
+    path = "./schema/training-config.schema.json"
+    assert settings == {
+        "yaml.schemas": {path: ["configs/**/*.yaml", "configs/**/*.yml"]},
+        "json.schemas": [{"fileMatch": ["configs/**/*.json"], "url": path}],
+    }
+    custom = json.loads(
+        cli("schema", "--vscode", "--schema-path", "s.json", "--glob", "rl/*.yml").stdout
+    )
+    assert custom == {"yaml.schemas": {"s.json": ["rl/*.yml"]}}
+    toml = cli("schema", "--vscode", "--glob", "rl/*.toml")
+    assert toml.returncode == 2 and "#:schema" in toml.stderr
+
+
+def test_bundled_example_has_a_modeline_that_resolves() -> None:
+    example = PACKAGE_ROOT / "agent_rollout" / "examples" / "grpo.yaml"
+    first = example.read_text(encoding="utf-8").splitlines()[0]
+    prefix = "# yaml-language-server: $schema="
+    assert first.startswith(prefix)
+    target = (example.parent / first[len(prefix) :]).resolve()
+    repo_schema = Path(__file__).resolve().parent.parent / "schema" / "training-config.schema.json"
+    assert target == repo_schema.resolve() and target.is_file()
+    assert cli("check", str(example)).returncode == 0

@@ -453,3 +453,39 @@ def test_launch_kwargs_drive_the_real_launch(tmp_path: Path, monkeypatch: Any) -
     assert result.backend == "openenv"
     assert [row["answer"] for row in result.rows] == ["HI", "YO"]
     sys.modules.pop("cfg_rollout_mod", None)
+
+
+@pytest.mark.parametrize(
+    ("section", "missing"),
+    [
+        ({"rollout_backend": "art"}, "rollout_func"),
+        ({"rollout_backend": "ruler"}, "rollout_judge_model"),
+        ({"rollout_backend": "ruler", "rollout_func": "m:f"}, "rollout_judge_model"),
+    ],
+)
+def test_launch_refuses_at_run_time_what_a_warned_config_cannot_run(
+    section: dict[str, Any], missing: str
+) -> None:
+    # A warning at load time; with no runner registered, the launch names the key.
+    pytest.importorskip("art")  # the built-in adapters need openpipe-art
+    settings = RolloutSettings.model_validate(section)
+    assert settings.rollout_warnings
+    with pytest.raises(ValueError, match=f"requires training.{missing}"):
+        agent_rollout.launch_rollout(prompts=["p"], **settings.to_launch_kwargs())
+
+
+def test_a_registered_runner_completes_a_warned_config() -> None:
+    settings = RolloutSettings.model_validate({"rollout_backend": "art"})
+    seen: dict[str, Any] = {}
+
+    def runner(**kwargs: Any) -> list[dict[str, str]]:
+        seen.update(kwargs)
+        return [{"prompt": p} for p in kwargs["prompts"]]
+
+    agent_rollout.register_rollout_runner("art", runner)
+    try:
+        result = agent_rollout.launch_rollout(prompts=["p"], **settings.to_launch_kwargs())
+    finally:
+        agent_rollout.unregister_rollout_runner("art")
+    assert result.rows == ({"prompt": "p"},)
+    assert seen["rollout_func"] is None and seen["options"] == {"group_size": 4}

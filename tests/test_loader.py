@@ -125,8 +125,7 @@ def test_every_error_is_positioned_and_all_are_reported(tmp_path: Path) -> None:
         "valid: art, nemo_gym, openenv, ruler",
         f"{path}:5:3: training.rollout_fucn: unknown key 'rollout_fucn'; "
         "did you mean 'rollout_func'?",
-        f"{path}:6:22: training.rollout_max_steps: rollout_max_steps must be in [1, 100000], "
-        "got 0",
+        f"{path}:6:22: training.rollout_max_steps: rollout_max_steps must be in [1, 100000], got 0",
     ]
 
 
@@ -173,8 +172,7 @@ def test_json_positions(tmp_path: Path) -> None:
         '{\n  "training": {\n    "rollout_backend": "art",\n    "rollout_max_steps": true\n  }\n}',
     )
     assert lines_of(path) == [
-        f"{path}:4:26: training.rollout_max_steps: rollout_max_steps must be an int, "
-        "got bool True",
+        f"{path}:4:26: training.rollout_max_steps: rollout_max_steps must be an int, got bool True",
     ]
 
 
@@ -394,10 +392,7 @@ def _nested(fmt: str, levels: int) -> str:
         return "training:\n  rollout_backend: nemo_gym\n  x: " + "[" * inner + "]" * inner + "\n"
     if fmt == "json":
         return (
-            '{"training": {"rollout_backend": "nemo_gym", "x": '
-            + "[" * inner
-            + "]" * inner
-            + "}}"
+            '{"training": {"rollout_backend": "nemo_gym", "x": ' + "[" * inner + "]" * inner + "}}"
         )
     return "[training]\nrollout_backend = 'nemo_gym'\nx = " + "[" * inner + "]" * inner + "\n"
 
@@ -512,3 +507,72 @@ def test_any_text_gives_settings_or_config_error(text: str, fmt: str) -> None:
     except ConfigError as exc:
         assert exc.issues
         assert all(issue.line >= 1 and issue.col >= 1 for issue in exc.issues)
+
+
+# ------------------------------------------------------------ trainer layouts
+
+
+LAYOUTS = {
+    # soup-cli: a training: section (the default).
+    "soup-cli": ("training", "base: m\ntask: grpo\ntraining:\n  epochs: 1\n  {keys}\n"),
+    # TRL / Unsloth scripts: flat, at the top level.
+    "trl": (None, "model_name_or_path: m\nnum_generations: 8\n{keys}\n"),
+    # axolotl: flat too, next to rl: grpo; its own trl.rollout_func is its TRL
+    # setting (a dotted path, not ours) and stays untouched.
+    "axolotl": (None, "base_model: m\nrl: grpo\ntrl:\n  rollout_func: my_mod.fn\n{keys}\n"),
+    # A nested layout, named with a dotted section.
+    "nested": ("trainer.rollout", "trainer:\n  lr: 1\n  rollout:\n    {keys}\n"),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_each_trainer_layout(tmp_path: Path, layout: str) -> None:
+    section, template = LAYOUTS[layout]
+    indent = {"soup-cli": "\n  ", "nested": "\n    "}.get(layout, "\n")
+    keys = indent.join(["rollout_backend: openenv", "rollout_func: m:f"])
+    path = write(tmp_path, "c.yaml", template.format(keys=keys))
+    settings = load_config(path, section=section)
+    assert (settings.rollout_backend, settings.rollout_func) == ("openenv", "m:f")
+    text = template.format(keys=keys.replace("_func", "_fucn"))
+    typo = write(tmp_path, "t.yaml", text)
+    [issue] = [i for i in issues_of(typo, section=section) if i.kind == "unknown_key"]
+    assert issue.message == "unknown key 'rollout_fucn'; did you mean 'rollout_func'?"
+    assert issue.location == (f"{section}." if section else "") + "rollout_fucn"
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "rollout_fucn" in t)
+    assert (issue.line, issue.col) == (line, text.splitlines()[line - 1].index("rollout") + 1)
+
+
+def test_dotted_section_errors_and_literal_dotted_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.yaml", "trainer:\n  rollout: 3\n")
+    assert lines_of(path, section="trainer.rollout") == [
+        f"{path}:2:12: trainer.rollout: section must be a mapping, got int"
+    ]
+    assert lines_of(path, section="trainer.rl.x") == [
+        f"{path}:1:1: trainer.rl: section 'trainer.rl' is missing (expected a mapping of "
+        "training settings)"
+    ]
+    literal = write(tmp_path, "l.json", '{"a.b": {"rollout_backend": "nemo_gym"}}')
+    assert load_config(literal, section="a.b").rollout_backend == "nemo_gym"
+
+
+def test_known_keys_through_the_loader(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "c.toml", '[training]\nrollout_backend = "nemo_gym"\nrollout_sauce = 1\n'
+    )
+    assert [i.kind for i in issues_of(path)] == ["unknown_key"]
+    assert load_config(path, known_keys=["rollout_sauce"]).rollout_backend == "nemo_gym"
+    text = path.read_text(encoding="utf-8")
+    assert load_config_bytes(text, format="toml", known_keys={"rollout_sauce"}).rollout_backend
+
+
+def test_skip_unrelated_in_the_api() -> None:
+    from agent_rollout._loader import check_bytes
+
+    assert check_bytes("on: push\n", skip_unrelated=True).skipped
+    assert check_bytes("{", format="json", skip_unrelated=True).skipped  # no word of ours
+    broken = check_bytes("training: [\n", skip_unrelated=True)
+    assert not broken.skipped and broken.issues
+    assert not check_bytes("x:\n  rolout_backend: art\n", skip_unrelated=True).skipped
+    flat = check_bytes("lr: 1\n", section=None, skip_unrelated=True)
+    assert flat.skipped
+    assert not check_bytes("on: push\n").skipped

@@ -649,11 +649,12 @@ def _even_backslashes(text: str, end: int) -> bool:
 
 
 def _toml_module() -> Any:
+    import importlib
+
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    return tomllib
+        return importlib.import_module("tomllib")
+    except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+        return importlib.import_module("tomli")
 
 
 def _depth(value: Any) -> int:
@@ -880,9 +881,7 @@ _ROLLOUT_WORD = re.compile(r"(?i)rol+out")
 def _mentions_rollout(key: object) -> bool:
     from agent_rollout.config import lookalike_key
 
-    return isinstance(key, str) and (
-        _ROLLOUT_WORD.search(key) is not None or lookalike_key(key)
-    )
+    return isinstance(key, str) and (_ROLLOUT_WORD.search(key) is not None or lookalike_key(key))
 
 
 def _unrelated(root: Any, path: KeyPath) -> bool:

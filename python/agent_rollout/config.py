@@ -193,7 +193,7 @@ _NO_NEWLINE = {"not": {"pattern": "\n"}}
 _NO_NUL = {"not": {"pattern": "\\u0000"}}
 
 
-def _doc(text: str, example: str) -> dict[str, str]:
+def _doc(text: str, example: str) -> dict[str, Any]:
     """Hover text: plain ``description`` and a ``markdownDescription`` with an example."""
     return {
         "description": text,
@@ -715,7 +715,7 @@ class RolloutFields(BaseModel):
 
     @property
     def rollout_warnings(self) -> tuple[RolloutWarning, ...]:
-        """What the built-in adapter will miss (empty when nothing is): see :class:`RolloutWarning`."""
+        """What the built-in adapter will miss (empty when nothing is)."""
         return self._rollout_warnings
 
     @model_validator(mode="wrap")
