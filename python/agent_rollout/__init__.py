@@ -40,10 +40,8 @@ if TYPE_CHECKING:
         ConfigError,
         ConfigIssue,
         RolloutBackend,
-        RolloutFields,
         RolloutFunc,
         RolloutSettings,
-        RolloutWarning,
         load_config,
     )
 
@@ -51,8 +49,6 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "RolloutSettings": "config",
-    "RolloutFields": "config",
-    "RolloutWarning": "config",
     "RolloutBackend": "config",
     "RolloutFunc": "config",
     "load_config": "config",
@@ -85,13 +81,11 @@ __all__ = [
     "NormaliseReport",
     "RolloutBackend",
     "RolloutBackendSpec",
-    "RolloutFields",
     "RolloutFileError",
     "RolloutFunc",
     "RolloutResult",
     "RolloutRowError",
     "RolloutSettings",
-    "RolloutWarning",
     "__version__",
     "get_rollout_backend_spec",
     "implementation",
