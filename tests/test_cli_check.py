@@ -373,3 +373,31 @@ def test_bundled_example_has_a_modeline_that_resolves() -> None:
     repo_schema = Path(__file__).resolve().parent.parent / "schema" / "training-config.schema.json"
     assert target == repo_schema.resolve() and target.is_file()
     assert cli("check", str(example)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("deep.toml", "x = " + "[" * 1000 + "]" * 1000 + "\n", ":1:"),
+        ("deep2.toml", "x = " + "{a = " * 1000 + "1" + "}" * 1000 + "\n", ":1:"),
+        ("hex.yaml", "training:\n  rollout_max_steps: 0x" + "f" * 4000 + "\n", ":2:22:"),
+        (
+            "alias.yaml",
+            "\n".join(
+                ["a0: &a0 [1]"]
+                + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 1500)]
+                + ["training: {rollout_max_steps: *a1499}"]
+            ),
+            ":201:7:",
+        ),
+    ],
+)
+def test_hostile_configs_are_positioned_errors_not_tracebacks(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.returncode == 1, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.startswith(f"{path}{where}")
