@@ -620,15 +620,11 @@ def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
     return tuple(found)
 
 
-_TYPE_NAMES = {"int": "an int", "str": "a string"}
-
-
 def _our_wording(error: Any) -> str:
     """A pydantic error on one of our fields, in the wording of our own rules."""
     key = str(error["loc"][0])
     kind = error["type"]
     value = error.get("input")
-    context = error.get("ctx") or {}
     if kind in ("int_type", "int_parsing", "int_from_float"):
         got = type(value).__name__
         return f"{key} must be an int, got {got} {shown(value)}"
@@ -637,7 +633,6 @@ def _our_wording(error: Any) -> str:
         low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
         high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
         return f"{key} must be in [{low}, {high}], got {shown(value)}"
-    del context
     return f"{key}: {error['msg']} (got {shown(value)})"
 
 
