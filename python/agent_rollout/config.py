@@ -457,13 +457,34 @@ def _near_pattern() -> str:
 LOOKALIKE_NEAR_PATTERN = _near_pattern()
 
 
+def _bigram_pattern() -> str:
+    # Each edit touches at most two of the seven letter pairs of 'rollout_', so
+    # a key within two edits of ours holds at least three of them: a key that
+    # holds none cannot be a look-alike. Cheap, and checked before the long
+    # pattern (validators that compile patterns per use pay for its length).
+    pairs = [_SHARED_PREFIX[i : i + 2] for i in range(len(_SHARED_PREFIX) - 1)]
+    return "|".join(_literal(pair) for pair in pairs)
+
+
+LOOKALIKE_PAIRS_PATTERN = _bigram_pattern()
+
+
 def lookalike_key_schema() -> dict[str, Any]:
-    """``propertyNames`` schema refusing exactly the keys ``lookalike_key`` refuses."""
+    """``propertyNames`` schema refusing exactly the keys ``lookalike_key`` refuses.
+
+    The first alternatives are necessary conditions that settle most keys
+    cheaply (length, letter pairs); the long pattern decides the rest.
+    """
+    shortest = min(len(key) for key in ROLLOUT_KEYS)
+    longest = max(len(key) for key in ROLLOUT_KEYS)
     return {
         "anyOf": [
             {"enum": list(ROLLOUT_KEYS)},
-            {"not": {"pattern": LOOKALIKE_NEAR_PATTERN}},
+            {"maxLength": shortest - _MAX_EDITS - 1},
+            {"minLength": longest + _MAX_EDITS + 1},
+            {"not": {"pattern": LOOKALIKE_PAIRS_PATTERN}},
             {"pattern": "\n"},
+            {"not": {"pattern": LOOKALIKE_NEAR_PATTERN}},
         ],
         "description": "Keys within two edits of a rollout key (typos of one) are errors.",
     }
