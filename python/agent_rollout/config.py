@@ -25,6 +25,7 @@ Such keys are errors that name the nearest valid key.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -454,7 +455,17 @@ def _near_pattern() -> str:
     )
 
 
-LOOKALIKE_NEAR_PATTERN = _near_pattern()
+@functools.lru_cache(maxsize=1)
+def near_pattern() -> str:
+    """The look-alike regex (about 70 kB), built on first use: the schema needs
+    it, validation does not (it computes the distance directly)."""
+    return _near_pattern()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LOOKALIKE_NEAR_PATTERN":  # kept as a module constant, built lazily
+        return near_pattern()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _bigram_pattern() -> str:
@@ -484,7 +495,7 @@ def lookalike_key_schema() -> dict[str, Any]:
             {"minLength": longest + _MAX_EDITS + 1},
             {"not": {"pattern": LOOKALIKE_PAIRS_PATTERN}},
             {"pattern": "\n"},
-            {"not": {"pattern": LOOKALIKE_NEAR_PATTERN}},
+            {"not": {"pattern": near_pattern()}},
         ],
         "description": "Keys within two edits of a rollout key (typos of one) are errors.",
     }
