@@ -52,14 +52,14 @@ def _yaml_escape(match: re.Match[str]) -> str:
     return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
 
 
-def loader_accepts(doc: Any, fmt: str) -> bool:
+def loader_accepts(doc: Any, fmt: str, section: str = "training") -> bool:
     # JSON text is also YAML 1.2 text, except that YAML spells a character
     # outside the BMP as one \U escape rather than a surrogate pair.
     text = json.dumps(doc)
     if fmt == "yaml":
         text = SURROGATE_PAIR.sub(_yaml_escape, text)
     try:
-        load_config_bytes(text, format=fmt, source="<generated>")
+        load_config_bytes(text, format=fmt, source="<generated>", section=section)
     except ConfigError:
         return False
     return True
@@ -292,3 +292,13 @@ def test_property_sees_both_outcomes() -> None:
     # Warnings are not errors for either.
     warned = {"training": {"rollout_backend": "ruler"}}
     assert schema_accepts(warned) and loader_accepts(warned, "yaml")
+
+
+def test_dotted_section_schema_nests_like_the_loader() -> None:
+    schema = Draft7Validator(training_config_schema("trainer.rollout"))
+    good = {"trainer": {"lr": 1, "rollout": {"rollout_backend": "Art"}}}
+    bad = {"trainer": {"rollout": {"rollout_backend": "verl"}}}
+    assert schema.is_valid(good) and loader_accepts(good, "json", section="trainer.rollout")
+    assert not schema.is_valid(bad) and not loader_accepts(bad, "json", section="trainer.rollout")
+    assert not schema.is_valid({"trainer": {}})
+    assert render_schema() == render_schema("training")

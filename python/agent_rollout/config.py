@@ -833,8 +833,9 @@ class RolloutSettings(RolloutFields):
 def training_config_schema(section: Optional[str] = "training") -> dict[str, Any]:
     """The JSON Schema (draft 7) of a whole training config file.
 
-    Our keys live in ``section`` (``None``: at the top level); every other key
-    of the file and of the section is left open for the trainer.
+    Our keys live in ``section`` (``None``: at the top level; a dotted path
+    nests); every other key of the file and of the section is left open for
+    the trainer.
     """
     settings = RolloutSettings.model_json_schema()
     settings.pop("title", None)
@@ -849,11 +850,10 @@ def training_config_schema(section: Optional[str] = "training") -> dict[str, Any
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "Training config (agent_rollout keys)",
     }
-    if section is None:
+    if not section:
         return {**header, **settings}
-    return {
-        **header,
-        "type": "object",
-        "required": [section],
-        "properties": {section: settings},
-    }
+    # A dotted section ("trainer.rollout") nests, as the loader reads it.
+    body: dict[str, Any] = settings
+    for part in reversed(section.split(".")):
+        body = {"type": "object", "required": [part], "properties": {part: body}}
+    return {**header, **body}
