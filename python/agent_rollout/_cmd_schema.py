@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--section",
         default="training",
-        help="top-level key holding the settings (default: training; '' for the top level)",
+        help="key holding the settings, a dotted path for nested ones "
+        "(default: training; '' for the top level)",
     )
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
