@@ -576,3 +576,18 @@ def test_skip_unrelated_in_the_api() -> None:
     flat = check_bytes("lr: 1\n", section=None, skip_unrelated=True)
     assert flat.skipped
     assert not check_bytes("on: push\n").skipped
+
+
+def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> None:
+    lock = tmp_path / "package-lock.json"
+    lock.write_text(
+        '{"packages": {' + ",".join(f'"p{i}": {{"v": "1.0.{i}"}}' for i in range(80_000)) + "}}"
+    )
+    assert lock.stat().st_size > MAX_CONFIG_BYTES
+    result = check_file(lock, skip_unrelated=True)
+    assert result.skipped and result.issues == []
+    assert "-byte limit" in check_file(lock).issues[0].message  # without the flag: refused
+    big = tmp_path / "big.yaml"
+    big.write_text("training:\n  rollout_backend: art\n" + "# pad\n" * 300_000)
+    refused = check_file(big, skip_unrelated=True)
+    assert not refused.skipped and "-byte limit" in refused.issues[0].message

@@ -1062,6 +1062,41 @@ def _too_big(size: int) -> str:
     return f"larger than the {MAX_CONFIG_BYTES:,}-byte limit ({size:,} bytes)"
 
 
+_SCAN_LIMIT = 256 * 1024 * 1024
+_ROLLOUT_BYTES = re.compile(rb"(?i)rol+out")
+
+
+def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
+    """Whether a file over the size limit names neither the section nor a rollout.
+
+    Such files (``package-lock.json``, data files) are not training configs,
+    so ``skip_unrelated`` skips them instead of reporting their size. The
+    bytes are searched in chunks, never parsed, up to ``_SCAN_LIMIT``.
+    """
+    words = [_ROLLOUT_BYTES]
+    path = section_path(section)
+    if path:
+        words.append(re.compile(re.escape(path[0].encode("utf-8"))))
+    seen = 0
+    tail = b""
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        with os.fdopen(os.open(name, flags), "rb") as handle:
+            if _not_regular(os.fstat(handle.fileno()).st_mode) is not None:
+                return False
+            while True:
+                chunk = handle.read(1024 * 1024)
+                if not chunk:
+                    return True
+                seen += len(chunk)
+                window = tail + chunk
+                if any(word.search(window) for word in words) or seen > _SCAN_LIMIT:
+                    return False
+                tail = window[-64:]
+    except OSError:
+        return False
+
+
 def _source_beside(result: CheckResult, name: str) -> None:
     """Read a relative ``rollout_source`` from the config file's directory."""
     settings = result.settings
@@ -1095,6 +1130,8 @@ def check_file(
         return CheckResult(name, None, [ConfigIssue(name, 1, 1, "", message, "file")], {})
     data = _read_config(name)
     if isinstance(data, ConfigIssue):
+        if skip_unrelated and data.kind == "file" and _big_and_unrelated(name, section):
+            return CheckResult(name, None, [], {}, skipped=True)  # a lock file, a dataset
         return CheckResult(name, None, [data], {})
     result = check_bytes(
         data,
