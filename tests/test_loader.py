@@ -578,6 +578,19 @@ def test_skip_unrelated_in_the_api() -> None:
     assert not check_bytes("on: push\n").skipped
 
 
+def test_skip_unrelated_keys_that_merely_hold_the_word() -> None:
+    """verl's own configs (``actor_rollout_ref: {rollout: ...}``) are not ours: a key that
+    only contains "rollout" somewhere is not a rollout_* key, so the hook skips the file."""
+    from agent_rollout._loader import check_bytes
+
+    verl = "actor_rollout_ref:\n  rollout:\n    name: vllm\n    n: 4\ntrainer:\n  epochs: 1\n"
+    assert check_bytes(verl, skip_unrelated=True).skipped
+    assert check_bytes("jobs:\n  unrolled: {}\n", skip_unrelated=True).skipped
+    # A rollout_* key (ours, a look-alike or any other) still makes it a candidate.
+    for text in ("x:\n  Rollout-Backend: art\n", "rollout_anything: 1\n", "rollout_fucn: a:b\n"):
+        assert not check_bytes(text, skip_unrelated=True).skipped, text
+
+
 def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> None:
     lock = tmp_path / "package-lock.json"
     lock.write_text(

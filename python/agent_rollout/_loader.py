@@ -879,13 +879,19 @@ _ROLLOUT_WORD = re.compile(r"(?i)rol+out")
 
 
 def _mentions_rollout(key: object) -> bool:
+    """A ``rollout_*`` key (any case, ``-`` read as ``_``) or a look-alike of ours.
+
+    A key that merely holds the word (verl's ``actor_rollout_ref``) is not one.
+    """
     from agent_rollout.config import lookalike_key
 
-    return isinstance(key, str) and (_ROLLOUT_WORD.search(key) is not None or lookalike_key(key))
+    if not isinstance(key, str):
+        return False
+    return key.lower().replace("-", "_").startswith("rollout_") or lookalike_key(key)
 
 
 def _unrelated(root: Any, path: KeyPath) -> bool:
-    """No section and no rollout-like key in the top two levels: not a training config."""
+    """No section and no ``rollout_*`` or look-alike key in the top two levels: not a config."""
     if not isinstance(root, dict):
         return True
     if path and path[0] in root:
