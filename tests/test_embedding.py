@@ -212,3 +212,39 @@ def test_nested_field_pattern() -> None:
     assert host.agent.to_launch_kwargs()["rollout_func"] == "m:f"
     # The host's forbid policy is its own: our nested model ignores other keys.
     assert [e[1] for e in errors_of(NestedHost, {"x": 1})] == ["extra_forbidden"]
+
+
+class AssigningHost(RolloutFields):
+    """A host that validates assignments (pydantic's validate_assignment=True)."""
+
+    model_config = ConfigDict(validate_assignment=True)
+    learning_rate: float = 1e-5
+
+
+def test_assignment_on_a_validating_host_keeps_our_rules_and_wording() -> None:
+    host = AssigningHost.model_validate({"rollout_backend": "nemo_gym"})
+    # A key of another backend: refused, in our words, and the host is unchanged.
+    with pytest.raises(ValidationError) as caught:
+        host.rollout_judge_model = "openai/o4-mini"
+    assert [(e["loc"], e["msg"]) for e in caught.value.errors()] == [
+        (
+            ("rollout_judge_model",),
+            "rollout_judge_model needs rollout_backend 'ruler', but rollout_backend is 'nemo_gym'",
+        )
+    ]
+    assert host.rollout_judge_model is None
+    assert "rollout_judge_model" not in host.model_fields_set
+    # A wrong type reads in our words too (not "Input should be a valid integer").
+    with pytest.raises(ValidationError) as caught:
+        host.rollout_max_steps = "3"  # type: ignore[assignment]
+    assert [e["msg"] for e in caught.value.errors()] == [
+        "rollout_max_steps must be an int, got str '3'"
+    ]
+    assert host.rollout_max_steps == 64
+    # A good assignment goes through, and the warnings follow the new values.
+    host.rollout_backend = "ruler"
+    assert [w.key for w in host.rollout_warnings] == ["rollout_func", "rollout_judge_model"]
+    host.rollout_judge_model = "openai/o4-mini"
+    assert [w.key for w in host.rollout_warnings] == ["rollout_func"]
+    host.learning_rate = 1e-4  # the host's own fields are its business
+    assert host.learning_rate == 1e-4

@@ -696,6 +696,34 @@ def _known_keys(model: type[BaseModel], info: ValidationInfo) -> frozenset[str]:
     return frozenset(known)
 
 
+def _check_assignment(title: str, model: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+    """``model.rollout_x = value`` on a host with ``validate_assignment=True``.
+
+    pydantic hands the model itself here, and its handler sets the new value
+    in place; so the old values are kept, put back when a rule refuses the
+    new one, and the warnings are worked out again from the new values.
+    """
+    before = dict(model.__dict__)
+    fields_set = set(model.model_fields_set)
+    try:
+        result = handler(model)
+    except ValidationError as exc:
+        errors = [_as_init_error(error) for error in exc.errors()]
+        raise ValidationError.from_exception_data(title, errors) from None
+    # As the section would read: the keys given so far (defaults are not given).
+    given = result.model_fields_set
+    values = {key: getattr(result, key) for key in ROLLOUT_KEYS if key in given}
+    rule_errors = _rule_errors(values)
+    if rule_errors:
+        model.__dict__.clear()
+        model.__dict__.update(before)
+        object.__setattr__(model, "__pydantic_fields_set__", fields_set)
+        raise ValidationError.from_exception_data(title, rule_errors)
+    if isinstance(result, RolloutFields):
+        result._rollout_warnings = section_warnings(values)
+    return result
+
+
 class RolloutFields(BaseModel):
     """The ``rollout_*`` keys, as a mixin for a trainer's own pydantic model.
 
@@ -750,6 +778,8 @@ class RolloutFields(BaseModel):
     def _check_section(
         cls, data: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
     ) -> Any:
+        if isinstance(data, RolloutFields) and info.field_name in RolloutFields.model_fields:
+            return _check_assignment(cls.__name__, data, handler)
         if not isinstance(data, Mapping):
             return handler(data)
         known = _known_keys(cls, info)
