@@ -248,3 +248,34 @@ def test_assignment_on_a_validating_host_keeps_our_rules_and_wording() -> None:
     assert [w.key for w in host.rollout_warnings] == ["rollout_func"]
     host.learning_rate = 1e-4  # the host's own fields are its business
     assert host.learning_rate == 1e-4
+
+
+def test_host_aliases_of_every_kind_are_the_hosts() -> None:
+    from pydantic import AliasChoices, AliasPath
+
+    class Host(RolloutFields):
+        funcs: list[int] = Field(
+            default_factory=list, validation_alias=AliasChoices("rollout_funcs", "funcs")
+        )
+        first_source: str = Field("", validation_alias=AliasPath("rollout_sources", 0))
+
+    host = Host.model_validate({"rollout_funcs": [1], "rollout_sources": ["a"]})
+    assert (host.funcs, host.first_source) == ([1], "a")
+    # A real typo of ours is still one.
+    assert [e[2] for e in errors_of(Host, {"rollout_fucn": "m:f"})] == [
+        "unknown key 'rollout_fucn'; did you mean 'rollout_func'?"
+    ]
+
+
+def test_a_host_alias_generator_applies_to_our_keys_and_rules() -> None:
+    class KebabHost(RolloutFields):
+        model_config = ConfigDict(alias_generator=lambda name: name.replace("_", "-"))
+        learning_rate: float = 1e-5
+
+    config = KebabHost.model_validate({"rollout-backend": "ruler", "learning-rate": 1.0})
+    assert config.rollout_backend == "ruler"
+    assert [w.key for w in config.rollout_warnings] == ["rollout_func", "rollout_judge_model"]
+    errors = errors_of(KebabHost, {"rollout-backend": "nemo_gym", "rollout-judge-model": "j"})
+    assert [msg for _, _, msg in errors] == [
+        "rollout_judge_model needs rollout_backend 'ruler', but rollout_backend is 'nemo_gym'"
+    ]

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 from pydantic import (
+    AliasChoices,
+    AliasPath,
     BaseModel,
     ConfigDict,
     Field,
@@ -678,22 +680,46 @@ def _as_init_error(error: Any) -> InitErrorDetails:
     )
 
 
+def _alias_names(field: Any) -> set[str]:
+    """The top-level keys a field is read from besides its name (str, choices, paths)."""
+    names: set[str] = set()
+    for alias in (field.alias, field.validation_alias):
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        for choice in choices:
+            first = choice.path[0] if isinstance(choice, AliasPath) and choice.path else choice
+            if isinstance(first, str):
+                names.add(first)
+    return names
+
+
 def _known_keys(model: type[BaseModel], info: ValidationInfo) -> frozenset[str]:
-    """Keys that are the host's: its own fields and aliases, and ``known_keys`` in the context."""
+    """Keys that are the host's: its own fields and aliases, the aliases a host gives our
+    fields (an ``alias_generator``), and ``known_keys`` in the context."""
     known: set[str] = set()
     for name, field in model.model_fields.items():
-        if name in ROLLOUT_KEYS:
-            continue
-        known.add(name)
-        for alias in (field.alias, field.validation_alias):
-            if isinstance(alias, str):
-                known.add(alias)
+        if name not in ROLLOUT_KEYS:
+            known.add(name)
+        known.update(_alias_names(field))
     context = info.context
     if isinstance(context, Mapping):
         extra = context.get("known_keys")
         if extra is not None:
             known.update(key for key in extra if isinstance(key, str))
     return frozenset(known)
+
+
+def _by_field_name(model: type[BaseModel], data: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """The section with our keys under their field names, where a host gave them aliases."""
+    view: Optional[dict[Any, Any]] = None
+    for name in ROLLOUT_KEYS:
+        if name in data:
+            continue
+        for alias in sorted(_alias_names(model.model_fields[name])):
+            if alias in data:
+                view = dict(data) if view is None else view
+                view[name] = data[alias]
+                break
+    return data if view is None else view
 
 
 def _check_assignment(title: str, model: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
@@ -809,11 +835,12 @@ class RolloutFields(BaseModel):
                 }:
                     continue
                 errors.append(_as_init_error(error))
-        errors.extend(_rule_errors(data))
+        section = _by_field_name(cls, data)
+        errors.extend(_rule_errors(section))
         if errors or result is None:
             raise ValidationError.from_exception_data(cls.__name__, errors)
         if isinstance(result, RolloutFields):
-            found = section_warnings(data)
+            found = section_warnings(section)
             if found:
                 result._rollout_warnings = found
         return result
