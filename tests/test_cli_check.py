@@ -401,3 +401,38 @@ def test_hostile_configs_are_positioned_errors_not_tracebacks(
     assert done.returncode == 1, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert done.stdout.startswith(f"{path}{where}")
+
+
+def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> None:
+    # Standard input that never ends (a pipe kept open after 2 MiB): check stops
+    # reading past the limit and reports it, instead of waiting for EOF with
+    # everything held in memory.
+    from agent_rollout._backends import MAX_CONFIG_BYTES
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [*cli_prefix(), "check", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None
+    try:
+        try:
+            proc.stdin.write(b"# padding\n" * (2 * MAX_CONFIG_BYTES // 10))
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it stopped reading: what we want
+        proc.wait(timeout=30)  # stdin is still open: only a bounded read returns
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stdout is not None
+    out = proc.stdout.read().decode()
+    assert proc.returncode == 1, out
+    assert out.splitlines()[0] == (
+        f"<stdin>:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
+    )

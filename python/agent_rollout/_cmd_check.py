@@ -128,8 +128,20 @@ def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[Conf
     return None
 
 
+def _check_stdin(fmt: str, options: dict[str, Any]) -> CheckResult:
+    """Standard input, read to one byte past the size limit (EOF may never come)."""
+    from agent_rollout._backends import MAX_CONFIG_BYTES
+    from agent_rollout._loader import CheckResult, ConfigIssue, check_bytes
+
+    data = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        message = f"larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
+        return CheckResult("<stdin>", None, [ConfigIssue("<stdin>", 1, 1, "", message, "file")], {})
+    return check_bytes(data, format=fmt, source="<stdin>", **options)
+
+
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
-    from agent_rollout._loader import check_bytes, check_file
+    from agent_rollout._loader import check_file
 
     section: Optional[str] = args.section or None
     options: dict[str, Any] = {
@@ -140,8 +152,7 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
     results = []
     for name in args.files:
         if name == "-":
-            data = sys.stdin.buffer.read()
-            result = check_bytes(data, format=args.stdin_format, source="<stdin>", **options)
+            result = _check_stdin(args.stdin_format, options)
         else:
             result = check_file(name, **options)
         if args.resolve:
