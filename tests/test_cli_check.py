@@ -436,3 +436,21 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     assert out.splitlines()[0] == (
         f"<stdin>:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
     )
+
+
+def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(tmp_path: Path) -> None:
+    # A module calling sys.exit(0) while imported used to end check with status 0
+    # and no report, other files' errors included.
+    (tmp_path / "quits.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    exits = tmp_path / "exits.yaml"
+    exits.write_text(
+        "training:\n  rollout_backend: openenv\n  rollout_func: quits:f\n", encoding="utf-8"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  rollout_backend: nope\n", encoding="utf-8")
+    done = cli("check", "--resolve", str(exits), str(bad), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{exits}:3:17: training.rollout_func: importing it raised SystemExit(0)")
+    assert lines[1].startswith(f"{bad}:2:20: training.rollout_backend: ")
+    assert lines[-1] == "checked 2 files: 0 valid, 2 invalid, 2 errors"

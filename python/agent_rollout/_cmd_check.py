@@ -125,6 +125,9 @@ def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[Conf
     except Exception as exc:  # importing user code may raise anything
         message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         return ConfigIssue(result.source, line, col, location, message, "resolve")
+    except SystemExit as exc:  # sys.exit() in the module must not end check (status 0, no report)
+        message = f"importing it raised SystemExit({exc.code!r})"
+        return ConfigIssue(result.source, line, col, location, message, "resolve")
     return None
 
 
