@@ -92,7 +92,14 @@ def test_json_format_is_one_report(files: dict[str, Path]) -> None:
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["valid"] is False
-    assert report["summary"] == {"files": 2, "valid": 1, "invalid": 1, "errors": 2}
+    assert report["summary"] == {
+        "files": 2,
+        "valid": 1,
+        "invalid": 1,
+        "skipped": 0,
+        "errors": 2,
+        "warnings": 0,
+    }
     assert [entry["valid"] for entry in report["files"]] == [True, False]
     first = report["files"][1]["errors"][0]
     assert (first["line"], first["col"], first["kind"]) == (2, 20, "value")
@@ -148,6 +155,115 @@ def test_section_flag(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(files: dict[str, Path]) -> None:
     assert cli("check").returncode == 2
     assert cli("check", "--format", "xml", str(files["good"])).returncode == 2
+
+
+WARNED = "training:\n  rollout_backend: ruler\n  rollout_judge_model: j\n"
+
+
+def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
+    path = tmp_path / "ruler.yaml"
+    path.write_text(WARNED, encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.splitlines() == [
+        f"{path}:1:1: warning: training.rollout_func: rollout_func is not set: the built-in "
+        "'ruler' adapter needs it (a runner registered with register_rollout_runner may not)",
+        "checked 1 file: 1 valid, 0 invalid, 0 errors, 1 warning",
+    ]
+    strict = cli("check", "--strict", str(path))
+    assert strict.returncode == 1
+    assert strict.stdout.splitlines()[-1] == (
+        "checked 1 file: 0 valid, 1 invalid, 0 errors, 1 warning"
+    )
+
+
+def test_warnings_in_json_and_github(tmp_path: Path) -> None:
+    path = tmp_path / "ruler.yaml"
+    path.write_text(WARNED, encoding="utf-8")
+    report = json.loads(cli("check", "--format", "json", str(path)).stdout)
+    assert report["valid"] is True and report["summary"]["warnings"] == 1
+    [entry] = report["files"]
+    assert entry["errors"] == []
+    [warning] = entry["warnings"]
+    assert (warning["severity"], warning["kind"], warning["location"]) == (
+        "warning",
+        "incomplete",
+        "training.rollout_func",
+    )
+    strict = json.loads(cli("check", "--strict", "--format", "json", str(path)).stdout)
+    assert strict["valid"] is False and strict["files"][0]["valid"] is False
+    github = cli("check", "--format", "github", str(path)).stdout.splitlines()
+    assert github[0].startswith(f"::warning file={path},line=1,col=1,title=agent-rollout check::")
+
+
+def test_allow_key_declares_the_trainers_own_keys(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "training:\n  rollout_backend: nemo_gym\n  rollout_sources: [a, b]\n", encoding="utf-8"
+    )
+    done = cli("check", str(path))
+    assert done.returncode == 1
+    assert "unknown key 'rollout_sources'; did you mean 'rollout_source'?" in done.stdout
+    assert cli("check", "--allow-key", "rollout_sources", str(path)).returncode == 0
+    both = cli("check", "--allow-key", "x", "--allow-key", "rollout_sources", str(path))
+    assert both.returncode == 0
+
+
+def test_dotted_section(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("trainer:\n  rl:\n    lr: 1\n    rollout_backend: verl\n", encoding="utf-8")
+    done = cli("check", "--section", "trainer.rl", str(path))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{path}:4:22: trainer.rl.rollout_backend: ")
+    done = cli("check", "--section", "trainer.rollout", str(path))
+    assert done.stdout.startswith(f"{path}:1:1: trainer.rollout: section 'trainer.rollout' is")
+
+
+def test_skip_unrelated_files(tmp_path: Path) -> None:
+    workflow = tmp_path / "ci.yaml"
+    workflow.write_text("on: push\njobs:\n  test:\n    runs-on: x\n", encoding="utf-8")
+    package = tmp_path / "package.json"
+    package.write_text('{"name": "x", "scripts": {"t": "jest"}}', encoding="utf-8")
+    tagged = tmp_path / ".gitlab-ci.yml"
+    tagged.write_text("a: !reference [b, c]\n", encoding="utf-8")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n', encoding="utf-8")
+    typo = tmp_path / "typo.yaml"  # the section is misspelt but rollout keys are there
+    typo.write_text("trainig:\n  rollout_backend: art\n", encoding="utf-8")
+    good = tmp_path / "good.yaml"
+    good.write_text("training:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
+    files = [str(p) for p in (workflow, package, tagged, pyproject, typo, good)]
+    done = cli("check", "--skip-unrelated", *files)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{typo}:1:1: training: section 'training' is missing (expected a mapping of "
+        "training settings)",
+        "checked 6 files: 1 valid, 1 invalid, 1 error, 4 skipped (not training configs)",
+    ]
+    report = json.loads(cli("check", "--skip-unrelated", "--format", "json", *files).stdout)
+    assert [entry["skipped"] for entry in report["files"]] == [True] * 4 + [False] * 2
+    assert report["summary"]["skipped"] == 4
+    # Without the flag they are errors, as before.
+    assert cli("check", str(workflow)).returncode == 1
+
+
+def test_unreadable_files_exit_2_like_normalise(files: dict[str, Path], tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    done = cli("check", str(files["bad"]), str(missing), str(files["good"]))
+    assert done.returncode == 2
+    lines = done.stdout.splitlines()
+    # The other files are still checked and reported.
+    assert f"{missing}:1:1: cannot read file: No such file or directory" in lines
+    assert lines[-1] == "checked 3 files: 1 valid, 2 invalid, 3 errors"
+    directory = tmp_path / "dir.yaml"
+    directory.mkdir()
+    assert cli("check", str(directory)).returncode == 2  # a directory is no file either
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo.yaml"
+        os.mkfifo(fifo)
+        done = cli("check", str(fifo))
+        assert done.returncode == 2
+        assert "it is a FIFO, not a regular file" in done.stdout
 
 
 def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
@@ -226,6 +342,115 @@ def test_pre_commit_hook_manifest() -> None:
     hooks = yaml.safe_load(manifest.read_text(encoding="utf-8"))
     assert [hook["id"] for hook in hooks] == ["agent-rollout-check"]
     hook = hooks[0]
-    assert hook["entry"] == "agent-rollout check"
+    assert hook["entry"] == "agent-rollout check --skip-unrelated"
     assert hook["language"] == "python"
     assert set(hook["types_or"]) == {"yaml", "json", "toml"}
+
+
+def test_schema_vscode_settings(tmp_path: Path) -> None:
+    done = cli("schema", "--vscode")
+    assert done.returncode == 0, done.stderr
+    settings = json.loads(done.stdout)
+    path = "./schema/training-config.schema.json"
+    assert settings == {
+        "yaml.schemas": {path: ["configs/**/*.yaml", "configs/**/*.yml"]},
+        "json.schemas": [{"fileMatch": ["configs/**/*.json"], "url": path}],
+    }
+    custom = json.loads(
+        cli("schema", "--vscode", "--schema-path", "s.json", "--glob", "rl/*.yml").stdout
+    )
+    assert custom == {"yaml.schemas": {"s.json": ["rl/*.yml"]}}
+    toml = cli("schema", "--vscode", "--glob", "rl/*.toml")
+    assert toml.returncode == 2 and "#:schema" in toml.stderr
+
+
+def test_bundled_example_has_a_modeline_that_resolves() -> None:
+    example = PACKAGE_ROOT / "agent_rollout" / "examples" / "grpo.yaml"
+    first = example.read_text(encoding="utf-8").splitlines()[0]
+    prefix = "# yaml-language-server: $schema="
+    assert first.startswith(prefix)
+    target = (example.parent / first[len(prefix) :]).resolve()
+    repo_schema = Path(__file__).resolve().parent.parent / "schema" / "training-config.schema.json"
+    assert target == repo_schema.resolve() and target.is_file()
+    assert cli("check", str(example)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("deep.toml", "x = " + "[" * 1000 + "]" * 1000 + "\n", ":1:"),
+        ("deep2.toml", "x = " + "{a = " * 1000 + "1" + "}" * 1000 + "\n", ":1:"),
+        ("hex.yaml", "training:\n  rollout_max_steps: 0x" + "f" * 4000 + "\n", ":2:22:"),
+        (
+            "alias.yaml",
+            "\n".join(
+                ["a0: &a0 [1]"]
+                + [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 1500)]
+                + ["training: {rollout_max_steps: *a1499}"]
+            ),
+            ":201:7:",
+        ),
+    ],
+)
+def test_hostile_configs_are_positioned_errors_not_tracebacks(
+    tmp_path: Path, name: str, text: str, where: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.returncode == 1, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout.startswith(f"{path}{where}")
+
+
+def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> None:
+    # Standard input that never ends (a pipe kept open after 2 MiB): check stops
+    # reading past the limit and reports it, instead of waiting for EOF with
+    # everything held in memory.
+    from agent_rollout._backends import MAX_CONFIG_BYTES
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [*cli_prefix(), "check", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None
+    try:
+        try:
+            proc.stdin.write(b"# padding\n" * (2 * MAX_CONFIG_BYTES // 10))
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it stopped reading: what we want
+        proc.wait(timeout=30)  # stdin is still open: only a bounded read returns
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stdout is not None
+    out = proc.stdout.read().decode()
+    assert proc.returncode == 1, out
+    assert out.splitlines()[0] == (
+        f"<stdin>:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
+    )
+
+
+def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(tmp_path: Path) -> None:
+    # A module calling sys.exit(0) while imported used to end check with status 0
+    # and no report, other files' errors included.
+    (tmp_path / "quits.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
+    exits = tmp_path / "exits.yaml"
+    exits.write_text(
+        "training:\n  rollout_backend: openenv\n  rollout_func: quits:f\n", encoding="utf-8"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  rollout_backend: nope\n", encoding="utf-8")
+    done = cli("check", "--resolve", str(exits), str(bad), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"{exits}:3:17: training.rollout_func: importing it raised SystemExit(0)")
+    assert lines[1].startswith(f"{bad}:2:20: training.rollout_backend: ")
+    assert lines[-1] == "checked 2 files: 0 valid, 2 invalid, 2 errors"

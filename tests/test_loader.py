@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -123,8 +125,7 @@ def test_every_error_is_positioned_and_all_are_reported(tmp_path: Path) -> None:
         "valid: art, nemo_gym, openenv, ruler",
         f"{path}:5:3: training.rollout_fucn: unknown key 'rollout_fucn'; "
         "did you mean 'rollout_func'?",
-        f"{path}:6:22: training.rollout_max_steps: Input should be greater than or equal to 1 "
-        "(got 0)",
+        f"{path}:6:22: training.rollout_max_steps: rollout_max_steps must be in [1, 100000], got 0",
     ]
 
 
@@ -132,15 +133,36 @@ def test_missing_key_points_at_the_section_and_cross_rules_at_the_key(tmp_path: 
     path = write(
         tmp_path,
         "c.yaml",
-        "x: 1\ntraining:\n  rollout_backend: ruler\n  rollout_source: d.jsonl\n",
+        "x: 1\ntraining:\n  rollout_backend: openenv\n  rollout_source: d.jsonl\n",
     )
     issues = issues_of(path)
     assert [(i.line, i.col, i.location, i.kind) for i in issues] == [
         (2, 1, "training.rollout_func", "missing"),
-        (2, 1, "training.rollout_judge_model", "missing"),
         (4, 3, "training.rollout_source", "cross_field"),
     ]
-    assert "rollout_judge_model is required when rollout_backend is 'ruler'" in issues[1].message
+    assert "rollout_func is required when rollout_backend is 'openenv'" in issues[0].message
+
+
+def test_warnings_point_at_the_section_and_do_not_fail(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.yaml", "x: 1\ntraining:\n  rollout_backend: ruler\n")
+    result = check_file(path)
+    assert result.issues == []
+    assert result.settings is not None and len(result.settings.rollout_warnings) == 2
+    assert [(w.line, w.col, w.location, w.kind, w.severity) for w in result.warnings] == [
+        (2, 1, "training.rollout_func", "incomplete", "warning"),
+        (2, 1, "training.rollout_judge_model", "incomplete", "warning"),
+    ]
+    assert result.warnings[1].format() == (
+        f"{path}:2:1: warning: training.rollout_judge_model: rollout_judge_model is not set: "
+        "the built-in 'ruler' adapter needs it (a runner registered with "
+        "register_rollout_runner may not)"
+    )
+    assert load_config(path).rollout_warnings == result.settings.rollout_warnings
+    # Warnings are listed next to errors too.
+    bad = write(tmp_path, "b.yaml", "training:\n  rollout_backend: art\n  rollout_max_steps: 0\n")
+    result = check_file(bad)
+    assert [i.kind for i in result.issues] == ["value"]
+    assert [w.kind for w in result.warnings] == ["incomplete"]
 
 
 def test_json_positions(tmp_path: Path) -> None:
@@ -150,9 +172,7 @@ def test_json_positions(tmp_path: Path) -> None:
         '{\n  "training": {\n    "rollout_backend": "art",\n    "rollout_max_steps": true\n  }\n}',
     )
     assert lines_of(path) == [
-        f"{path}:2:3: training.rollout_func: rollout_func or rollout_source is required "
-        "when rollout_backend is 'art'",
-        f"{path}:4:26: training.rollout_max_steps: Input should be a valid integer (got True)",
+        f"{path}:4:26: training.rollout_max_steps: rollout_max_steps must be an int, got bool True",
     ]
 
 
@@ -165,12 +185,11 @@ def test_toml_positions_tables_dotted_keys_and_multiline_strings(tmp_path: Path)
         'rollout_backend = "art"\n'
         "rollout_max_steps = 1.5\n"
         "list = [\n  1,\n  2,\n]\n"
-        'rollout_typo = "x"\n',
+        'rollout_fnuc = "x"\n',
     )
     assert [(i.line, i.col, i.location) for i in issues_of(path)] == [
-        (4, 2, "training.rollout_func"),
         (6, 21, "training.rollout_max_steps"),
-        (11, 1, "training.rollout_typo"),
+        (11, 1, "training.rollout_fnuc"),
     ]
     dotted = write(tmp_path, "d.toml", 'a = 1\ntraining.rollout_backend = "nope"\n')
     assert [(i.line, i.col) for i in issues_of(dotted)] == [(2, 28)]
@@ -189,7 +208,6 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
     [
         ("c.yaml", "training: [1\n", ":2:1: invalid YAML: did not find expected ',' or ']'"),
         ("c.yaml", "a: 1\n---\nb: 2\n", ":2:1: expected a single YAML document"),
-        ("c.json", '{"training": {"a": 1,}}', ":1:22: invalid JSON: Expecting property name"),
         ("c.toml", "[training]\nx = \n", ":2:5: invalid TOML: Invalid value"),
         ("c.yaml", "- 1\n- 2\n", ":1:1: the file must hold a mapping of settings, got list"),
         ("c.yaml", "", ":1:1: the file must hold a mapping of settings, got an empty file"),
@@ -204,8 +222,8 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
         ("c.yaml", "x: *nope\n", ":1:4: alias *nope names no complete anchor"),
         ("c.yaml", "? [1]\n: 2\n", ":1:3: mapping keys must be scalars"),
         ("c.ini", "a=1", ":1:1: unsupported file type .ini"),
-        ("c.json", '{"a": ' + "1" * 5000 + "}", ":1:7: invalid JSON: Exceeds the limit"),
-        ("c.toml", "a = " + "1" * 5000, ":1:5: invalid TOML: Exceeds the limit"),
+        ("c.json", '{"a": ' + "1" * 5000 + "}", ":1:7: invalid JSON: "),
+        ("c.toml", "a = " + "1" * 5000, ":1:5: invalid TOML: "),
         ("c.yaml", "a: " + "1" * 5000, ":1:4: bad int '1111"),
     ],
 )
@@ -216,6 +234,19 @@ def test_bad_files_give_one_clear_positioned_error(
     lines = lines_of(path)
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"{path}{expected}"), lines[0]
+
+
+def test_json_syntax_errors_carry_the_interpreters_reason(tmp_path: Path) -> None:
+    # The reason is json's own (its wording changed in 3.13): ours is the
+    # position and the prefix, so compare with what this interpreter says.
+    text = '{"training": {"a": 1,}}'
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        reason, line, col = exc.msg, exc.lineno, exc.colno
+    path = write(tmp_path, "c.json", text)
+    assert lines_of(path) == [f"{path}:{line}:{col}: invalid JSON: {reason}"]
+    assert (line, col) in ((1, 21), (1, 22))  # at the comma or just after it
 
 
 def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:
@@ -246,9 +277,66 @@ def test_non_utf8_and_unreadable_and_too_big(tmp_path: Path) -> None:
     assert lines_of(directory)[0].startswith(f"{directory}:1:1: cannot read file: ")
     missing = tmp_path / "missing.json"
     assert lines_of(missing) == [f"{missing}:1:1: cannot read file: No such file or directory"]
+    assert issues_of(missing)[0].kind == "unreadable"
     big = tmp_path / "big.yaml"
     big.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1))
-    assert lines_of(big) == [f"{big}:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit"]
+    assert lines_of(big) == [
+        f"{big}:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit "
+        f"({MAX_CONFIG_BYTES + 1:,} bytes)"
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "c.yaml"
+    os.mkfifo(fifo)  # no writer ever opens it: reading would block forever
+    started = time.perf_counter()
+    issues = issues_of(fifo)
+    assert time.perf_counter() - started < 1.0
+    assert [(issue.format(), issue.kind) for issue in issues] == [
+        (f"{fifo}:1:1: cannot read file: it is a FIFO, not a regular file", "unreadable")
+    ]
+
+
+def test_a_device_is_refused(tmp_path: Path) -> None:
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero here")
+    link = tmp_path / "zero.yaml"
+    link.symlink_to("/dev/zero")
+    assert lines_of(link) == [
+        f"{link}:1:1: cannot read file: it is a character device, not a regular file"
+    ]
+
+
+def test_a_big_flow_sequence_is_refused_by_size_before_parsing(tmp_path: Path) -> None:
+    big = tmp_path / "flow.yaml"
+    big.write_text("x: [" + "1," * 1_900_000 + "1]\n")  # 3.8 MB, the size that took 10 s
+    started = time.perf_counter()
+    issues = issues_of(big)
+    assert time.perf_counter() - started < 0.5
+    assert "-byte limit" in issues[0].message
+
+
+def test_relative_rollout_source_is_read_beside_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    path = write(
+        configs, "c.yaml", "training: {rollout_backend: nemo_gym, rollout_source: data/t.jsonl}\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_config(path).rollout_source == str(configs / "data" / "t.jsonl")
+    assert load_config(os.path.relpath(path)).rollout_source == str(configs / "data" / "t.jsonl")
+    absolute = write(
+        configs, "a.yaml", "training: {rollout_backend: nemo_gym, rollout_source: /srv/t.jsonl}\n"
+    )
+    assert load_config(absolute).rollout_source == "/srv/t.jsonl"
+    # Text without a file: relative to the current directory, left as written.
+    text = "training: {rollout_backend: nemo_gym, rollout_source: data/t.jsonl}"
+    assert load_config_bytes(text).rollout_source == "data/t.jsonl"
 
 
 def test_billion_laughs_is_refused_quickly(tmp_path: Path) -> None:
@@ -283,12 +371,64 @@ def test_aliases_under_the_limit_are_fine(tmp_path: Path) -> None:
             "deep2.json",
             '{"x": ' + "[" * (MAX_NESTING_DEPTH + 5) + "]" * (MAX_NESTING_DEPTH + 5) + "}",
         ),
+        ("deep.toml", "x = " + "[" * 1000 + "]" * 1000 + "\n"),
+        ("deep2.toml", "x = " + "{a = " * 1000 + "1" + "}" * 1000 + "\n"),
+        ("deep3.toml", "x = " + "[" * 400 + "]" * 400 + "\n"),
+        ("deep4.toml", "[training]\n" + ".".join(["a"] * 400) + " = 1\n"),
+        ("deep5.toml", "[[x]]\n" + "y = " + "[" * 400 + "]" * 400 + "\n"),
     ],
 )
 def test_deep_nesting_is_refused_without_crashing(tmp_path: Path, name: str, text: str) -> None:
     issues = issues_of(write(tmp_path, name, text))
     assert len(issues) == 1
     assert f"nested deeper than {MAX_NESTING_DEPTH} levels" in issues[0].message
+    assert issues[0].line >= 1 and issues[0].col >= 1
+
+
+def _nested(fmt: str, levels: int) -> str:
+    """A config whose deepest list is at nesting level ``levels`` (the root is 1)."""
+    inner = levels - 2  # the root and the training section
+    if fmt == "yaml":
+        return "training:\n  rollout_backend: nemo_gym\n  x: " + "[" * inner + "]" * inner + "\n"
+    if fmt == "json":
+        return (
+            '{"training": {"rollout_backend": "nemo_gym", "x": ' + "[" * inner + "]" * inner + "}}"
+        )
+    return "[training]\nrollout_backend = 'nemo_gym'\nx = " + "[" * inner + "]" * inner + "\n"
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "toml"])
+def test_one_nesting_limit_for_every_format(fmt: str) -> None:
+    assert load_config_bytes(_nested(fmt, MAX_NESTING_DEPTH), format=fmt).rollout_backend
+    with pytest.raises(ConfigError) as caught:
+        load_config_bytes(_nested(fmt, MAX_NESTING_DEPTH + 1), format=fmt)
+    [issue] = caught.value.issues
+    assert issue.message == f"nested deeper than {MAX_NESTING_DEPTH} levels"
+    assert issue.line == (1 if fmt == "json" else 3)
+
+
+def test_stacked_aliases_count_as_nesting() -> None:
+    lines = ["a0: &a0 [1]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}]" for i in range(1, 1500)]
+    lines.append("training: {rollout_backend: nemo_gym, rollout_max_steps: *a1499}")
+    with pytest.raises(ConfigError) as caught:
+        load_config_bytes("\n".join(lines))
+    [issue] = caught.value.issues
+    assert issue.message.startswith(f"nested deeper than {MAX_NESTING_DEPTH} levels")
+    assert (issue.line, issue.col) == (MAX_NESTING_DEPTH + 1, 7)
+
+
+def test_huge_integers_are_described_not_printed() -> None:
+    huge = "0x" + "f" * 4000  # hex is exempt from the digit limit: a 16000-bit int
+    with pytest.raises(ConfigError) as caught:
+        load_config_bytes(
+            f"training:\n  rollout_backend: nemo_gym\n  rollout_max_steps: {huge}\n"
+            f"  rollout_group_size: [{huge}]\n  ? {huge}\n  : 1\n  ? {huge}\n  : 2\n"
+        )
+    text = str(caught.value)
+    assert "<int of 16000 bits>" in text
+    assert [issue.line for issue in caught.value.issues] == [3, 4, 4, 7]
+    assert sys.get_int_max_str_digits() == 0 or "ffff" not in text
 
 
 def test_load_config_bytes_and_check_file(tmp_path: Path) -> None:
@@ -314,8 +454,9 @@ def test_path_like_and_error_records(tmp_path: Path) -> None:
         "line": 1,
         "col": 31,
         "location": "training.rollout_max_steps",
-        "message": "Input should be a valid integer (got '5')",
+        "message": "rollout_max_steps must be an int, got str '5'",
         "kind": "value",
+        "severity": "error",
     }
 
 
@@ -366,3 +507,100 @@ def test_any_text_gives_settings_or_config_error(text: str, fmt: str) -> None:
     except ConfigError as exc:
         assert exc.issues
         assert all(issue.line >= 1 and issue.col >= 1 for issue in exc.issues)
+
+
+# ------------------------------------------------------------ trainer layouts
+
+
+LAYOUTS = {
+    # soup-cli: a training: section (the default).
+    "soup-cli": ("training", "base: m\ntask: grpo\ntraining:\n  epochs: 1\n  {keys}\n"),
+    # TRL / Unsloth scripts: flat, at the top level.
+    "trl": (None, "model_name_or_path: m\nnum_generations: 8\n{keys}\n"),
+    # axolotl: flat too, next to rl: grpo; its own trl.rollout_func is its TRL
+    # setting (a dotted path, not ours) and stays untouched.
+    "axolotl": (None, "base_model: m\nrl: grpo\ntrl:\n  rollout_func: my_mod.fn\n{keys}\n"),
+    # A nested layout, named with a dotted section.
+    "nested": ("trainer.rollout", "trainer:\n  lr: 1\n  rollout:\n    {keys}\n"),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_each_trainer_layout(tmp_path: Path, layout: str) -> None:
+    section, template = LAYOUTS[layout]
+    indent = {"soup-cli": "\n  ", "nested": "\n    "}.get(layout, "\n")
+    keys = indent.join(["rollout_backend: openenv", "rollout_func: m:f"])
+    path = write(tmp_path, "c.yaml", template.format(keys=keys))
+    settings = load_config(path, section=section)
+    assert (settings.rollout_backend, settings.rollout_func) == ("openenv", "m:f")
+    text = template.format(keys=keys.replace("_func", "_fucn"))
+    typo = write(tmp_path, "t.yaml", text)
+    [issue] = [i for i in issues_of(typo, section=section) if i.kind == "unknown_key"]
+    assert issue.message == "unknown key 'rollout_fucn'; did you mean 'rollout_func'?"
+    assert issue.location == (f"{section}." if section else "") + "rollout_fucn"
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "rollout_fucn" in t)
+    assert (issue.line, issue.col) == (line, text.splitlines()[line - 1].index("rollout") + 1)
+
+
+def test_dotted_section_errors_and_literal_dotted_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.yaml", "trainer:\n  rollout: 3\n")
+    assert lines_of(path, section="trainer.rollout") == [
+        f"{path}:2:12: trainer.rollout: section must be a mapping, got int"
+    ]
+    assert lines_of(path, section="trainer.rl.x") == [
+        f"{path}:1:1: trainer.rl: section 'trainer.rl' is missing (expected a mapping of "
+        "training settings)"
+    ]
+    literal = write(tmp_path, "l.json", '{"a.b": {"rollout_backend": "nemo_gym"}}')
+    assert load_config(literal, section="a.b").rollout_backend == "nemo_gym"
+
+
+def test_known_keys_through_the_loader(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "c.toml", '[training]\nrollout_backend = "nemo_gym"\nrollout_sauce = 1\n'
+    )
+    assert [i.kind for i in issues_of(path)] == ["unknown_key"]
+    assert load_config(path, known_keys=["rollout_sauce"]).rollout_backend == "nemo_gym"
+    text = path.read_text(encoding="utf-8")
+    assert load_config_bytes(text, format="toml", known_keys={"rollout_sauce"}).rollout_backend
+
+
+def test_skip_unrelated_in_the_api() -> None:
+    from agent_rollout._loader import check_bytes
+
+    assert check_bytes("on: push\n", skip_unrelated=True).skipped
+    assert check_bytes("{", format="json", skip_unrelated=True).skipped  # no word of ours
+    broken = check_bytes("training: [\n", skip_unrelated=True)
+    assert not broken.skipped and broken.issues
+    assert not check_bytes("x:\n  rolout_backend: art\n", skip_unrelated=True).skipped
+    flat = check_bytes("lr: 1\n", section=None, skip_unrelated=True)
+    assert flat.skipped
+    assert not check_bytes("on: push\n").skipped
+
+
+def test_skip_unrelated_keys_that_merely_hold_the_word() -> None:
+    """verl's own configs (``actor_rollout_ref: {rollout: ...}``) are not ours: a key that
+    only contains "rollout" somewhere is not a rollout_* key, so the hook skips the file."""
+    from agent_rollout._loader import check_bytes
+
+    verl = "actor_rollout_ref:\n  rollout:\n    name: vllm\n    n: 4\ntrainer:\n  epochs: 1\n"
+    assert check_bytes(verl, skip_unrelated=True).skipped
+    assert check_bytes("jobs:\n  unrolled: {}\n", skip_unrelated=True).skipped
+    # A rollout_* key (ours, a look-alike or any other) still makes it a candidate.
+    for text in ("x:\n  Rollout-Backend: art\n", "rollout_anything: 1\n", "rollout_fucn: a:b\n"):
+        assert not check_bytes(text, skip_unrelated=True).skipped, text
+
+
+def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> None:
+    lock = tmp_path / "package-lock.json"
+    lock.write_text(
+        '{"packages": {' + ",".join(f'"p{i}": {{"v": "1.0.{i}"}}' for i in range(80_000)) + "}}"
+    )
+    assert lock.stat().st_size > MAX_CONFIG_BYTES
+    result = check_file(lock, skip_unrelated=True)
+    assert result.skipped and result.issues == []
+    assert "-byte limit" in check_file(lock).issues[0].message  # without the flag: refused
+    big = tmp_path / "big.yaml"
+    big.write_text("training:\n  rollout_backend: art\n" + "# pad\n" * 300_000)
+    refused = check_file(big, skip_unrelated=True)
+    assert not refused.skipped and "-byte limit" in refused.issues[0].message

@@ -2,9 +2,9 @@
 
 The agreement property: over generated configs, the schema (draft 7, checked
 with the ``jsonschema`` package) accepts a config exactly when ``load_config``
-does. Two differences are by design and tested on their own:
-- the loader folds the case of backend names ('ART' is 'art'); the schema's
-  enum lists the canonical names only, so editors complete and flag them;
+does, warnings included (they do not fail either). Both read backend names
+in any case. One difference follows from JSON's number model and is tested
+on its own:
 - an integral float such as ``64.0`` is not an integer to the loader (strict
   ints, as in the reference), while JSON Schema's ``integer`` type accepts any
   number with a zero fraction: editors cannot tell ``64.0`` from ``64``.
@@ -27,7 +27,6 @@ from agent_rollout._cmd_schema import render_schema
 from agent_rollout._loader import ConfigError, load_config_bytes
 from agent_rollout.config import (
     LOOKALIKE_NEAR_PATTERN,
-    LOOKALIKE_PREFIX_PATTERN,
     ROLLOUT_KEYS,
     lookalike_key,
     training_config_schema,
@@ -53,14 +52,14 @@ def _yaml_escape(match: re.Match[str]) -> str:
     return f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08x}"
 
 
-def loader_accepts(doc: Any, fmt: str) -> bool:
+def loader_accepts(doc: Any, fmt: str, section: str = "training") -> bool:
     # JSON text is also YAML 1.2 text, except that YAML spells a character
     # outside the BMP as one \U escape rather than a surrogate pair.
     text = json.dumps(doc)
     if fmt == "yaml":
         text = SURROGATE_PAIR.sub(_yaml_escape, text)
     try:
-        load_config_bytes(text, format=fmt, source="<generated>")
+        load_config_bytes(text, format=fmt, source="<generated>", section=section)
     except ConfigError:
         return False
     return True
@@ -92,10 +91,18 @@ def test_every_rollout_key_has_hover_text_and_completion_data() -> None:
         text = json.dumps(prop)
         assert '"description"' in text, key
         assert '"examples"' in text or '"default"' in text, key
+        assert '"markdownDescription"' in text, key
+        assert "Example:" in text and "```yaml" in text, key
     backend = section["properties"]["rollout_backend"]["anyOf"][0]
-    assert backend["enum"] == list(BACKEND_NAMES)
+    assert backend["anyOf"][0]["enum"] == list(BACKEND_NAMES)
+    assert len(backend["anyOf"][0]["markdownEnumDescriptions"]) == len(BACKEND_NAMES)
     func = section["properties"]["rollout_func"]["anyOf"][0]
     assert func["patternErrorMessage"]
+
+
+def test_no_unresolvable_id() -> None:
+    # No public URL serves the schema, so it names none; editors load it by path.
+    assert "$id" not in SCHEMA
 
 
 def _patterns(node: Any) -> list[str]:
@@ -140,9 +147,10 @@ def test_patterns_read_the_same_in_python_and_ecmascript(pattern: str) -> None:
 @given(st.text(alphabet="rolutfncbakemxsp_gizdjRLO-é\n", max_size=24))
 @settings(max_examples=MANY)
 def test_lookalike_patterns_match_the_python_rule(key: str) -> None:
-    by_schema = key not in ROLLOUT_KEYS and (
-        re.search(LOOKALIKE_PREFIX_PATTERN, key) is not None
-        or ("\n" not in key and re.search(LOOKALIKE_NEAR_PATTERN, key) is not None)
+    by_schema = (
+        key not in ROLLOUT_KEYS
+        and "\n" not in key
+        and re.search(LOOKALIKE_NEAR_PATTERN, key) is not None
     )
     assert by_schema == lookalike_key(key)
     assert NAMES.is_valid(key) == (not lookalike_key(key))
@@ -197,7 +205,9 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "rollout_source": st.one_of(st.sampled_from(["d.jsonl", "", "a\x00b", 2, "s" * 4097]), TEXT),
 }
 OTHER_KEYS = st.one_of(
-    st.sampled_from(["lr", "epochs", "rollouts", "rollout", "rollout_fucn", "Rollout-Backend"]),
+    st.sampled_from(
+        ["lr", "epochs", "rollouts", "rollout", "rollout_fucn", "Rollout-Backend", "rollout_n"]
+    ),
     st.text(alphabet="rolutfncbakemxsp_gizdjRLO-", max_size=16),
 )
 
@@ -234,18 +244,12 @@ def documents(draw: st.DrawFn) -> Any:
 
 
 def without_differences(doc: Any) -> Any:
-    """Lower-case backend names and drop integral floats: the documented differences."""
+    """Drop integral floats: the documented difference."""
     if isinstance(doc, dict):
         out = {}
         for key, value in doc.items():
             if isinstance(value, float) and value.is_integer():
                 continue
-            if (
-                key == "rollout_backend"
-                and isinstance(value, str)
-                and value.lower() in BACKEND_NAMES
-            ):
-                value = value.lower()
             out[key] = without_differences(value)
         return out
     return doc
@@ -260,15 +264,13 @@ def test_schema_accepts_exactly_what_the_loader_accepts(doc: Any, fmt: str) -> N
 
 @given(sections(), st.sampled_from(BACKEND_NAMES))
 @settings(max_examples=100)
-def test_difference_backend_case_folding(section: dict[str, Any], backend: str) -> None:
+def test_backend_case_is_read_alike(section: dict[str, Any], backend: str) -> None:
     section = without_differences(section)
     lower = {**section, "rollout_backend": backend}
-    upper = {**section, "rollout_backend": backend.upper()}
-    # The loader reads both the same; the schema only knows the canonical spelling.
-    assert loader_accepts({"training": upper}, "json") == loader_accepts(
-        {"training": lower}, "json"
-    )
-    assert not schema_accepts({"training": upper})
+    for spelling in (backend.upper(), backend.title()):
+        other = {"training": {**section, "rollout_backend": spelling}}
+        assert loader_accepts(other, "json") == loader_accepts({"training": lower}, "json")
+        assert schema_accepts(other) == loader_accepts(other, "json")
 
 
 @pytest.mark.parametrize("key", ["rollout_max_steps", "rollout_group_size"])
@@ -284,6 +286,19 @@ def test_property_sees_both_outcomes() -> None:
     good = {
         "training": {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
     }
-    bad = {"training": {"rollout_backend": "ruler", "rollout_func": "m:f"}}
+    bad = {"training": {"rollout_backend": "openenv"}}
     assert schema_accepts(good) and loader_accepts(good, "yaml")
     assert not schema_accepts(bad) and not loader_accepts(bad, "yaml")
+    # Warnings are not errors for either.
+    warned = {"training": {"rollout_backend": "ruler"}}
+    assert schema_accepts(warned) and loader_accepts(warned, "yaml")
+
+
+def test_dotted_section_schema_nests_like_the_loader() -> None:
+    schema = Draft7Validator(training_config_schema("trainer.rollout"))
+    good = {"trainer": {"lr": 1, "rollout": {"rollout_backend": "Art"}}}
+    bad = {"trainer": {"rollout": {"rollout_backend": "verl"}}}
+    assert schema.is_valid(good) and loader_accepts(good, "json", section="trainer.rollout")
+    assert not schema.is_valid(bad) and not loader_accepts(bad, "json", section="trainer.rollout")
+    assert not schema.is_valid({"trainer": {}})
+    assert render_schema() == render_schema("training")

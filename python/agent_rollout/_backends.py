@@ -51,6 +51,22 @@ def int_digits_limit() -> int:
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSONL line accepted, in bytes (without its newline)."""
 
+# ------------------------------------------------------------ config files
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest training config file read, in bytes (checked before reading).
+
+Real configs are a few kilobytes (the largest in tests/data/trainer_keys.json's
+sources, verl's generated PPO trainer YAML, is under 40 KB); a file past this
+is refused at once instead of being parsed for seconds."""
+MAX_NESTING_DEPTH = 200
+"""How deeply mappings and lists may nest in a config file (the root is level 1).
+
+One limit for YAML, JSON and TOML; a YAML alias counts as a copy of what it
+names, so aliases stacked on aliases cannot get past it."""
+MAX_YAML_EXPANDED_NODES = 1_000_000
+"""The most values a YAML document may hold, each alias counted as a full copy."""
+
 # ``module.path:function_name``. ``fullmatch`` is used, so no trailing newline
 # slips through the way ``$`` would let it.
 ROLLOUT_FUNC_PATTERN = r"[A-Za-z_][A-Za-z0-9_.]{0,127}:[A-Za-z_][A-Za-z0-9_]{0,127}"

@@ -1,7 +1,9 @@
 """``agent-rollout check FILE...``: validate training configs with positioned errors.
 
-Exit status: 0 when every file is valid, 1 when any is not, 2 for a usage or
-internal error. Module-level imports stay in the standard library so that
+Exit status: 0 when every file is valid (warnings alone do not fail, unless
+``--strict``), 1 when any is not, 2 for a usage or internal error (a file that
+cannot be read at all counts as a usage error; the other files are still
+checked and reported). Module-level imports stay in the standard library so that
 start-up is fast; the loader (pydantic, PyYAML) is imported inside ``run``.
 """
 
@@ -29,7 +31,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--section",
         default="training",
-        help="top-level key holding the settings (default: training; '' for the top level)",
+        help="key holding the settings: a top-level key or a dotted path such as "
+        "'trainer.rollout' (default: training; '' for the top level)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="warnings (a config incomplete for the built-in adapter) fail too",
+    )
+    parser.add_argument(
+        "--allow-key",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a key of the trainer's own that looks like one of ours; repeatable",
+    )
+    parser.add_argument(
+        "--skip-unrelated",
+        action="store_true",
+        help="skip files with neither the section nor any rollout key (counted as "
+        "skipped); the pre-commit hook runs with it",
     )
     parser.add_argument(
         "--format",
@@ -59,10 +80,11 @@ def _escape_property(text: str) -> str:
 
 
 def github_annotation(issue: ConfigIssue) -> str:
-    """One ``::error`` workflow command, escaped the way GitHub Actions reads them."""
+    """One ``::error`` (or ``::warning``) workflow command, escaped as GitHub Actions reads it."""
     where = f"{issue.location}: " if issue.location else ""
+    command = "warning" if issue.severity == "warning" else "error"
     return (
-        f"::error file={_escape_property(issue.path)},line={issue.line},col={issue.col},"
+        f"::{command} file={_escape_property(issue.path)},line={issue.line},col={issue.col},"
         f"title={_escape_property('agent-rollout check')}::{_escape_data(where + issue.message)}"
     )
 
@@ -103,21 +125,39 @@ def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[Conf
     except Exception as exc:  # importing user code may raise anything
         message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         return ConfigIssue(result.source, line, col, location, message, "resolve")
+    except SystemExit as exc:  # sys.exit() in the module must not end check (status 0, no report)
+        message = f"importing it raised SystemExit({exc.code!r})"
+        return ConfigIssue(result.source, line, col, location, message, "resolve")
     return None
 
 
+def _check_stdin(fmt: str, options: dict[str, Any]) -> CheckResult:
+    """Standard input, read to one byte past the size limit (EOF may never come)."""
+    from agent_rollout._backends import MAX_CONFIG_BYTES
+    from agent_rollout._loader import CheckResult, ConfigIssue, check_bytes
+
+    data = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        message = f"larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
+        return CheckResult("<stdin>", None, [ConfigIssue("<stdin>", 1, 1, "", message, "file")], {})
+    return check_bytes(data, format=fmt, source="<stdin>", **options)
+
+
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
-    from agent_rollout._loader import check_bytes, check_file
+    from agent_rollout._loader import check_file
 
     section: Optional[str] = args.section or None
+    options: dict[str, Any] = {
+        "section": section,
+        "known_keys": frozenset(args.allow_key),
+        "skip_unrelated": args.skip_unrelated,
+    }
     results = []
     for name in args.files:
         if name == "-":
-            result = check_bytes(
-                sys.stdin.buffer.read(), format=args.stdin_format, source="<stdin>", section=section
-            )
+            result = _check_stdin(args.stdin_format, options)
         else:
-            result = check_file(name, section=section)
+            result = check_file(name, **options)
         if args.resolve:
             problem = _resolve_issue(result, section)
             if problem is not None:
@@ -127,27 +167,41 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
     return results
 
 
-def _summary(results: list[CheckResult]) -> dict[str, int]:
-    invalid = sum(1 for result in results if result.issues)
+def _failed(result: CheckResult, strict: bool) -> bool:
+    return bool(result.issues) or (strict and bool(result.warnings))
+
+
+def _summary(results: list[CheckResult], strict: bool) -> dict[str, int]:
+    skipped = sum(1 for result in results if result.skipped)
+    invalid = sum(1 for result in results if _failed(result, strict))
     return {
         "files": len(results),
-        "valid": len(results) - invalid,
+        "valid": len(results) - invalid - skipped,
         "invalid": invalid,
+        "skipped": skipped,
         "errors": sum(len(result.issues) for result in results),
+        "warnings": sum(len(result.warnings) for result in results),
     }
 
 
-def _report(results: list[CheckResult], style: str, out: TextIO) -> None:
-    counts = _summary(results)
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _report(results: list[CheckResult], style: str, strict: bool, out: TextIO) -> None:
+    counts = _summary(results, strict)
     if style == "json":
         report: dict[str, Any] = {
             "valid": counts["invalid"] == 0,
+            "strict": strict,
             "summary": counts,
             "files": [
                 {
                     "path": result.source,
-                    "valid": not result.issues,
+                    "valid": not result.skipped and not _failed(result, strict),
+                    "skipped": result.skipped,
                     "errors": [issue.as_dict() for issue in result.issues],
+                    "warnings": [issue.as_dict() for issue in result.warnings],
                 }
                 for result in results
             ],
@@ -155,21 +209,30 @@ def _report(results: list[CheckResult], style: str, out: TextIO) -> None:
         out.write(json.dumps(report, indent=2) + "\n")
         return
     for result in results:
-        for issue in result.issues:
+        for issue in sorted([*result.issues, *result.warnings], key=_position):
             out.write((github_annotation(issue) if style == "github" else issue.format()) + "\n")
-    plural = "" if counts["files"] == 1 else "s"
-    out.write(
-        f"checked {counts['files']} file{plural}: {counts['valid']} valid, "
-        f"{counts['invalid']} invalid, {counts['errors']} error"
-        f"{'' if counts['errors'] == 1 else 's'}\n"
+    line = (
+        f"checked {_plural(counts['files'], 'file')}: {counts['valid']} valid, "
+        f"{counts['invalid']} invalid, {_plural(counts['errors'], 'error')}"
     )
+    if counts["warnings"]:
+        line += f", {_plural(counts['warnings'], 'warning')}"
+    if counts["skipped"]:
+        line += f", {counts['skipped']} skipped (not training configs)"
+    out.write(line + "\n")
+
+
+def _position(issue: ConfigIssue) -> tuple[int, int]:
+    return (issue.line, issue.col)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         results = _check_all(args)
-        _report(results, args.format, sys.stdout)
+        _report(results, args.format, args.strict, sys.stdout)
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         sys.stderr.write(f"agent-rollout check: internal error: {type(exc).__name__}: {exc}\n")
         return 2
-    return 1 if any(result.issues for result in results) else 0
+    if any(issue.kind == "unreadable" for result in results for issue in result.issues):
+        return 2  # a file that cannot be read is a usage error, as in `normalise`
+    return 1 if any(_failed(result, args.strict) for result in results) else 0

@@ -2,6 +2,8 @@
 
 Regenerate the committed copy with
 ``agent-rollout schema -o schema/training-config.schema.json``.
+``--vscode`` prints the ``.vscode/settings.json`` entries that map config
+files to a schema instead.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import sys
 from typing import Optional
 
-__all__ = ["add_arguments", "render_schema", "run"]
+__all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +24,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--section",
         default="training",
-        help="top-level key holding the settings (default: training; '' for the top level)",
+        help="key holding the settings, a dotted path for nested ones "
+        "(default: training; '' for the top level)",
     )
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
+    )
+    parser.add_argument(
+        "--vscode",
+        action="store_true",
+        help="print the VS Code settings (yaml.schemas, json.schemas) that apply the "
+        "schema at --schema-path to the files matching --glob",
+    )
+    parser.add_argument(
+        "--schema-path",
+        default="./schema/training-config.schema.json",
+        help="with --vscode: where the schema file is, relative to the workspace "
+        "(default: ./schema/training-config.schema.json)",
+    )
+    parser.add_argument(
+        "--glob",
+        action="append",
+        metavar="GLOB",
+        help="with --vscode: config files the schema applies to; repeatable "
+        "(default: configs/**/*.yaml, .yml and .json)",
     )
 
 
@@ -36,7 +58,42 @@ def render_schema(section: Optional[str] = "training") -> str:
     return json.dumps(training_config_schema(section), indent=2) + "\n"
 
 
+DEFAULT_GLOBS = ("configs/**/*.yaml", "configs/**/*.yml", "configs/**/*.json")
+
+
+def vscode_settings(schema_path: str, globs: Optional[list[str]] = None) -> dict[str, object]:
+    """The ``.vscode/settings.json`` entries mapping config files to the schema.
+
+    YAML goes through the Red Hat YAML extension (``yaml.schemas``), JSON
+    through VS Code itself (``json.schemas``). TOML files name their schema
+    on their first line instead (``#:schema PATH``, read by Even Better TOML).
+    """
+    chosen = list(globs or DEFAULT_GLOBS)
+    toml = [glob for glob in chosen if glob.lower().endswith(".toml")]
+    if toml:
+        raise ValueError(
+            f"{toml[0]}: TOML files name their schema themselves, with a first line "
+            "'#:schema <path to the schema>' (Even Better TOML)"
+        )
+    yaml_globs = [glob for glob in chosen if not glob.lower().endswith(".json")]
+    json_globs = [glob for glob in chosen if glob.lower().endswith(".json")]
+    settings: dict[str, object] = {}
+    if yaml_globs:
+        settings["yaml.schemas"] = {schema_path: yaml_globs}
+    if json_globs:
+        settings["json.schemas"] = [{"fileMatch": json_globs, "url": schema_path}]
+    return settings
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.vscode:
+        try:
+            settings = vscode_settings(args.schema_path, args.glob)
+        except ValueError as exc:
+            sys.stderr.write(f"agent-rollout schema: {exc}\n")
+            return 2
+        sys.stdout.write(json.dumps(settings, indent=2) + "\n")
+        return 0
     text = render_schema(args.section or None)
     if not args.output or args.output == "-":
         sys.stdout.write(text)

@@ -6,8 +6,12 @@ of every key of the top level and of the section, so that every error reads
 (unreadable, not UTF-8, too big, bad syntax, duplicate keys, a root or section
 that is not a mapping) come out the same way, all of them, never a traceback.
 
-Limits:
-- files over ``MAX_CONFIG_BYTES`` are refused unread;
+Limits (their values live in :mod:`agent_rollout._backends`):
+- only regular files are read: a FIFO, socket or device path is refused
+  before it is opened (so nothing can block on it), and files over
+  ``MAX_CONFIG_BYTES`` are refused unread (their size is checked first);
+- mappings and lists nest at most ``MAX_NESTING_DEPTH`` levels in every
+  format (YAML aliases count as copies of what they name);
 - YAML is read as YAML 1.2 (core schema: ``yes``/``on`` are strings,
   ``1e3`` is a number), as the YAML editor extensions read it; only the core
   tags (str, int, float, bool, null, map, seq, merge ``<<``) are accepted, so
@@ -28,10 +32,14 @@ import json
 import math
 import os
 import re
+import reprlib
+import stat
 from bisect import bisect_right
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
+
+from agent_rollout._backends import MAX_CONFIG_BYTES, MAX_NESTING_DEPTH, MAX_YAML_EXPANDED_NODES
 
 if TYPE_CHECKING:
     from agent_rollout.config import RolloutSettings
@@ -50,9 +58,6 @@ __all__ = [
     "load_config_bytes",
 ]
 
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-MAX_YAML_EXPANDED_NODES = 1_000_000
-MAX_NESTING_DEPTH = 200
 FORMATS = ("yaml", "json", "toml")
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 
@@ -71,12 +76,18 @@ class ConfigIssue:
     """Dotted key path such as ``training.rollout_backend``; ``""`` for the file."""
     message: str
     kind: str
-    """``file``, ``syntax``, ``duplicate``, ``structure``, ``unknown_key``,
-    ``missing``, ``cross_field``, ``value`` or ``resolve``."""
+    """``incomplete`` (a warning), ``unreadable`` (the file could not be read at all: missing, no
+    permission, a directory or another non-regular file), ``file``,
+    ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
+    ``cross_field``, ``value`` or ``resolve``."""
+    severity: str = "error"
+    """``error`` (the config cannot be right) or ``warning`` (it is incomplete
+    for the built-in adapter; a registered runner may complete it)."""
 
     def format(self) -> str:
         where = f"{self.location}: " if self.location else ""
-        return f"{self.path}:{self.line}:{self.col}: {where}{self.message}"
+        level = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +97,7 @@ class ConfigIssue:
             "location": self.location,
             "message": self.message,
             "kind": self.kind,
+            "severity": self.severity,
         }
 
 
@@ -105,6 +117,36 @@ class _Problem(Exception):
         self.pos = pos
         self.message = message
         self.kind = kind
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` for messages: short, and safe on any value a parser can build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+        self.maxlist = self.maxtuple = 6
+        self.maxdict = 4
+
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() of an int past the interpreter's digit limit raises, and a
+        # hex literal of any length builds one: describe it instead.
+        if x.bit_length() > 200:
+            return f"<int of {x.bit_length()} bits>"
+        return repr(x)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: object) -> str:
+    """A bounded ``repr`` of a value read from a file, for error messages."""
+    try:
+        return _SHOWN.repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
 
 
 @dataclass
@@ -179,42 +221,56 @@ def _mark(node: Any) -> Pos:
 
 
 def _yaml_size(root: Any) -> None:
-    """Refuse alias bombs before any walk: count values as if aliases were copies.
+    """Refuse alias bombs and deep nesting before any walk.
 
-    Shared nodes are counted once each (memoised), so this costs one visit per
-    node written in the file, however far the aliases would expand.
+    Values are counted as if aliases were copies, and depth likewise (an
+    alias of a deep list is as deep where it is used). Shared nodes are
+    measured once each, bottom-up with an explicit stack, so this costs one
+    visit per node written in the file and no recursion, however the
+    aliases stack.
     """
-    sizes: dict[int, int] = {}
-
-    def size(node: Any) -> int:
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        total = 1
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth)
+    todo: list[tuple[Any, bool]] = [(root, False)]
+    while todo:
+        node, children_done = todo.pop()
+        if id(node) in measured:
+            continue
         if node.id == "sequence":
             children = node.value
         elif node.id == "mapping":
             children = [child for pair in node.value for child in pair]
         else:
-            children = []
+            measured[id(node)] = (1, 0)
+            continue
+        if not children_done:
+            todo.append((node, True))
+            todo.extend((child, False) for child in children if id(child) not in measured)
+            continue
+        total, depth = 1, 0
         for child in children:
-            total += size(child)
+            child_total, child_depth = measured[id(child)]
+            total += child_total
+            depth = max(depth, child_depth)
             if total > MAX_YAML_EXPANDED_NODES:
                 raise _Problem(
                     _mark(node),
                     f"the document expands to more than {MAX_YAML_EXPANDED_NODES:,} values "
                     "(aliases count as copies of what they name); refusing to expand it",
                 )
-        sizes[id(node)] = total
-        return total
-
-    size(root)
+        if depth + 1 > MAX_NESTING_DEPTH:
+            raise _Problem(
+                _mark(node),
+                f"nested deeper than {MAX_NESTING_DEPTH} levels "
+                "(aliases count as copies of what they name)",
+            )
+        measured[id(node)] = (total, depth + 1)
 
 
 class _YamlBuilder:
     """Plain Python values from a composed (never constructed) YAML node graph."""
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = 2) -> None:
+        self.depth = depth  # key paths up to this length get positions
         self.keys: dict[KeyPath, tuple[Pos, Pos]] = {}
         self.problems: list[tuple[Pos, str, str, str]] = []
         self._done: dict[int, Any] = {}
@@ -281,14 +337,14 @@ class _YamlBuilder:
             key = self.scalar(key_node)
             key_pos = _mark(key_node)
             identity = (type(key), key)
-            where = ".".join((*(path or ()), str(key)))
+            where = ".".join((*(path or ()), key if isinstance(key, str) else shown(key)))
             if identity in first_seen:
                 line, col = first_seen[identity]
                 self.problems.append(
                     (
                         key_pos,
                         where,
-                        f"duplicate key {key!r} (first at line {line}, column {col}); "
+                        f"duplicate key {shown(key)} (first at line {line}, column {col}); "
                         "YAML would silently keep this one",
                         "duplicate",
                     )
@@ -315,9 +371,8 @@ class _YamlBuilder:
             for key, value in values.items():
                 merged.setdefault(key, value)
 
-    @staticmethod
-    def child_path(path: Optional[KeyPath], key: Any) -> Optional[KeyPath]:
-        if path is None or len(path) >= 2 or not isinstance(key, str):
+    def child_path(self, path: Optional[KeyPath], key: Any) -> Optional[KeyPath]:
+        if path is None or len(path) >= self.depth or not isinstance(key, str):
             return None
         return (*path, key)
 
@@ -405,7 +460,7 @@ def _compose_yaml(text: str) -> Any:
     return root
 
 
-def _parse_yaml(text: str) -> _Parsed:
+def _parse_yaml(text: str, depth: int = 2) -> _Parsed:
     import yaml
 
     try:
@@ -426,7 +481,7 @@ def _parse_yaml(text: str) -> _Parsed:
     if root is None:
         return _Parsed(None, (1, 1), {}, [])
     _yaml_size(root)
-    builder = _YamlBuilder()
+    builder = _YamlBuilder(depth)
     value = builder.value(root, ())
     return _Parsed(value, _mark(root), builder.keys, builder.problems)
 
@@ -455,7 +510,7 @@ class _Lines:
         return (line, offset - self.starts[line - 1] + 1)
 
 
-def _parse_json(text: str) -> _Parsed:
+def _parse_json(text: str, depth: int = 2) -> _Parsed:
     try:
         root = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -504,7 +559,7 @@ def _parse_json(text: str) -> _Parsed:
         path: Optional[KeyPath] = None
         if top is None:
             path, root_pos = (), lines.pos(start)
-        elif top[0] and top[1] is not None and len(top[1]) < 2:
+        elif top[0] and top[1] is not None and len(top[1]) < depth:
             key, key_start = top[4]
             path = (*top[1], key)
             keys[path] = (lines.pos(key_start), lines.pos(start))
@@ -530,7 +585,10 @@ def _toml_key_parts(text: str) -> KeyPath:
     for match in _TOML_PART.finditer(text):
         part = match.group(0)
         if part.startswith('"'):
-            parts.append(json.loads(part))
+            try:
+                parts.append(json.loads(part))
+            except ValueError:  # an escape JSON lacks; the TOML parser judges it
+                parts.append(part[1:-1])
         elif part.startswith("'"):
             parts.append(part[1:-1])
         else:
@@ -538,8 +596,14 @@ def _toml_key_parts(text: str) -> KeyPath:
     return tuple(parts)
 
 
-def _toml_scan_value(text: str, start: int, state: dict[str, Any]) -> None:
-    """Follow brackets and multi-line strings from ``start`` to the end of a line."""
+def _toml_scan_value(text: str, start: int, state: dict[str, Any], where: Pos) -> None:
+    """Follow brackets and multi-line strings from ``start`` to the end of a line.
+
+    ``where`` is the (line, column) of ``text[0]``. ``state["base"]`` is the
+    nesting level of the table that holds the value; an array or inline table
+    that would nest past ``MAX_NESTING_DEPTH`` is refused here, before the
+    TOML parser (which recurses once per level) sees it.
+    """
     i = start
     while i < len(text):
         quote = state["string"]
@@ -568,6 +632,10 @@ def _toml_scan_value(text: str, start: int, state: dict[str, Any]) -> None:
             continue
         if char in "[{":
             state["depth"] += 1
+            if state["base"] + state["depth"] > MAX_NESTING_DEPTH:
+                raise _Problem(
+                    (where[0], where[1] + i), f"nested deeper than {MAX_NESTING_DEPTH} levels"
+                )
         elif char in "]}":
             state["depth"] -= 1
         i += 1
@@ -580,26 +648,57 @@ def _even_backslashes(text: str, end: int) -> bool:
     return count % 2 == 0
 
 
-def _parse_toml(text: str) -> _Parsed:
-    import tomllib
+def _toml_module() -> Any:
+    import importlib
 
     try:
-        root = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        at = _TOML_AT.search(message)
-        pos = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
-        if at:
-            message = message[: at.start()]
-        raise _Problem(pos, f"invalid TOML: {message}") from None
-    except ValueError as exc:  # an integer too long to convert
-        raise _long_number(text, "TOML", exc) from None
+        return importlib.import_module("tomllib")
+    except ModuleNotFoundError:  # Python 3.10: the same parser, as a package
+        return importlib.import_module("tomli")
+
+
+def _depth(value: Any) -> int:
+    """How deeply dicts and lists nest in ``value`` (a scalar is 0), without recursion."""
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _toml_deep_value(root: dict[str, Any], keys: dict[KeyPath, tuple[Pos, Pos]]) -> None:
+    """Refuse nesting the line scanner cannot see (dotted keys, tables in arrays)."""
+    if _depth(root) <= MAX_NESTING_DEPTH:
+        return
+    pos: Pos = (1, 1)
+    for key, value in root.items():
+        if 1 + _depth(value) > MAX_NESTING_DEPTH:
+            pos = keys.get((key,), (pos, pos))[1]
+            if isinstance(value, dict):
+                for inner, inner_value in value.items():
+                    if 2 + _depth(inner_value) > MAX_NESTING_DEPTH:
+                        pos = keys.get((key, inner), (pos, pos))[1]
+                        break
+            break
+    raise _Problem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels")
+
+
+def _toml_scan(text: str, key_depth: int = 2) -> dict[KeyPath, tuple[Pos, Pos]]:
+    """Key positions of a TOML text, and its bracket nesting checked."""
     keys: dict[KeyPath, tuple[Pos, Pos]] = {}
     table: Optional[KeyPath] = ()
-    state: dict[str, Any] = {"string": None, "depth": 0}
+    state: dict[str, Any] = {"string": None, "depth": 0, "base": 1}
     for number, line in enumerate(text.split("\n"), 1):
         if state["string"] is not None or state["depth"] > 0:
-            _toml_scan_value(line, 0, state)
+            _toml_scan_value(line, 0, state, (number, 1))
             continue
         stripped = line.lstrip()
         indent = len(line) - len(stripped)
@@ -607,7 +706,7 @@ def _parse_toml(text: str) -> _Parsed:
             header = stripped.startswith("[[")
             match = _TOML_KEY.match(stripped.lstrip("[").lstrip())
             table = None if header or match is None else _toml_key_parts(match.group(0))
-            if table is not None and len(table) <= 2:
+            if table is not None and len(table) <= key_depth:
                 offset = indent + stripped.index(match.group(0)) if match else indent
                 keys.setdefault(table, ((number, offset + 1), (number, offset + 1)))
             continue
@@ -620,13 +719,36 @@ def _parse_toml(text: str) -> _Parsed:
             continue
         value_at = match.end() + eq + 1
         value_at += len(stripped[value_at:]) - len(stripped[value_at:].lstrip(" \t"))
+        parts = _toml_key_parts(match.group(0))
         if table is not None:
-            path = (*table, *_toml_key_parts(match.group(0)))
-            for depth in range(len(table) + 1, min(len(path), 2) + 1):
+            path = (*table, *parts)
+            for depth in range(len(table) + 1, min(len(path), key_depth) + 1):
                 keys.setdefault(
                     path[:depth], ((number, indent + 1), (number, indent + value_at + 1))
                 )
-        _toml_scan_value(stripped, value_at, state)
+        # The value's container: the root, its tables, then the dotted key's parts.
+        state["base"] = len(table or ()) + len(parts)
+        _toml_scan_value(stripped, value_at, state, (number, indent + 1))
+    return keys
+
+
+def _parse_toml(text: str, depth: int = 2) -> _Parsed:
+    tomllib = _toml_module()
+    keys = _toml_scan(text, depth)
+    try:
+        root = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        at = _TOML_AT.search(message)
+        pos = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
+        if at:
+            message = message[: at.start()]
+        raise _Problem(pos, f"invalid TOML: {message}") from None
+    except RecursionError:  # the scanner missed some nesting: still our limit
+        raise _Problem((1, 1), f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
+    except ValueError as exc:  # an integer too long to convert
+        raise _long_number(text, "TOML", exc) from None
+    _toml_deep_value(root, keys)
     return _Parsed(root, (1, 1), keys, [])
 
 
@@ -649,12 +771,13 @@ def _decode(data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _parse(text: str, fmt: str) -> _Parsed:
+def _parse(text: str, fmt: str, depth: int = 2) -> _Parsed:
+    """Values and the positions of keys on paths up to ``depth`` long."""
     if fmt == "yaml":
-        return _parse_yaml(text)
+        return _parse_yaml(text, depth)
     if fmt == "json":
-        return _parse_json(text)
-    return _parse_toml(text)
+        return _parse_json(text, depth)
+    return _parse_toml(text, depth)
 
 
 _LOCATED_AT_KEY = ("rollout_unknown_key", "rollout_cross_field")
@@ -666,18 +789,37 @@ _KINDS = {
 
 
 def _settings_issues(
-    source: str, parsed: _Parsed, section: Optional[str], section_value: Mapping[Any, Any]
-) -> tuple[Optional[RolloutSettings], list[ConfigIssue]]:
+    source: str,
+    parsed: _Parsed,
+    prefix: KeyPath,
+    section_value: Mapping[Any, Any],
+    known_keys: Collection[str],
+) -> tuple[Optional[RolloutSettings], list[ConfigIssue], list[ConfigIssue]]:
+    """(settings or None, errors, warnings) of one section."""
     from pydantic import ValidationError
 
-    from agent_rollout.config import RolloutSettings
+    from agent_rollout.config import RolloutSettings, section_warnings
 
+    section_pos = parsed.keys[prefix][0] if prefix in parsed.keys else parsed.root_pos
+    warnings = [
+        ConfigIssue(
+            source,
+            section_pos[0],
+            section_pos[1],
+            ".".join((*prefix, warning.key)),
+            warning.message,
+            "incomplete",
+            "warning",
+        )
+        for warning in section_warnings(section_value)
+    ]
     try:
-        return RolloutSettings.model_validate(section_value), []
+        settings = RolloutSettings.model_validate(
+            section_value, context={"known_keys": frozenset(known_keys)}
+        )
+        return settings, [], warnings
     except ValidationError as exc:
         errors = exc.errors()
-    prefix: KeyPath = (section,) if section is not None else ()
-    section_pos = parsed.keys[prefix][0] if prefix in parsed.keys else parsed.root_pos
     issues = []
     for error in errors:
         key = str(error["loc"][0]) if error["loc"] else ""
@@ -691,7 +833,7 @@ def _settings_issues(
             pos = located[1]
         message = error["msg"]
         if not kind.startswith("rollout_"):
-            message = f"{message} (got {error['input']!r})"
+            message = f"{message} (got {shown(error['input'])})"
         issues.append(
             ConfigIssue(
                 source,
@@ -702,7 +844,7 @@ def _settings_issues(
                 _KINDS.get(kind, "value"),
             )
         )
-    return None, issues
+    return None, issues, warnings
 
 
 @dataclass
@@ -712,12 +854,67 @@ class CheckResult:
     source: str
     settings: Optional[RolloutSettings]
     issues: list[ConfigIssue]
+    """The errors (``severity == "error"``); any of them leaves ``settings`` None."""
     key_positions: dict[KeyPath, tuple[Pos, Pos]]
     """``(key, value)`` positions of the top-level and section keys."""
+    warnings: list[ConfigIssue] = field(default_factory=list)
+    """Incomplete-config warnings (``severity == "warning"``); settings stay valid."""
+    skipped: bool = False
+    """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
 
 
-def _load(source: str, data: bytes, fmt: str, section: Optional[str]) -> RolloutSettings:
-    result = check_bytes(data, format=fmt, source=source, section=section)
+def section_path(section: Optional[str], root: Any = None) -> KeyPath:
+    """The key path a ``section`` names: ``None`` is the top level, ``a.b`` is nested.
+
+    A top-level key that itself holds a dot wins over the dotted reading.
+    """
+    if section is None or section == "":
+        return ()
+    if isinstance(root, dict) and section in root:
+        return (section,)
+    return tuple(section.split("."))
+
+
+_ROLLOUT_WORD = re.compile(r"(?i)rol+out")
+
+
+def _mentions_rollout(key: object) -> bool:
+    """A ``rollout_*`` key (any case, ``-`` read as ``_``) or a look-alike of ours.
+
+    A key that merely holds the word (verl's ``actor_rollout_ref``) is not one.
+    """
+    from agent_rollout.config import lookalike_key
+
+    if not isinstance(key, str):
+        return False
+    return key.lower().replace("-", "_").startswith("rollout_") or lookalike_key(key)
+
+
+def _unrelated(root: Any, path: KeyPath) -> bool:
+    """No section and no ``rollout_*`` or look-alike key in the top two levels: not a config."""
+    if not isinstance(root, dict):
+        return True
+    if path and path[0] in root:
+        return False
+    for key, value in root.items():
+        if _mentions_rollout(key):
+            return False
+        if isinstance(value, dict) and any(_mentions_rollout(inner) for inner in value):
+            return False
+    return True
+
+
+def _unrelated_text(text: str, path: KeyPath) -> bool:
+    """The same question for a file that does not parse: neither word appears in it."""
+    if _ROLLOUT_WORD.search(text):
+        return False
+    return not (path and path[0] in text)
+
+
+def _load(
+    source: str, data: bytes, fmt: str, section: Optional[str], known_keys: Iterable[str]
+) -> RolloutSettings:
+    result = check_bytes(data, format=fmt, source=source, section=section, known_keys=known_keys)
     if result.settings is None:
         raise ConfigError(result.issues)
     return result.settings
@@ -729,54 +926,78 @@ def check_bytes(
     format: str = "yaml",
     source: str = "<stdin>",
     section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
+    skip_unrelated: bool = False,
 ) -> CheckResult:
-    """Check a config held in memory; never raises for bad input."""
+    """Check a config held in memory; never raises for bad input.
+
+    ``known_keys`` are the host trainer's own keys in the section (never
+    flagged as look-alikes). With ``skip_unrelated``, a file with neither the
+    section nor any rollout-like key in its top two levels is not a training
+    config: the result is ``skipped`` and has no issues.
+    """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    known = frozenset(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
-        message = f"larger than the {MAX_CONFIG_BYTES:,}-byte limit"
+        message = _too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
     issues: list[ConfigIssue] = []
 
     def add(pos: Pos, location: str, message: str, kind: str) -> None:
         issues.append(ConfigIssue(source, pos[0], pos[1], location, message, kind))
 
+    path = section_path(section)
     try:
-        parsed = _parse(_decode(raw), format)
+        text = _decode(raw)
+        parsed = _parse(text, format, max(2, len(path) + 1))
     except _Problem as problem:
+        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
+            return CheckResult(source, None, [], {}, skipped=True)
         add(problem.pos, "", problem.message, problem.kind)
         return CheckResult(source, None, issues, {})
+    root = parsed.root
+    path = section_path(section, root)
+    if skip_unrelated and _unrelated(root, path):
+        return CheckResult(source, None, [], parsed.keys, skipped=True)
     for pos, location, message, kind in parsed.problems:
         add(pos, location, message, kind)
-    root = parsed.root
     section_value: Any = root
     if not isinstance(root, dict):
         got = "an empty file" if root is None else type(root).__name__
         message = f"the file must hold a mapping of settings, got {got}"
         add(parsed.root_pos, "", message, "structure")
-    elif section is not None:
-        if section not in root:
+        section_value = None
+    for depth, part in enumerate(path, 1):
+        if not isinstance(section_value, dict):
+            break
+        name = ".".join(path[:depth])
+        if part not in section_value:
+            at = parsed.keys.get(path[: depth - 1], (parsed.root_pos,))[0]
             add(
-                parsed.root_pos,
-                section,
-                f"section {section!r} is missing (expected a mapping of training settings)",
+                at,
+                name,
+                f"section {name!r} is missing (expected a mapping of training settings)",
                 "missing",
             )
             section_value = None
-        else:
-            section_value = root[section]
-            if not isinstance(section_value, dict):
-                pos = parsed.keys.get((section,), (parsed.root_pos, parsed.root_pos))[1]
-                got = "null" if section_value is None else type(section_value).__name__
-                add(pos, section, f"section must be a mapping, got {got}", "structure")
+            break
+        section_value = section_value[part]
+        if not isinstance(section_value, dict):
+            pos = parsed.keys.get(path[:depth], (parsed.root_pos, parsed.root_pos))[1]
+            got = "null" if section_value is None else type(section_value).__name__
+            add(pos, name, f"section must be a mapping, got {got}", "structure")
     settings = None
+    warnings: list[ConfigIssue] = []
     if isinstance(section_value, dict):
-        settings, found = _settings_issues(source, parsed, section, section_value)
+        settings, found, warnings = _settings_issues(source, parsed, path, section_value, known)
         issues.extend(found)
     if issues:
         settings = None
-    return CheckResult(source, settings, sorted(issues, key=_order), parsed.keys)
+    return CheckResult(
+        source, settings, sorted(issues, key=_order), parsed.keys, sorted(warnings, key=_order)
+    )
 
 
 def _order(issue: ConfigIssue) -> tuple[int, int]:
@@ -789,40 +1010,164 @@ def load_config_bytes(
     format: str = "yaml",
     source: str = "<stdin>",
     section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
 ) -> RolloutSettings:
     """Like :func:`load_config`, for text already in memory (``source`` names it)."""
-    return _load(source, data if isinstance(data, bytes) else data.encode(), format, section)
+    raw = data if isinstance(data, bytes) else data.encode()
+    return _load(source, raw, format, section, known_keys)
+
+
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(mode: int) -> Optional[str]:
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in _FILE_TYPES:
+        if test(mode):
+            return f"cannot read file: it is {name}, not a regular file"
+    return "cannot read file: not a regular file"
+
+
+def _read_config(name: str) -> Union[bytes, ConfigIssue]:
+    """The bytes of a regular file of at most ``MAX_CONFIG_BYTES``, or the issue.
+
+    The path is looked at with ``stat`` before it is opened, and opened
+    non-blocking, so a FIFO or device never blocks the caller; the open file
+    is checked again (it may have been swapped in between).
+    """
+
+    def unreadable(message: str) -> ConfigIssue:
+        return ConfigIssue(name, 1, 1, "", message, "unreadable")
+
+    try:
+        info = os.stat(name)
+        problem = _not_regular(info.st_mode)
+        if problem is not None:
+            return unreadable(problem)
+        if info.st_size > MAX_CONFIG_BYTES:
+            return ConfigIssue(name, 1, 1, "", _too_big(info.st_size), "file")
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(name, flags)
+        with os.fdopen(fd, "rb") as handle:
+            problem = _not_regular(os.fstat(handle.fileno()).st_mode)
+            if problem is not None:
+                return unreadable(problem)
+            return handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        return unreadable(f"cannot read file: {exc.strerror or exc}")
+
+
+def _too_big(size: int) -> str:
+    return f"larger than the {MAX_CONFIG_BYTES:,}-byte limit ({size:,} bytes)"
+
+
+_SCAN_LIMIT = 256 * 1024 * 1024
+_ROLLOUT_BYTES = re.compile(rb"(?i)rol+out")
+
+
+def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
+    """Whether a file over the size limit names neither the section nor a rollout.
+
+    Such files (``package-lock.json``, data files) are not training configs,
+    so ``skip_unrelated`` skips them instead of reporting their size. The
+    bytes are searched in chunks, never parsed, up to ``_SCAN_LIMIT``.
+    """
+    words = [_ROLLOUT_BYTES]
+    path = section_path(section)
+    if path:
+        words.append(re.compile(re.escape(path[0].encode("utf-8"))))
+    seen = 0
+    tail = b""
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        with os.fdopen(os.open(name, flags), "rb") as handle:
+            if _not_regular(os.fstat(handle.fileno()).st_mode) is not None:
+                return False
+            while True:
+                chunk = handle.read(1024 * 1024)
+                if not chunk:
+                    return True
+                seen += len(chunk)
+                window = tail + chunk
+                if any(word.search(window) for word in words) or seen > _SCAN_LIMIT:
+                    return False
+                tail = window[-64:]
+    except OSError:
+        return False
+
+
+def _source_beside(result: CheckResult, name: str) -> None:
+    """Read a relative ``rollout_source`` from the config file's directory."""
+    settings = result.settings
+    if settings is None or settings.rollout_source is None:
+        return
+    if os.path.isabs(settings.rollout_source):
+        return
+    base = os.path.dirname(os.path.abspath(name))
+    joined = os.path.normpath(os.path.join(base, settings.rollout_source))
+    result.settings = settings.model_copy(update={"rollout_source": joined})
 
 
 def check_file(
-    path: Union[str, os.PathLike[str]], *, section: Optional[str] = "training"
+    path: Union[str, os.PathLike[str]],
+    *,
+    section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
+    skip_unrelated: bool = False,
 ) -> CheckResult:
-    """Check one config file; never raises for bad input."""
+    """Check one config file; never raises for bad input.
+
+    A relative ``rollout_source`` in the file is taken relative to the
+    file's own directory (the settings hold the joined path). ``known_keys``
+    and ``skip_unrelated``: see :func:`check_bytes`.
+    """
     name = os.fspath(path)
     fmt = format_for_suffix(name)
     if fmt is None:
         suffix = os.path.splitext(name)[1] or "(none)"
         message = f"unsupported file type {suffix} (expected .yaml, .yml, .json or .toml)"
         return CheckResult(name, None, [ConfigIssue(name, 1, 1, "", message, "file")], {})
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        issue = ConfigIssue(name, 1, 1, "", f"cannot read file: {reason}", "file")
-        return CheckResult(name, None, [issue], {})
-    return check_bytes(data, format=fmt, source=name, section=section)
+    data = _read_config(name)
+    if isinstance(data, ConfigIssue):
+        if skip_unrelated and data.kind == "file" and _big_and_unrelated(name, section):
+            return CheckResult(name, None, [], {}, skipped=True)  # a lock file, a dataset
+        return CheckResult(name, None, [data], {})
+    result = check_bytes(
+        data,
+        format=fmt,
+        source=name,
+        section=section,
+        known_keys=known_keys,
+        skip_unrelated=skip_unrelated,
+    )
+    _source_beside(result, name)
+    return result
 
 
 def load_config(
-    path: Union[str, os.PathLike[str]], *, section: Optional[str] = "training"
+    path: Union[str, os.PathLike[str]],
+    *,
+    section: Optional[str] = "training",
+    known_keys: Iterable[str] = (),
 ) -> RolloutSettings:
     """Load and validate the rollout settings of a ``.yaml``/``.yml``/``.json``/``.toml`` file.
 
-    ``section`` names the top-level key that holds the settings (``None``: the
-    top level itself). Raises :class:`ConfigError` listing every problem.
+    ``section`` names the key that holds the settings: a top-level key, a
+    dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
+    ``known_keys`` are the trainer's own keys, never taken for typos of ours.
+    Raises :class:`ConfigError` listing every error. Warnings (the config is
+    incomplete for the built-in adapter) do not raise: they are on the
+    returned settings' ``rollout_warnings``, and positioned in
+    :func:`check_file`'s ``CheckResult.warnings``.
     """
-    result = check_file(path, section=section)
+    result = check_file(path, section=section, known_keys=known_keys)
     if result.settings is None:
         raise ConfigError(result.issues)
     return result.settings

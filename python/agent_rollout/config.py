@@ -1,32 +1,47 @@
 """Pydantic (v2) models for the rollout keys of a training config.
 
 ``RolloutBackend`` and ``RolloutFunc`` are annotated ``str`` types that other
-trainers put in their own models; ``RolloutSettings`` is the whole set of
-``rollout_*`` keys of a ``training:`` section. Every value rule comes from
-:mod:`agent_rollout._backends`; this module only adds the cross-field rules, the
-look-alike key check and the JSON Schema that editors read.
+trainers put in their own models. ``RolloutFields`` is the set of
+``rollout_*`` keys as a mixin that changes nothing else of the model it is
+mixed into; ``RolloutSettings`` is the same fields as a frozen model of its
+own, for a whole ``training:`` section. Every value rule comes from
+:mod:`agent_rollout._backends`; this module adds the cross-field rules, their
+severity, the look-alike key check and the JSON Schema that editors read.
+
+Severity: a rule whose breach means the config cannot be right is an error
+(``ValidationError``); a rule that only says the config is incomplete for the
+built-in adapter, and may be completed at run time by a registered runner,
+is a warning, kept on the validated model (``rollout_warnings``). Every config
+the seed's rules accept validates without error.
 
 Look-alike keys: a key of the section that is not one of ours is left to the
-trainer, unless it starts with ``rollout_`` or ``rollout-`` (ASCII letters in
-any case) or is within two Levenshtein edits (insert, delete, substitute one
-character; a swap of two neighbours counts as two) of one of our keys, letters
-compared ASCII-case-insensitively. Keys holding a line break are only caught
-by the prefix rule. Such keys are errors that name the nearest valid key.
+trainer unless it is within two Levenshtein edits (insert, delete, substitute
+one character; a swap of two neighbours counts as two) of one of our keys,
+ASCII letters compared case-insensitively and ``-`` read as ``_``. Keys
+holding a line break, and keys the host declares as its own (the fields of a
+model ``RolloutFields`` is mixed into, ``known_keys``), are never flagged.
+Such keys are errors that name the nearest valid key.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Optional
 
 from pydantic import (
+    AliasChoices,
+    AliasPath,
     BaseModel,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
     PlainValidator,
+    PrivateAttr,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -50,6 +65,7 @@ from agent_rollout._loader import (
     check_file,
     load_config,
     load_config_bytes,
+    shown,
 )
 
 __all__ = [
@@ -64,8 +80,10 @@ __all__ = [
     "ConfigError",
     "ConfigIssue",
     "RolloutBackend",
+    "RolloutFields",
     "RolloutFunc",
     "RolloutSettings",
+    "RolloutWarning",
     "check_bytes",
     "check_file",
     "load_config",
@@ -85,6 +103,10 @@ MAX_SOURCE_LEN = 4096
 BACKENDS_WITH_FUNC: tuple[str, ...] = ("art", "openenv", "ruler")
 """Backends that take ``rollout_func`` (``art`` may read ``rollout_source`` instead)."""
 
+# Adding a key: its field on RolloutFields (type + json_schema), its name in
+# ROLLOUT_KEYS, and its backends here; the rules, schema, look-alike check and
+# launch options follow from these tables.
+
 # Which backends each optional key applies to (the key is an error elsewhere).
 _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_func": BACKENDS_WITH_FUNC,
@@ -93,13 +115,24 @@ _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_judge_base_url": ("ruler",),
     "rollout_source": ("art", "nemo_gym"),
 }
-# What each backend cannot run without: every group needs exactly one of its
-# keys set (art runs a rollout_func or reads an ART trajectory file).
+# What each backend cannot run without, whoever runs it (error): openenv has
+# no runner registry, it always calls rollout_func.
 _REQUIRED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {
-    "art": (("rollout_func", "rollout_source"),),
     "openenv": (("rollout_func",),),
+}
+# What the built-in adapter needs, but a runner registered with
+# register_rollout_runner may not (warning): art runs a rollout_func or reads
+# an ART trajectory file; ruler runs a rollout_func and asks a judge model.
+_EXPECTED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "art": (("rollout_func", "rollout_source"),),
     "ruler": (("rollout_func",), ("rollout_judge_model",)),
-    "nemo_gym": (),
+}
+# The launch option each key becomes (without its rollout_ prefix).
+_OPTION_NAMES: Mapping[str, str] = {
+    "rollout_group_size": "group_size",
+    "rollout_judge_model": "judge_model",
+    "rollout_judge_base_url": "judge_base_url",
+    "rollout_source": "source",
 }
 
 # A URL: http or https, a host part, then anything without spaces or control
@@ -162,18 +195,58 @@ def _check_url(value: object) -> str:
 _NO_NEWLINE = {"not": {"pattern": "\n"}}
 _NO_NUL = {"not": {"pattern": "\\u0000"}}
 
+
+def _doc(text: str, example: str) -> dict[str, Any]:
+    """Hover text: plain ``description`` and a ``markdownDescription`` with an example."""
+    return {
+        "description": text,
+        "markdownDescription": f"{text}\n\nExample:\n\n```yaml\n{example}\n```",
+    }
+
+
+def _any_case(name: str) -> str:
+    return "".join(f"[{c.upper()}{c}]" if "a" <= c <= "z" else re.escape(c) for c in name)
+
+
+def _backend_in(names: Iterable[str]) -> dict[str, Any]:
+    """The backend is one of ``names``, in any case (as the loader reads it)."""
+    return {"type": "string", "pattern": "^(?:" + "|".join(_any_case(n) for n in names) + ")$"}
+
+
+_BACKEND_HELP = {
+    "art": "OpenPipe ART: `rollout_func` plays one episode per call, gathered in groups "
+    "of `rollout_group_size`; or `rollout_source` names an ART trajectory file.",
+    "nemo_gym": "NVIDIA NeMo Gym data (`rollout_source`, a Gym JSONL file) converted to rows.",
+    "openenv": "OpenEnv protocol: `rollout_func` gets the seed prompts and returns the rows.",
+    "ruler": "ART groups ranked by an LLM judge (`rollout_judge_model`), RULER.",
+}
+assert tuple(sorted(_BACKEND_HELP)) == BACKEND_NAMES
+
 RolloutBackend = Annotated[
     str,
     PlainValidator(_check_backend, json_schema_input_type=str),
     WithJsonSchema(
         {
             "type": "string",
-            "enum": list(BACKEND_NAMES),
+            # The loader folds case (as validate_rollout_backend always has), so
+            # the schema accepts any case too; the enum is what editors complete.
+            "anyOf": [
+                {
+                    "enum": list(BACKEND_NAMES),
+                    "enumDescriptions": [
+                        _BACKEND_HELP[name].replace("`", "") for name in BACKEND_NAMES
+                    ],
+                    "markdownEnumDescriptions": [_BACKEND_HELP[name] for name in BACKEND_NAMES],
+                },
+                {"pattern": _backend_in(BACKEND_NAMES)["pattern"]},
+            ],
             "maxLength": MAX_BACKEND_NAME_LEN,
-            "description": (
-                "Agent rollout backend: art (OpenPipe ART), ruler (ART groups ranked "
-                "by an LLM judge), nemo_gym (NeMo Gym data) or openenv (a rollout_func "
-                "returns the rows). The loader also accepts upper-case spellings."
+            **_doc(
+                "Agent rollout backend: art (OpenPipe ART), ruler (ART groups ranked by an "
+                "LLM judge), nemo_gym (NeMo Gym data) or openenv (a rollout_func returns "
+                "the rows). Any case is accepted; the canonical name is lower case. Unset: "
+                "no agent rollout.",
+                "rollout_backend: openenv",
             ),
             "examples": ["openenv", "art"],
         }
@@ -195,9 +268,11 @@ RolloutFunc = Annotated[
                 "and dots; the function name after the colon)."
             ),
             "allOf": [_NO_NEWLINE],
-            "description": (
-                "The rollout function as 'module.path:function_name'. It is imported "
-                "only when the rollout starts (or by 'agent-rollout check --resolve')."
+            **_doc(
+                "The rollout function as 'module.path:function_name' (art, openenv, "
+                "ruler). It is imported only when the rollout starts (or by "
+                "'agent-rollout check --resolve').",
+                "rollout_func: my_project.rollouts:play_episode",
             ),
             "examples": ["my_project.rollouts:play_episode"],
         }
@@ -216,7 +291,11 @@ JudgeModel = Annotated[
             "minLength": 1,
             "maxLength": MAX_JUDGE_MODEL_LEN,
             "allOf": [_NO_NUL],
-            "description": "The LLM judge RULER ranks trajectories with (ruler only).",
+            **_doc(
+                "The LLM judge RULER ranks trajectories with (ruler only; the built-in "
+                "adapter needs it).",
+                "rollout_judge_model: openai/o4-mini",
+            ),
             "examples": ["openai/o4-mini"],
         }
     ),
@@ -233,9 +312,10 @@ JudgeBaseUrl = Annotated[
             "pattern": f"^{_URL_CORE}$",
             "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
             "allOf": [_NO_NEWLINE],
-            "description": (
+            **_doc(
                 "Base URL of an OpenAI-compatible server for the judge (ruler only); "
-                "unset means the judge model's provider default."
+                "unset means the judge model's provider default.",
+                "rollout_judge_base_url: http://127.0.0.1:8000/v1",
             ),
             "examples": ["http://127.0.0.1:8000/v1"],
         }
@@ -251,7 +331,13 @@ SourcePath = Annotated[
             "minLength": 1,
             "maxLength": MAX_SOURCE_LEN,
             "allOf": [_NO_NUL],
-            "description": "A NeMo Gym JSONL file (tasks or collected rollouts) (nemo_gym only).",
+            **_doc(
+                "A data file the backend reads instead of running anything: a NeMo Gym "
+                "JSONL file (nemo_gym) or an ART trajectory file (art, instead of "
+                "rollout_func). A relative path in a config file is read from the "
+                "file's directory.",
+                "rollout_source: data/example.jsonl",
+            ),
             "examples": ["data/example.jsonl"],
         }
     ),
@@ -304,15 +390,17 @@ def nearest_key(key: str) -> str:
     return min(ROLLOUT_KEYS, key=distance)
 
 
-def lookalike_key(key: object) -> bool:
-    """Whether ``key`` is not one of ours but looks like it was meant to be."""
-    if not isinstance(key, str) or key in ROLLOUT_KEYS:
+def lookalike_key(key: object, known_keys: Collection[str] = ()) -> bool:
+    """Whether ``key`` is not one of ours but looks like a typo of one.
+
+    It does when it is within two edits of one of our keys (see the module
+    docstring). Keys in ``known_keys`` (the host trainer's own) never do.
+    """
+    if not isinstance(key, str) or key in ROLLOUT_KEYS or key in known_keys:
         return False
-    folded = _fold(key)
-    if folded.startswith(("rollout_", "rollout-")):
-        return True
     if "\n" in key:
         return False
+    folded = _fold(key).replace("-", "_")
     return any(_levenshtein(folded, valid, _MAX_EDITS) <= _MAX_EDITS for valid in ROLLOUT_KEYS)
 
 
@@ -320,8 +408,11 @@ _ANY_CHAR = r"[\s\S]"  # one character in JavaScript, Rust regex and Python re a
 
 
 def _letter(char: str) -> str:
+    """One character of a key, as the look-alike rule reads it (case-folded, '-' is '_')."""
     if "a" <= char <= "z":
         return f"[{char.upper()}{char}]"
+    if char == "_":
+        return "[_-]"
     return re.escape(char)
 
 
@@ -346,36 +437,69 @@ def _within(word: str, edits: int, start: int = 0) -> str:
 
 
 _SHARED_PREFIX = "rollout_"
-LOOKALIKE_PREFIX_PATTERN = "^" + _literal("rollout") + "[_-]"
 
 
 def _near_pattern() -> str:
     # Edit distance splits over a concatenation: d(t, P + S) is the least
     # d(A, P) + d(B, S) over t = A + B. So "within two edits of P + S" is
     # (P within 2)(S exact) | (P within 1)(S within 1) | (P exact)(S within 2),
-    # and the last part always starts with 'rollout_', which the prefix rule
-    # catches already. That keeps the pattern some kilobytes, not hundreds.
+    # with P the shared 'rollout_' prefix: a few tens of kilobytes instead of
+    # the megabytes a pattern per whole key would take. '-' reads as '_'.
     assert all(key.startswith(_SHARED_PREFIX) for key in ROLLOUT_KEYS)
     suffixes = [key[len(_SHARED_PREFIX) :] for key in ROLLOUT_KEYS]
     exact = "|".join(_literal(suffix) for suffix in suffixes)
     near = "|".join(_within(suffix, 1) for suffix in suffixes)
-    return f"^(?:{_within(_SHARED_PREFIX, 2)}(?:{exact})|{_within(_SHARED_PREFIX, 1)}(?:{near}))$"
+    far = "|".join(_within(suffix, 2) for suffix in suffixes)
+    return (
+        f"^(?:{_within(_SHARED_PREFIX, 2)}(?:{exact})"
+        f"|{_within(_SHARED_PREFIX, 1)}(?:{near})"
+        f"|{_literal(_SHARED_PREFIX)}(?:{far}))$"
+    )
 
 
-LOOKALIKE_NEAR_PATTERN = _near_pattern()
+@functools.lru_cache(maxsize=1)
+def near_pattern() -> str:
+    """The look-alike regex (about 70 kB), built on first use: the schema needs
+    it, validation does not (it computes the distance directly)."""
+    return _near_pattern()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LOOKALIKE_NEAR_PATTERN":  # kept as a module constant, built lazily
+        return near_pattern()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _bigram_pattern() -> str:
+    # Each edit touches at most two of the seven letter pairs of 'rollout_', so
+    # a key within two edits of ours holds at least three of them: a key that
+    # holds none cannot be a look-alike. Cheap, and checked before the long
+    # pattern (validators that compile patterns per use pay for its length).
+    pairs = [_SHARED_PREFIX[i : i + 2] for i in range(len(_SHARED_PREFIX) - 1)]
+    return "|".join(_literal(pair) for pair in pairs)
+
+
+LOOKALIKE_PAIRS_PATTERN = _bigram_pattern()
 
 
 def lookalike_key_schema() -> dict[str, Any]:
-    """``propertyNames`` schema refusing exactly the keys ``lookalike_key`` refuses."""
+    """``propertyNames`` schema refusing exactly the keys ``lookalike_key`` refuses.
+
+    The first alternatives are necessary conditions that settle most keys
+    cheaply (length, letter pairs); the long pattern decides the rest.
+    """
+    shortest = min(len(key) for key in ROLLOUT_KEYS)
+    longest = max(len(key) for key in ROLLOUT_KEYS)
     return {
         "anyOf": [
             {"enum": list(ROLLOUT_KEYS)},
-            {
-                "not": {"pattern": LOOKALIKE_PREFIX_PATTERN},
-                "anyOf": [{"not": {"pattern": LOOKALIKE_NEAR_PATTERN}}, {"pattern": "\n"}],
-            },
+            {"maxLength": shortest - _MAX_EDITS - 1},
+            {"minLength": longest + _MAX_EDITS + 1},
+            {"not": {"pattern": LOOKALIKE_PAIRS_PATTERN}},
+            {"pattern": "\n"},
+            {"not": {"pattern": near_pattern()}},
         ],
-        "description": "Keys that look like rollout keys but are not one are errors.",
+        "description": "Keys within two edits of a rollout key (typos of one) are errors.",
     }
 
 
@@ -391,26 +515,39 @@ def _rules_schema() -> list[dict[str, Any]]:
                 "if": _set(key),
                 "then": {
                     "required": ["rollout_backend"],
-                    "properties": {"rollout_backend": {"enum": list(allowed)}},
+                    "properties": {"rollout_backend": _backend_in(allowed)},
                 },
             }
         )
+    # Required groups (errors): exactly one key of each set. Expected groups
+    # (warnings) are not rules here, but "only one of" them still is.
+    needs: list[tuple[str, dict[str, Any]]] = []
     for backend, groups in _REQUIRED_KEYS.items():
         for group in groups:
             need = _set(group[0]) if len(group) == 1 else {"oneOf": [_set(key) for key in group]}
-            rules.append(
-                {
-                    "if": {
-                        "required": ["rollout_backend"],
-                        "properties": {"rollout_backend": {"const": backend}},
-                    },
-                    "then": need,
-                }
-            )
+            needs.append((backend, need))
+    for backend, groups in _EXPECTED_KEYS.items():
+        for group in groups:
+            if len(group) > 1:
+                needs.append((backend, {"not": {"allOf": [_set(key) for key in group]}}))
+    for backend, need in needs:
+        rules.append(
+            {
+                "if": {
+                    "required": ["rollout_backend"],
+                    "properties": {"rollout_backend": _backend_in([backend])},
+                },
+                "then": need,
+            }
+        )
     return rules
 
 
-def _extend_schema(schema: dict[str, Any]) -> None:
+def _extend_schema(schema: dict[str, Any], model: Optional[type] = None) -> None:
+    # Only RolloutSettings' own schema gets the section rules: a host model
+    # that mixes RolloutFields in keeps its schema to itself.
+    if model is not None and model is not RolloutSettings:
+        return
     schema["propertyNames"] = lookalike_key_schema()
     schema["allOf"] = _rules_schema()
 
@@ -418,24 +555,42 @@ def _extend_schema(schema: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ the model
 
 
+@dataclass(frozen=True)
+class RolloutWarning:
+    """A config that validates but is incomplete for the built-in adapter."""
+
+    key: str
+    """The key to set (the first of the alternatives), e.g. ``rollout_judge_model``."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
 def _is_set(data: Mapping[Any, Any], key: str) -> bool:
     return data.get(key) is not None
 
 
+def _canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
+    """(usable, backend): usable is False when the backend itself is invalid."""
+    raw_backend = data.get("rollout_backend")
+    if raw_backend is None:
+        return True, None
+    try:
+        return True, validate_rollout_backend(raw_backend)
+    except ValueError:
+        return False, None
+
+
 def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
-    """The cross-field rules, over the raw section.
+    """The cross-field rules that are errors, over the raw section.
 
     They need the canonical backend only; when the backend itself is invalid
     its own error is reported and these rules are skipped.
     """
-    raw_backend = data.get("rollout_backend")
-    if raw_backend is None:
-        backend: Optional[str] = None
-    else:
-        try:
-            backend = validate_rollout_backend(raw_backend)
-        except ValueError:
-            return []
+    usable, backend = _canonical_backend(data)
+    if not usable:
+        return []
     errors: list[InitErrorDetails] = []
     for key, allowed in _KEY_BACKENDS.items():
         if not _is_set(data, key) or backend in allowed:
@@ -452,19 +607,10 @@ def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
                 input=data[key],
             )
         )
-    for group in _REQUIRED_KEYS.get(backend or "", ()):
+    groups = (*_REQUIRED_KEYS.get(backend or "", ()), *_EXPECTED_KEYS.get(backend or "", ()))
+    for group in groups:
         present = [key for key in group if _is_set(data, key)]
-        if not present:
-            needed = " or ".join(group)
-            message = f"{needed} is required when rollout_backend is {backend!r}"
-            errors.append(
-                InitErrorDetails(
-                    type=_custom("rollout_missing", message),
-                    loc=(group[0],),
-                    input=None,
-                )
-            )
-        elif len(present) > 1:
+        if len(present) > 1:
             message = f"set only one of {' and '.join(present)} when rollout_backend is {backend!r}"
             errors.append(
                 InitErrorDetails(
@@ -473,30 +619,151 @@ def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
                     input=data[present[-1]],
                 )
             )
+    for group in _REQUIRED_KEYS.get(backend or "", ()):
+        if not any(_is_set(data, key) for key in group):
+            message = f"{' or '.join(group)} is required when rollout_backend is {backend!r}"
+            errors.append(
+                InitErrorDetails(
+                    type=_custom("rollout_missing", message), loc=(group[0],), input=None
+                )
+            )
     return errors
 
 
+def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
+    """The warnings a section gets: keys the built-in adapter needs that are unset."""
+    usable, backend = _canonical_backend(data)
+    if not usable or backend is None:
+        return ()
+    found = []
+    for group in _EXPECTED_KEYS.get(backend, ()):
+        if any(_is_set(data, key) for key in group):
+            continue
+        if len(group) == 1:
+            unset, needs = f"{group[0]} is not set", "it"
+        else:
+            unset = f"neither {' nor '.join(group)} is set"
+            needs = "one of them"
+        found.append(
+            RolloutWarning(
+                group[0],
+                f"{unset}: the built-in {backend!r} adapter needs {needs} "
+                "(a runner registered with register_rollout_runner may not)",
+            )
+        )
+    return tuple(found)
+
+
+def _our_wording(error: Any) -> str:
+    """A pydantic error on one of our fields, in the wording of our own rules."""
+    key = str(error["loc"][0])
+    kind = error["type"]
+    value = error.get("input")
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        got = type(value).__name__
+        return f"{key} must be an int, got {got} {shown(value)}"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        field = RolloutFields.model_fields[key]
+        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        return f"{key} must be in [{low}, {high}], got {shown(value)}"
+    return f"{key}: {error['msg']} (got {shown(value)})"
+
+
 def _as_init_error(error: Any) -> InitErrorDetails:
-    details = InitErrorDetails(
-        type=_custom(error["type"], error["msg"]), loc=tuple(error["loc"]), input=error["input"]
+    kind = error["type"]
+    message = error["msg"]
+    if error["loc"] and error["loc"][0] in ROLLOUT_KEYS and not kind.startswith("rollout_"):
+        kind, message = "rollout_value", _our_wording(error)
+    return InitErrorDetails(
+        type=_custom(kind, message), loc=tuple(error["loc"]), input=error["input"]
     )
-    return details
 
 
-class RolloutSettings(BaseModel):
-    """The ``rollout_*`` keys of a training config section.
+def _alias_names(field: Any) -> set[str]:
+    """The top-level keys a field is read from besides its name (str, choices, paths)."""
+    names: set[str] = set()
+    for alias in (field.alias, field.validation_alias):
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+        for choice in choices:
+            first = choice.path[0] if isinstance(choice, AliasPath) and choice.path else choice
+            if isinstance(first, str):
+                names.add(first)
+    return names
 
-    Hand it the whole section: keys that belong to the trainer are ignored,
-    keys that look like ours but are not (see the module docstring) are errors.
+
+def _known_keys(model: type[BaseModel], info: ValidationInfo) -> frozenset[str]:
+    """Keys that are the host's: its own fields and aliases, the aliases a host gives our
+    fields (an ``alias_generator``), and ``known_keys`` in the context."""
+    known: set[str] = set()
+    for name, field in model.model_fields.items():
+        if name not in ROLLOUT_KEYS:
+            known.add(name)
+        known.update(_alias_names(field))
+    context = info.context
+    if isinstance(context, Mapping):
+        extra = context.get("known_keys")
+        if extra is not None:
+            known.update(key for key in extra if isinstance(key, str))
+    return frozenset(known)
+
+
+def _by_field_name(model: type[BaseModel], data: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    """The section with our keys under their field names, where a host gave them aliases."""
+    view: Optional[dict[Any, Any]] = None
+    for name in ROLLOUT_KEYS:
+        if name in data:
+            continue
+        for alias in sorted(_alias_names(model.model_fields[name])):
+            if alias in data:
+                view = dict(data) if view is None else view
+                view[name] = data[alias]
+                break
+    return data if view is None else view
+
+
+def _check_assignment(title: str, model: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+    """``model.rollout_x = value`` on a host with ``validate_assignment=True``.
+
+    pydantic hands the model itself here, and its handler sets the new value
+    in place; so the old values are kept, put back when a rule refuses the
+    new one, and the warnings are worked out again from the new values.
+    """
+    before = dict(model.__dict__)
+    fields_set = set(model.model_fields_set)
+    try:
+        result = handler(model)
+    except ValidationError as exc:
+        errors = [_as_init_error(error) for error in exc.errors()]
+        raise ValidationError.from_exception_data(title, errors) from None
+    # As the section would read: the keys given so far (defaults are not given).
+    given = result.model_fields_set
+    values = {key: getattr(result, key) for key in ROLLOUT_KEYS if key in given}
+    rule_errors = _rule_errors(values)
+    if rule_errors:
+        model.__dict__.clear()
+        model.__dict__.update(before)
+        object.__setattr__(model, "__pydantic_fields_set__", fields_set)
+        raise ValidationError.from_exception_data(title, rule_errors)
+    if isinstance(result, RolloutFields):
+        result._rollout_warnings = section_warnings(values)
+    return result
+
+
+class RolloutFields(BaseModel):
+    """The ``rollout_*`` keys, as a mixin for a trainer's own pydantic model.
+
+    Mixing it in adds the fields, their rules and the look-alike check, and
+    nothing else: the host keeps its own ``frozen``, ``title`` and ``extra``
+    policy and its own JSON Schema header. The host's own fields (and
+    aliases) are never flagged as look-alikes; a typo of one of our keys is
+    reported once, in our wording, even under ``extra="forbid"``. Warnings
+    are on ``rollout_warnings`` of the validated instance.
     """
 
-    model_config = ConfigDict(
-        extra="ignore", frozen=True, title="RolloutSettings", json_schema_extra=_extend_schema
-    )
+    _rollout_warnings: tuple[RolloutWarning, ...] = PrivateAttr(default=())
 
-    rollout_backend: Optional[RolloutBackend] = Field(
-        default=None, description="Agent rollout backend; unset means no agent rollout."
-    )
+    rollout_backend: Optional[RolloutBackend] = None
     rollout_func: Optional[RolloutFunc] = None
     rollout_max_steps: int = Field(
         default=DEFAULT_ROLLOUT_STEPS,
@@ -505,6 +772,10 @@ class RolloutSettings(BaseModel):
         le=MAX_ROLLOUT_STEPS,
         description="Most steps (turns) one rollout may take.",
         examples=[DEFAULT_ROLLOUT_STEPS],
+        json_schema_extra=_doc(
+            f"Most steps (turns) one rollout may take: an int in [1, {MAX_ROLLOUT_STEPS}].",
+            "rollout_max_steps: 32",
+        ),
     )
     rollout_group_size: int = Field(
         default=DEFAULT_GROUP_SIZE,
@@ -513,21 +784,36 @@ class RolloutSettings(BaseModel):
         le=MAX_GROUP_SIZE,
         description="Trajectories gathered per prompt (art and ruler only).",
         examples=[DEFAULT_GROUP_SIZE],
+        json_schema_extra=_doc(
+            "Trajectories gathered per seed prompt (art and ruler only): an int in "
+            f"[1, {MAX_GROUP_SIZE}].",
+            "rollout_group_size: 8",
+        ),
     )
     rollout_judge_model: Optional[JudgeModel] = None
     rollout_judge_base_url: Optional[JudgeBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
 
+    @property
+    def rollout_warnings(self) -> tuple[RolloutWarning, ...]:
+        """What the built-in adapter will miss (empty when nothing is)."""
+        return self._rollout_warnings
+
     @model_validator(mode="wrap")
     @classmethod
     def _check_section(
-        cls, data: Any, handler: ModelWrapValidatorHandler[RolloutSettings]
-    ) -> RolloutSettings:
+        cls, data: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
+    ) -> Any:
+        if isinstance(data, RolloutFields) and info.field_name in RolloutFields.model_fields:
+            return _check_assignment(cls.__name__, data, handler)
         if not isinstance(data, Mapping):
             return handler(data)
+        known = _known_keys(cls, info)
         errors: list[InitErrorDetails] = []
+        flagged: set[str] = set()
         for key in data:
-            if lookalike_key(key):
+            if lookalike_key(key, known):
+                flagged.add(key)
                 errors.append(
                     InitErrorDetails(
                         type=_custom(
@@ -538,15 +824,34 @@ class RolloutSettings(BaseModel):
                         input=data[key],
                     )
                 )
-        result: Optional[RolloutSettings] = None
+        result: Any = None
         try:
             result = handler(data)
         except ValidationError as exc:
-            errors.extend(_as_init_error(error) for error in exc.errors())
-        errors.extend(_rule_errors(data))
+            for error in exc.errors():
+                # Under the host's extra="forbid" a typo would be reported twice.
+                if error["type"] == "extra_forbidden" and error["loc"][:1] in {
+                    (key,) for key in flagged
+                }:
+                    continue
+                errors.append(_as_init_error(error))
+        section = _by_field_name(cls, data)
+        errors.extend(_rule_errors(section))
         if errors or result is None:
             raise ValidationError.from_exception_data(cls.__name__, errors)
+        if isinstance(result, RolloutFields):
+            found = section_warnings(section)
+            if found:
+                result._rollout_warnings = found
         return result
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any], *, known_keys: Iterable[str] = ()) -> Any:
+        """Validate a trainer's section; ``known_keys`` are the trainer's own keys.
+
+        The same as ``model_validate(section, context={"known_keys": ...})``.
+        """
+        return cls.model_validate(section, context={"known_keys": frozenset(known_keys)})
 
     def to_launch_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``agent_rollout.launch_rollout(**kwargs)``.
@@ -558,13 +863,10 @@ class RolloutSettings(BaseModel):
         if backend is None:
             raise ValueError("rollout_backend is not set: there is no rollout to launch")
         options: dict[str, Any] = {}
-        if backend in ("art", "ruler"):
-            options["group_size"] = self.rollout_group_size
-        if backend == "ruler":
-            options["judge_model"] = self.rollout_judge_model
-            options["judge_base_url"] = self.rollout_judge_base_url
-        if backend in ("art", "nemo_gym") and self.rollout_source is not None:
-            options["source"] = self.rollout_source
+        for key, option in _OPTION_NAMES.items():
+            value = getattr(self, key)
+            if backend in _KEY_BACKENDS[key] and value is not None:
+                options[option] = value
         return {
             "name": backend,
             "rollout_func": self.rollout_func,
@@ -573,28 +875,42 @@ class RolloutSettings(BaseModel):
         }
 
 
+class RolloutSettings(RolloutFields):
+    """The ``rollout_*`` keys of a training config section, as a frozen model.
+
+    Hand it the whole section: keys that belong to the trainer are ignored,
+    keys that look like a typo of ours (see the module docstring) are errors.
+    To put our keys into a trainer's own model, mix in :class:`RolloutFields`
+    (subclassing this class would make the trainer's model frozen too).
+    """
+
+    model_config = ConfigDict(frozen=True, json_schema_extra=_extend_schema)
+
+
 def training_config_schema(section: Optional[str] = "training") -> dict[str, Any]:
     """The JSON Schema (draft 7) of a whole training config file.
 
-    Our keys live in ``section`` (``None``: at the top level); every other key
-    of the file and of the section is left open for the trainer.
+    Our keys live in ``section`` (``None``: at the top level; a dotted path
+    nests); every other key of the file and of the section is left open for
+    the trainer.
     """
     settings = RolloutSettings.model_json_schema()
     settings.pop("title", None)
+    settings.pop("markdownDescription", None)
     settings["description"] = (
         "Training settings. Only the rollout_* keys are checked here; the trainer's "
         "own keys are left open."
     )
+    # No $id: there is no public URL it could resolve to; editors take the
+    # schema by path (modeline or settings), which needs none.
     header = {
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$id": "https://agent-rollout.invalid/training-config.schema.json",
         "title": "Training config (agent_rollout keys)",
     }
-    if section is None:
+    if not section:
         return {**header, **settings}
-    return {
-        **header,
-        "type": "object",
-        "required": [section],
-        "properties": {section: settings},
-    }
+    # A dotted section ("trainer.rollout") nests, as the loader reads it.
+    body: dict[str, Any] = settings
+    for part in reversed(section.split(".")):
+        body = {"type": "object", "required": [part], "properties": {part: body}}
+    return {**header, **body}
