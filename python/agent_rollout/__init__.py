@@ -36,6 +36,7 @@ from ._launch import (
 )
 
 if TYPE_CHECKING:
+    from .arrow import arrow_to_rows, rows_to_arrow, to_dataset
     from .config import (
         ConfigError,
         ConfigIssue,
@@ -54,6 +55,10 @@ _LAZY = {
     "load_config": "config",
     "ConfigError": "config",
     "ConfigIssue": "config",
+    # Arrow needs pyarrow (the [arrow] extra): imported only when asked for.
+    "rows_to_arrow": "arrow",
+    "arrow_to_rows": "arrow",
+    "to_dataset": "arrow",
 }
 
 
@@ -87,6 +92,7 @@ __all__ = [
     "RolloutRowError",
     "RolloutSettings",
     "__version__",
+    "arrow_to_rows",
     "get_rollout_backend_spec",
     "implementation",
     "launch_rollout",
@@ -98,6 +104,8 @@ __all__ = [
     "register_rollout_runner",
     "required_rollout_package",
     "resolve_rollout_func",
+    "rows_to_arrow",
+    "to_dataset",
     "unregister_rollout_runner",
     "validate_rollout_backend",
     "validate_rollout_func",
