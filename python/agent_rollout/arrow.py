@@ -466,12 +466,14 @@ def _file_batches(
     prompt_kind: str,
     on_batch: Callable[[pa.RecordBatch], object],
     progress: Optional[_jsonl.Progress],
+    source: Optional[str] = None,
 ) -> tuple[int, int, int, int, int, int]:
     """Stream a rollout JSONL file as record batches, in order; return the run's counts.
 
-    The sixth count (bytes out) is 0: the caller knows what it wrote.
+    Errors name ``source`` (default: ``src``). The sixth count (bytes out) is
+    0: the caller knows what it wrote.
     """
-    source = _jsonl._source_name(src)
+    source = _jsonl._source_name(src) if source is None else source
     if _engine.implementation() == "rust":
         native = _engine._native
         try:
