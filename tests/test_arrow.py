@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_parity import rows as row_strategy
-from test_parity import typed as typed_in_order
 
 from agent_rollout import RolloutRowError, _engine, normalise_rollout_rows
+from test_parity import rows as row_strategy
+from test_parity import typed as typed_in_order
 
 pa = pytest.importorskip("pyarrow")
 arrow = pytest.importorskip("agent_rollout.arrow")
@@ -110,7 +110,9 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
     assert messages[2]["extra_json"] == (
         '{"content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}'
     )
-    assert messages[4]["extra_json"] == '{"score":1.5,"n":1000000000000000000000000000000,"ok":true}'
+    assert (
+        messages[4]["extra_json"] == '{"score":1.5,"n":1000000000000000000000000000000,"ok":true}'
+    )
     assert messages[5] == {"role": "user", "content": None, "extra_json": None}
     assert typed(arrow.arrow_to_rows(table)) == typed(normalise_rollout_rows(rows))
 
@@ -121,7 +123,7 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine: str) -> None:
     text_first = [{"prompt": "a"}, {"prompt": "b"}, {"prompt": [{"role": "user"}]}]
-    kind, error = outcome(engine, arrow.rows_to_arrow, text_first)
+    _, error = outcome(engine, arrow.rows_to_arrow, text_first)
     assert error == (
         "RolloutRowError",
         "row 2: prompt: a list of chat messages in a table of str prompts (set by row 0); "
@@ -129,14 +131,15 @@ def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine
         2,
     )
     messages_first = [{"prompt": [{"role": "user"}]}, {"prompt": "b"}]
-    kind, error = outcome(engine, arrow.rows_to_arrow, messages_first)
+    _, error = outcome(engine, arrow.rows_to_arrow, messages_first)
     assert error[1] == (
         "row 1: prompt: a str in a table of chat-message prompts (set by row 0); "
         "prompt_kind='messages' wraps each str prompt as one user message"
     )
-    kind, error = outcome(engine, arrow.rows_to_arrow, messages_first, prompt_kind="text")
-    assert error[1].startswith("row 0: prompt: a list of chat messages in a table of str prompts "
-                               "(prompt_kind='text')")
+    _, error = outcome(engine, arrow.rows_to_arrow, messages_first, prompt_kind="text")
+    assert error[1].startswith(
+        "row 0: prompt: a list of chat messages in a table of str prompts (prompt_kind='text')"
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -158,7 +161,7 @@ def test_prompt_kind_is_checked() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
     rows = [{"prompt": "ok"}, {"prompt": [{"role": "user", "meta": {"k\udc00": 1}}]}]
-    kind, error = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
+    _, error = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
     assert error == (
         "RolloutRowError",
         'row 1: prompt[0].meta["k\\udc00"]: a str with a lone surrogate (U+D800..U+DFFF) '
@@ -167,7 +170,7 @@ def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
     )
     # An earlier row Arrow cannot hold is named before a later kind mismatch.
     rows = [{"prompt": "a", "answer": "\ud800"}, {"prompt": [{"role": "user"}]}]
-    kind, error = outcome(engine, arrow.rows_to_arrow, rows)
+    _, error = outcome(engine, arrow.rows_to_arrow, rows)
     assert error[1].startswith("row 0: answer: a str with a lone surrogate")
 
 
@@ -191,7 +194,8 @@ def test_round_trip_over_json_like_rows(data: list) -> None:
             assert typed(arrow.arrow_to_rows(auto[1])) == typed(expected[1])
         else:
             first_other = next(
-                i for i, row in enumerate(expected[1])
+                i
+                for i, row in enumerate(expected[1])
                 if isinstance(row["prompt"], str) != isinstance(expected[1][0]["prompt"], str)
             )
             assert auto[0] == "error" and auto[1][2] == first_other
@@ -223,9 +227,7 @@ def test_arrow_to_rows_takes_record_batches_polars_and_c_stream_objects() -> Non
 
 
 def test_arrow_to_rows_checks_foreign_tables() -> None:
-    bad_json = pa.table(
-        {"prompt": [[{"role": "user", "content": "q", "extra_json": "[1]"}]]}
-    )
+    bad_json = pa.table({"prompt": [[{"role": "user", "content": "q", "extra_json": "[1]"}]]})
     with pytest.raises(RolloutRowError) as info:
         arrow.arrow_to_rows(bad_json)
     assert str(info.value) == (
@@ -267,7 +269,8 @@ def test_public_names_and_the_base_install_imports_no_arrow() -> None:
     code = (
         "import sys, agent_rollout;"
         "agent_rollout.normalise_rollout_rows([{'prompt': 'a'}]);"
-        "bad = [m for m in ('pyarrow', 'datasets', 'ray', 'agent_rollout.arrow') if m in sys.modules];"
+        "heavy = ('pyarrow', 'datasets', 'ray', 'agent_rollout.arrow');"
+        "bad = [m for m in heavy if m in sys.modules];"
         "print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -13,8 +13,6 @@ import pytest
 
 import agent_rollout
 from agent_rollout import (
-    RolloutFileError,
-    RolloutRowError,
     _engine,
     normalise_rollout_file,
     read_rollout_jsonl,
@@ -179,7 +177,7 @@ def test_a_failed_run_leaves_the_old_file(engine: str, tmp_path: Path) -> None:
     dest.write_bytes(b"old")
     rows = [{"prompt": f"q{i}"} for i in range(20000)] + [{"prompt": 1}]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
-    kind, error = outcome(engine, normalise_rollout_file, src, dest)
+    _, error = outcome(engine, normalise_rollout_file, src, dest)
     assert error[0] == "RolloutRowError" and ":20001: row 20000: prompt" in error[1]
     assert dest.read_bytes() == b"old"
     assert leftovers(tmp_path) == []
@@ -208,12 +206,14 @@ def test_ctrl_c_leaves_nothing_behind(engine: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None:
-    kind, error = outcome(engine, normalise_rollout_file, tmp_path / "nope.jsonl", tmp_path / "o.parquet")
+    _, error = outcome(
+        engine, normalise_rollout_file, tmp_path / "nope.jsonl", tmp_path / "o.parquet"
+    )
     assert error[0] == "FileNotFoundError" and "nope.jsonl" in error[1]
     src = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "a"}])
-    kind, error = outcome(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
+    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
     assert error[0] == "FileNotFoundError" and "o.parquet" in error[1]
-    kind, error = outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
+    _, error = outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
     assert error[0] == "ValueError" and "prompt_kind must be one of" in error[1]
 
 
@@ -221,7 +221,7 @@ def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None
 def test_empty_file_is_refused(engine: str, tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text("\n\n")
-    kind, error = outcome(engine, normalise_rollout_file, src, tmp_path / "o.parquet")
+    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "o.parquet")
     assert error[0] == "RolloutFileError" and "no rows" in error[1]
     assert not (tmp_path / "o.parquet").exists()
 
@@ -243,7 +243,7 @@ def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert f"2 rows out" in done.stderr and done.stderr.rstrip().endswith(f"-> {dest}")
+    assert "2 rows out" in done.stderr and done.stderr.rstrip().endswith(f"-> {dest}")
     assert pq.read_table(dest).num_rows == 2
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "a"}, {"prompt": [{"role": "u"}]}])
     done = subprocess.run(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
 try:
     import pyarrow as pa
@@ -67,7 +67,9 @@ TEXT_SCHEMA = pa.schema(
 
 MESSAGES_SCHEMA = pa.schema(
     [
-        pa.field("prompt", pa.list_(pa.field("item", MESSAGE_TYPE, nullable=False)), nullable=False),
+        pa.field(
+            "prompt", pa.list_(pa.field("item", MESSAGE_TYPE, nullable=False)), nullable=False
+        ),
         pa.field("answer", pa.string()),
     ],
     metadata=_META,
@@ -90,10 +92,12 @@ def arrow_schema(prompt_kind: Literal["text", "messages"]) -> pa.Schema:
     raise ValueError(f"prompt_kind must be 'text' or 'messages', got {prompt_kind!r}")
 
 
-def check_prompt_kind(prompt_kind: object) -> str:
+def check_prompt_kind(prompt_kind: object) -> PromptKind:
     if prompt_kind not in PROMPT_KINDS:
-        raise ValueError(f"prompt_kind must be one of {', '.join(PROMPT_KINDS)}; got {prompt_kind!r}")
-    return str(prompt_kind)
+        raise ValueError(
+            f"prompt_kind must be one of {', '.join(PROMPT_KINDS)}; got {prompt_kind!r}"
+        )
+    return cast(PromptKind, prompt_kind)
 
 
 def _dumps(value: Any) -> str:
@@ -145,7 +149,9 @@ class TableBuilder:
         self.answers: list[Optional[str]] = []
         self.size = 0
 
-    def add(self, row: dict, index: int, line: Optional[int] = None, source: Optional[str] = None) -> None:
+    def add(
+        self, row: dict, index: int, line: Optional[int] = None, source: Optional[str] = None
+    ) -> None:
         prompt = row["prompt"]
         is_text = type(prompt) is str
         if self.kinds.kind is not None and (self.kinds.kind == "text") != is_text:
@@ -419,7 +425,7 @@ def iter_rows(data: Any) -> Iterator[dict]:
         answers: Iterable[Any] = (
             batch.column("answer").to_pylist() if has_answer else [None] * len(prompts)
         )
-        for prompt, answer in zip(prompts, answers):
+        for prompt, answer in zip(prompts, answers, strict=True):
             if isinstance(prompt, list):
                 prompt = _decode_messages(prompt, index)
             yield {"prompt": prompt} if answer is None else {"prompt": prompt, "answer": answer}
@@ -495,7 +501,9 @@ def _file_batches(
     builder = TableBuilder(prompt_kind)
     try:
         with _rows.GcPause():
-            for index, row in enumerate(_jsonl._python_rows(src, max_rows, tally, progress, opened)):
+            for index, row in enumerate(
+                _jsonl._python_rows(src, max_rows, tally, progress, opened)
+            ):
                 builder.add(row, index, line=tally.lines, source=source)
                 while builder.batches:
                     on_batch(builder.batches.pop(0))
@@ -524,11 +532,6 @@ def read_rollout_table(
     batches: list[pa.RecordBatch] = []
     _file_batches(text, max_rows, prompt_kind, batches.append, None)
     return pa.Table.from_batches(batches, schema=batches[0].schema)
-
-
-def is_parquet_path(path: str) -> bool:
-    """Whether ``normalise_rollout_file`` writes Parquet to ``path`` (its name ends ``.parquet``)."""
-    return path.lower().endswith(".parquet")
 
 
 def write_parquet(
@@ -579,7 +582,7 @@ def write_parquet(
         if state["writer"] is not None:
             try:
                 state["writer"].close()
-            except Exception:  # noqa: S110 - the first error is the one to report
+            except Exception:
                 pass
         if state["aside"] is not None:
             state["aside"].abandon()

@@ -34,9 +34,7 @@ from . import _engine
 from ._backends import MAX_ROLLOUT_ROWS
 from .arrow import PromptKind, _file_batches, check_prompt_kind, rows_to_arrow
 
-_WORKER_ERROR = re.compile(
-    r"agent_rollout\._errors\.(RolloutRowError|RolloutFileError): ([^\n]*)"
-)
+_WORKER_ERROR = re.compile(r"agent_rollout\._errors\.(RolloutRowError|RolloutFileError): ([^\n]*)")
 
 PATH_COLUMN = "path"
 """The shard column Ray adds with ``include_paths=True``."""
@@ -72,7 +70,7 @@ def normalise_batch(
     ``prompt`` and ``answer`` columns and normalised like ``rows_to_arrow``.
     """
     max_rows = _engine.check_max_rows(max_rows)
-    prompt_kind = check_prompt_kind(prompt_kind)  # type: ignore[assignment]
+    prompt_kind = check_prompt_kind(prompt_kind)
     names = batch.column_names
     if "bytes" in names and "prompt" not in names:
         shards = batch.column("bytes").to_pylist()
@@ -83,10 +81,13 @@ def normalise_batch(
         )
         tables = [
             _shard_table(data, str(path), max_rows, prompt_kind)
-            for data, path in zip(shards, paths)
+            for data, path in zip(shards, paths, strict=True)
         ]
         if len({t.schema for t in tables}) > 1:
-            kinds = {str(path): t.schema.field("prompt").type for path, t in zip(paths, tables)}
+            kinds = {
+                str(path): t.schema.field("prompt").type
+                for path, t in zip(paths, tables, strict=True)
+            }
             raise ValueError(
                 f"shards in one batch hold different prompt kinds ({kinds}); "
                 "pass prompt_kind='text' or 'messages'"
@@ -97,9 +98,7 @@ def normalise_batch(
         shard_paths = batch.column(PATH_COLUMN).unique().to_pylist()
         shard = ", ".join(map(str, shard_paths))
     try:
-        return rows_to_arrow(
-            batch.to_pylist(), backend, max_rows=max_rows, prompt_kind=prompt_kind
-        )
+        return rows_to_arrow(batch.to_pylist(), backend, max_rows=max_rows, prompt_kind=prompt_kind)
     except ValueError as exc:  # RolloutRowError included
         if shard is not None:
             # The same exception, its message prefixed with the shard(s) it came from.
