@@ -164,7 +164,10 @@ impl Batch {
     }
 
     fn text_bytes(&self) -> usize {
-        self.first.data.len() + self.content.data.len() + self.extra.data.len() + self.answer.data.len()
+        self.first.data.len()
+            + self.content.data.len()
+            + self.extra.data.len()
+            + self.answer.data.len()
     }
 
     fn message(&mut self, role: &str, content: Option<&str>, extra: bool) -> PyResult<()> {
@@ -215,7 +218,12 @@ impl Batch {
                 Some(self.extra.into_py(py)?),
             ),
         };
-        let columns = (self.first.into_py(py)?, content, extra, self.answer.into_py(py)?);
+        let columns = (
+            self.first.into_py(py)?,
+            content,
+            extra,
+            self.answer.into_py(py)?,
+        );
         (kind, self.rows, list_offsets, messages, columns).into_pyobject(py)
     }
 }
@@ -269,7 +277,9 @@ impl ChunkArrow {
         let is_text = matches!(row.prompt, J::Str(_));
         let own = if is_text { Kind::Text } else { Kind::Messages };
         let rule = self.rule;
-        let batch = self.batch.get_or_insert_with(|| Batch::new(rule.fixed.unwrap_or(own)));
+        let batch = self
+            .batch
+            .get_or_insert_with(|| Batch::new(rule.fixed.unwrap_or(own)));
         let fits = own == batch.kind || (is_text && rule.fixed == Some(Kind::Messages));
         if !fits {
             self.mismatch = Some(batch.rows);
@@ -352,7 +362,11 @@ pub fn read_file(
             let output = &result.output;
             if let Some(batch) = &output.batch {
                 let kind = *table.get_or_insert(batch.kind);
-                let first_off = if batch.kind != kind { Some(0) } else { output.mismatch };
+                let first_off = if batch.kind != kind {
+                    Some(0)
+                } else {
+                    output.mismatch
+                };
                 if let Some(local_index) = first_off {
                     // Rows after the mismatch were not built; it is this chunk's first fault.
                     let line = result.row_lines.get(local_index).copied().unwrap_or(0);
@@ -440,7 +454,9 @@ fn write_py_json(value: &Bound<'_, PyAny>, out: &mut String) -> Result<(), Bad> 
             if i > 0 {
                 out.push(',');
             }
-            let key = key.cast_into::<PyString>().map_err(|_| not_normalised("a key"))?;
+            let key = key
+                .cast_into::<PyString>()
+                .map_err(|_| not_normalised("a key"))?;
             write_json_str(text(&key)?, out);
             out.push(':');
             write_py_json(&item, out)?;
@@ -454,25 +470,37 @@ fn write_py_json(value: &Bound<'_, PyAny>, out: &mut String) -> Result<(), Bad> 
 
 fn add_py_row(batch: &mut Batch, row: &Bound<'_, PyAny>) -> Result<(), Bad> {
     let py = row.py();
-    let row = row.cast_exact::<PyDict>().map_err(|_| not_normalised("a row"))?;
+    let row = row
+        .cast_exact::<PyDict>()
+        .map_err(|_| not_normalised("a row"))?;
     let prompt = row
         .get_item(pyo3::intern!(py, "prompt"))?
         .ok_or_else(|| not_normalised("a prompt"))?;
     if let Ok(prompt) = prompt.cast_exact::<PyString>() {
         batch.text_prompt(text(prompt)?)?;
     } else {
-        let messages = prompt.cast_exact::<PyList>().map_err(|_| not_normalised("a prompt"))?;
+        let messages = prompt
+            .cast_exact::<PyList>()
+            .map_err(|_| not_normalised("a prompt"))?;
         for message in messages.iter() {
-            let message = message.cast_into_exact::<PyDict>().map_err(|_| not_normalised("a message"))?;
+            let message = message
+                .cast_into_exact::<PyDict>()
+                .map_err(|_| not_normalised("a message"))?;
             let mut role = None;
             let mut content = None;
             let mut scratch = std::mem::take(&mut batch.scratch);
             scratch.clear();
             for (key, value) in message.iter() {
-                let key = key.cast_into::<PyString>().map_err(|_| not_normalised("a key"))?;
+                let key = key
+                    .cast_into::<PyString>()
+                    .map_err(|_| not_normalised("a key"))?;
                 let name = text(&key)?;
                 if name == "role" {
-                    role = Some(value.cast_into_exact::<PyString>().map_err(|_| not_normalised("a role"))?);
+                    role = Some(
+                        value
+                            .cast_into_exact::<PyString>()
+                            .map_err(|_| not_normalised("a role"))?,
+                    );
                     continue;
                 }
                 if name == "content" {
@@ -502,7 +530,11 @@ fn add_py_row(batch: &mut Batch, row: &Bound<'_, PyAny>) -> Result<(), Bad> {
     }
     let answer = row.get_item(pyo3::intern!(py, "answer"))?;
     let answer = match &answer {
-        Some(value) => Some(text(value.cast_exact::<PyString>().map_err(|_| not_normalised("an answer"))?)?),
+        Some(value) => Some(text(
+            value
+                .cast_exact::<PyString>()
+                .map_err(|_| not_normalised("an answer"))?,
+        )?),
         None => None,
     };
     batch.end_row(answer)?;
@@ -532,7 +564,11 @@ pub fn rows_to_batches<'py>(
             .ok()
             .and_then(|d| d.get_item(pyo3::intern!(py, "prompt")).ok().flatten())
             .is_some_and(|p| p.is_exact_instance_of::<PyString>());
-        let own = if prompt_is_text { Kind::Text } else { Kind::Messages };
+        let own = if prompt_is_text {
+            Kind::Text
+        } else {
+            Kind::Messages
+        };
         let kind = *table.get_or_insert(own);
         if own != kind && !(prompt_is_text && rule.fixed == Some(Kind::Messages)) {
             return Err(rule.mismatch(kind).at(index));
