@@ -397,15 +397,25 @@ pub fn read_file(
     Ok(stats)
 }
 
-// ---- rows already normalised in Python -----------------------------------------------------
+// ---- rows as Python objects ---------------------------------------------------------------
+//
+// One walker serves two passes. The first pass reads the caller's rows as
+// they are and takes only the shapes whose normalised form is the row itself
+// (exact dicts, lists, str, int, float, bool, None; a non-empty str prompt or
+// message list; roles that are non-empty str; finite floats; nesting within
+// the limit): for those, the row rules have nothing to change or refuse, so
+// the buffers are built straight from the input, with no Python object made.
+// Anything else (a subclass, a mapping, a rule broken, a kind mismatch, a
+// lone surrogate) gives up the pass: Python then runs the row rules
+// (`normalise_rollout_rows`), which raise the error both engines agree on,
+// and the second pass builds from the rows they return, where a mismatch or
+// a lone surrogate is the error to report.
 
-/// A str's UTF-8 text; a str Arrow cannot hold (a lone surrogate) is refused
-/// with the code `not_utf8`, and Python names the place.
-fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Bad> {
-    value.to_str().map_err(|_| Bad::NotUtf8)
-}
-
+/// Why the walk stopped.
 enum Bad {
+    /// A shape the first pass does not take (or, in the second pass, a bug).
+    Slow,
+    /// A str Arrow cannot hold (a lone surrogate).
     NotUtf8,
     Py(PyErr),
 }
@@ -416,16 +426,22 @@ impl From<PyErr> for Bad {
     }
 }
 
-fn not_normalised(what: &str) -> Bad {
-    Bad::Py(PyTypeError::new_err(format!(
-        "rows_to_arrow expects normalised rows: {what}"
-    )))
+fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Bad> {
+    value.to_str().map_err(|_| Bad::NotUtf8)
 }
 
-/// Append `value` as JSON, the way `json.dumps(ensure_ascii=False,
-/// separators=(",", ":"))` writes it. The value was normalised: exact
-/// built-in types, finite floats, str keys, bounded depth.
-fn write_py_json(value: &Bound<'_, PyAny>, out: &mut String) -> Result<(), Bad> {
+fn exact_str<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyString>, Bad> {
+    value.cast_exact::<PyString>().map_err(|_| Bad::Slow)
+}
+
+/// Append `value`, a value at nesting `level` of a message, as JSON the way
+/// `json.dumps(ensure_ascii=False, separators=(",", ":"))` writes it.
+fn write_py_json(
+    value: &Bound<'_, PyAny>,
+    level: usize,
+    max_depth: usize,
+    out: &mut String,
+) -> Result<(), Bad> {
     if value.is_none() {
         out.push_str("null");
     } else if let Ok(text_value) = value.cast_exact::<PyString>() {
@@ -438,69 +454,96 @@ fn write_py_json(value: &Bound<'_, PyAny>, out: &mut String) -> Result<(), Bad> 
             Err(_) => out.push_str(text(&number.str()?)?),
         }
     } else if let Ok(number) = value.cast_exact::<PyFloat>() {
-        py_float_repr(number.value(), out);
-    } else if let Ok(items) = value.cast_exact::<PyList>() {
+        let number = number.value();
+        if !number.is_finite() {
+            return Err(Bad::Slow);
+        }
+        py_float_repr(number, out);
+    } else if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
+        if level > max_depth {
+            return Err(Bad::Slow);
+        }
         out.push('[');
-        for (i, item) in items.iter().enumerate() {
+        // Iterating an exact list or tuple runs no user code; the iterator
+        // re-reads the length at every step.
+        for (i, item) in value.try_iter()?.enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            write_py_json(&item, out)?;
+            write_py_json(&item?, level + 1, max_depth, out)?;
         }
         out.push(']');
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+        if level > max_depth {
+            return Err(Bad::Slow);
+        }
         out.push('{');
+        // Nothing in this loop runs user code (exact types only), so the dict
+        // cannot change while it is walked.
         for (i, (key, item)) in dict.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            let key = key
-                .cast_into::<PyString>()
-                .map_err(|_| not_normalised("a key"))?;
-            write_json_str(text(&key)?, out);
+            write_json_str(text(exact_str(&key)?)?, out);
             out.push(':');
-            write_py_json(&item, out)?;
+            write_py_json(&item, level + 1, max_depth, out)?;
         }
         out.push('}');
     } else {
-        return Err(not_normalised("a value"));
+        return Err(Bad::Slow);
     }
     Ok(())
 }
 
-fn add_py_row(batch: &mut Batch, row: &Bound<'_, PyAny>) -> Result<(), Bad> {
+/// The prompt's kind, if the row is an exact dict with an exact str or list prompt.
+fn py_prompt<'py>(
+    row: &Bound<'py, PyAny>,
+) -> Result<(Bound<'py, PyDict>, Bound<'py, PyAny>, Kind), Bad> {
     let py = row.py();
-    let row = row
-        .cast_exact::<PyDict>()
-        .map_err(|_| not_normalised("a row"))?;
+    let row = row.cast_exact::<PyDict>().map_err(|_| Bad::Slow)?.clone();
+    // A lookup may run a user key's __eq__; `row` and `prompt` are strong
+    // references, and nothing below relies on the dict staying as it was.
     let prompt = row
         .get_item(pyo3::intern!(py, "prompt"))?
-        .ok_or_else(|| not_normalised("a prompt"))?;
-    if let Ok(prompt) = prompt.cast_exact::<PyString>() {
-        batch.text_prompt(text(prompt)?)?;
+        .ok_or(Bad::Slow)?;
+    let kind = if prompt.is_exact_instance_of::<PyString>() {
+        Kind::Text
+    } else if prompt.is_exact_instance_of::<PyList>() {
+        Kind::Messages
     } else {
-        let messages = prompt
-            .cast_exact::<PyList>()
-            .map_err(|_| not_normalised("a prompt"))?;
+        return Err(Bad::Slow);
+    };
+    Ok((row, prompt, kind))
+}
+
+fn add_py_row(
+    batch: &mut Batch,
+    row: &Bound<'_, PyDict>,
+    prompt: &Bound<'_, PyAny>,
+    max_depth: usize,
+) -> Result<(), Bad> {
+    let py = row.py();
+    if let Ok(prompt) = prompt.cast_exact::<PyString>() {
+        let prompt = text(prompt)?;
+        if prompt.is_empty() {
+            return Err(Bad::Slow);
+        }
+        batch.text_prompt(prompt)?;
+    } else {
+        let messages = prompt.cast_exact::<PyList>().map_err(|_| Bad::Slow)?;
+        if messages.is_empty() || max_depth < 1 {
+            return Err(Bad::Slow);
+        }
         for message in messages.iter() {
-            let message = message
-                .cast_into_exact::<PyDict>()
-                .map_err(|_| not_normalised("a message"))?;
+            let message = message.cast_into_exact::<PyDict>().map_err(|_| Bad::Slow)?;
             let mut role = None;
             let mut content = None;
             let mut scratch = std::mem::take(&mut batch.scratch);
             scratch.clear();
             for (key, value) in message.iter() {
-                let key = key
-                    .cast_into::<PyString>()
-                    .map_err(|_| not_normalised("a key"))?;
-                let name = text(&key)?;
+                let name = text(exact_str(&key)?)?;
                 if name == "role" {
-                    role = Some(
-                        value
-                            .cast_into_exact::<PyString>()
-                            .map_err(|_| not_normalised("a role"))?,
-                    );
+                    role = Some(value.cast_into_exact::<PyString>().map_err(|_| Bad::Slow)?);
                     continue;
                 }
                 if name == "content" {
@@ -512,66 +555,91 @@ fn add_py_row(batch: &mut Batch, row: &Bound<'_, PyAny>) -> Result<(), Bad> {
                 scratch.push(if scratch.is_empty() { '{' } else { ',' });
                 write_json_str(name, &mut scratch);
                 scratch.push(':');
-                write_py_json(&value, &mut scratch)?;
+                write_py_json(&value, 2, max_depth, &mut scratch)?;
             }
             let extra = !scratch.is_empty();
             if extra {
                 scratch.push('}');
             }
             batch.scratch = scratch;
-            let role = role.ok_or_else(|| not_normalised("a role"))?;
+            let role = role.ok_or(Bad::Slow)?;
+            let role = text(&role)?;
+            if role.is_empty() {
+                return Err(Bad::Slow);
+            }
             let content = match &content {
                 Some(value) => Some(text(value)?),
                 None => None,
             };
-            batch.message(text(&role)?, content, extra)?;
+            batch.message(role, content, extra)?;
         }
         batch.end_messages()?;
     }
     let answer = row.get_item(pyo3::intern!(py, "answer"))?;
     let answer = match &answer {
-        Some(value) => Some(text(
-            value
-                .cast_exact::<PyString>()
-                .map_err(|_| not_normalised("an answer"))?,
-        )?),
         None => None,
+        Some(value) if value.is_none() => None,
+        Some(value) => Some(text(exact_str(value)?)?).filter(|a| !a.is_empty()),
     };
     batch.end_row(answer)?;
     Ok(())
 }
 
-/// Build record batches (see `Batch::into_py`) from rows `normalise_rollout_rows`
-/// returned: at most `batch_rows` rows and about `batch_bytes` bytes of text each.
+/// What `rows_to_batches` makes of a row it cannot build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// The caller's own rows: give up (`Ok(None)`) on anything unusual.
+    First,
+    /// Rows fresh from the row rules: report a kind mismatch or a lone surrogate.
+    Normalised,
+}
+
+/// Build record batches (see `Batch::into_py`) of at most `batch_rows` rows
+/// and about `batch_bytes` bytes of text each; `None` when the first pass gives up.
 pub fn rows_to_batches<'py>(
-    rows: &Bound<'py, PyTuple>,
+    rows: &Bound<'py, PyAny>,
     rule: KindRule,
     batch_rows: usize,
     batch_bytes: usize,
-) -> Result<Bound<'py, PyList>, Fault> {
+    max_rows: usize,
+    max_depth: usize,
+    pass: Pass,
+) -> Result<Option<Bound<'py, PyList>>, Fault> {
     let py = rows.py();
+    let give_up = |fault: Fault| {
+        if pass == Pass::First {
+            Ok(None)
+        } else {
+            Err(fault)
+        }
+    };
+    if !(rows.is_exact_instance_of::<PyList>() || rows.is_exact_instance_of::<PyTuple>()) {
+        return give_up(Fault::Py(PyTypeError::new_err(
+            "rows must be a list or tuple",
+        )));
+    }
+    let count = rows.len()?;
+    if count == 0 || count > max_rows {
+        return give_up(Fault::Py(PyValueError::new_err("no rows, or too many")));
+    }
     let out = PyList::empty(py);
     let mut table = rule.fixed;
     let mut batch: Option<Batch> = None;
-    // The tuple is ours (fresh from the row rules) and holds exact built-in
-    // types only, so no user code runs while it is read.
-    for (index, row) in rows.iter().enumerate() {
+    // An exact list's iterator re-reads its length at every step (a user
+    // __eq__ run by a lookup could shrink it); a tuple cannot change.
+    for (index, row) in rows.try_iter()?.enumerate() {
+        let row = row?;
         if index % 4096 == 0 {
             py.check_signals()?;
         }
-        let prompt_is_text = row
-            .cast_exact::<PyDict>()
-            .ok()
-            .and_then(|d| d.get_item(pyo3::intern!(py, "prompt")).ok().flatten())
-            .is_some_and(|p| p.is_exact_instance_of::<PyString>());
-        let own = if prompt_is_text {
-            Kind::Text
-        } else {
-            Kind::Messages
+        let (row, prompt, own) = match py_prompt(&row) {
+            Ok(found) => found,
+            Err(Bad::Py(err)) => return Err(Fault::Py(err)),
+            Err(_) => return give_up(not_normalised()),
         };
         let kind = *table.get_or_insert(own);
-        if own != kind && !(prompt_is_text && rule.fixed == Some(Kind::Messages)) {
-            return Err(rule.mismatch(kind).at(index));
+        if own != kind && !(own == Kind::Text && rule.fixed == Some(Kind::Messages)) {
+            return give_up(rule.mismatch(kind).at(index));
         }
         let full = batch
             .as_ref()
@@ -582,16 +650,23 @@ pub fn rows_to_batches<'py>(
             }
         }
         let current = batch.get_or_insert_with(|| Batch::new(kind));
-        match add_py_row(current, &row) {
+        match add_py_row(current, &row, &prompt, max_depth) {
             Ok(()) => {}
             Err(Bad::Py(err)) => return Err(Fault::Py(err)),
-            Err(Bad::NotUtf8) => return Err(Rule::new("not_utf8", None).at(index)),
+            Err(Bad::NotUtf8) => return give_up(Rule::new("not_utf8", None).at(index)),
+            Err(Bad::Slow) => return give_up(not_normalised()),
         }
     }
     if let Some(done) = batch.take() {
         out.append(done.into_py(py)?)?;
     }
-    Ok(out)
+    Ok(Some(out))
+}
+
+fn not_normalised() -> Fault {
+    Fault::Py(PyTypeError::new_err(
+        "rows_to_arrow: a row the row rules returned is not in normalised form",
+    ))
 }
 
 trait AtRow {

@@ -92,17 +92,37 @@ fn normalise_file(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
-/// Rows fresh from `normalise_rows` as Arrow record-batch buffers (see rust/arrow.rs).
+/// Rollout rows as Arrow record-batch buffers (see rust/arrow.rs): `first`
+/// is the caller's rows (None: run the row rules, then call again), else rows
+/// fresh from the row rules.
 #[pyfunction]
+#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, first))]
+#[allow(clippy::too_many_arguments)]
 fn rows_to_arrow<'py>(
-    rows: &Bound<'py, PyTuple>,
+    rows: &Bound<'py, PyAny>,
     prompt_kind: u8,
     batch_rows: usize,
     batch_bytes: usize,
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    max_rows: usize,
+    max_depth: usize,
+    first: bool,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyList>>> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
-    arrow::rows_to_batches(rows, rule, batch_rows.max(1), batch_bytes)
-        .map_err(|fault| fault.into_pyerr(rows.py()))
+    let pass = if first {
+        arrow::Pass::First
+    } else {
+        arrow::Pass::Normalised
+    };
+    arrow::rows_to_batches(
+        rows,
+        rule,
+        batch_rows.max(1),
+        batch_bytes,
+        max_rows,
+        max_depth,
+        pass,
+    )
+    .map_err(|fault| fault.into_pyerr(rows.py()))
 }
 
 /// Read a rollout JSONL file as Arrow record-batch buffers, calling

@@ -275,3 +275,35 @@ def test_public_names_and_the_base_install_imports_no_arrow() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class EvilKey:
+    """A key whose hash matches "prompt": every lookup of "prompt" runs its __eq__."""
+
+    def __init__(self, victim: list) -> None:
+        self.victim = victim
+        self.armed = False
+
+    def __hash__(self) -> int:
+        return hash("prompt")
+
+    def __eq__(self, other: object) -> bool:
+        if self.armed:
+            self.victim.clear()
+        return False
+
+
+def test_rows_changed_by_user_code_during_a_lookup() -> None:
+    results = []
+    for engine in ENGINES:
+        rows: list = []
+        evil = EvilKey(rows)
+        # The key goes in first, so a lookup of "prompt" meets it first.
+        rows.extend([{evil: 1, "prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}])
+        evil.armed = True
+        results.append(outcome(engine, arrow.rows_to_arrow, rows))
+    kinds = {kind for kind, _ in results}
+    assert kinds == {"ok"}, results
+    tables = [table for _, table in results]
+    assert all(t.equals(tables[0]) for t in tables)
+    assert tables[0].column("prompt").to_pylist() == ["a"]

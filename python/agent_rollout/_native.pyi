@@ -38,8 +38,14 @@ _StrCol = tuple[bytes | None, bytes, bytes, int]
 _Batch = tuple[str, int, bytes | None, int, tuple[_StrCol, _StrCol | None, _StrCol | None, _StrCol]]
 
 def rows_to_arrow(
-    rows: tuple[dict[str, Any], ...], prompt_kind: int, batch_rows: int, batch_bytes: int
-) -> list[_Batch]: ...
+    rows: Any,
+    prompt_kind: int,
+    batch_rows: int,
+    batch_bytes: int,
+    max_rows: int,
+    max_depth: int,
+    first: bool,
+) -> list[_Batch] | None: ...
 def read_jsonl_arrow(
     src: str,
     max_rows: int,

@@ -36,7 +36,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
     ) from exc
 
 from . import _engine, _jsonl, _rows
-from ._backends import MAX_JSON_DEPTH, MAX_MESSAGE_DEPTH, MAX_ROLLOUT_ROWS, int_digits_limit
+from ._backends import (
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_ROWS,
+    int_digits_limit,
+    validate_rollout_backend,
+)
 from ._errors import from_native_file, row_error
 
 if TYPE_CHECKING:
@@ -313,15 +319,27 @@ def batch_from_buffers(parts: tuple) -> pa.RecordBatch:
 _KIND_CODES = {"auto": 0, "text": 1, "messages": 2}
 
 
-def _native_batches(rows: tuple[dict, ...], prompt_kind: str) -> list[pa.RecordBatch]:
+def _native_batches(
+    rows: Any, backend: str, max_rows: int, prompt_kind: str
+) -> list[pa.RecordBatch]:
     native = _engine._native
-    try:
-        parts = native.rows_to_arrow(rows, _KIND_CODES[prompt_kind], BATCH_ROWS, _BATCH_BYTES)
-    except native.NativeRowError as exc:
-        code, index, segments, fact, _line, _column = exc.args
-        if code == "not_utf8":
-            raise not_utf8_error(rows[index:], index) from None
-        raise row_error(code, index, segments, fact) from None
+    code = _KIND_CODES[prompt_kind]
+    # First pass: rows already in normalised form are built straight from the
+    # input; anything else (None) goes through the row rules first.
+    parts = native.rows_to_arrow(
+        rows, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, True
+    )
+    if parts is None:
+        normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
+        try:
+            parts = native.rows_to_arrow(
+                normalised, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, False
+            )
+        except native.NativeRowError as exc:
+            code_name, index, segments, fact, _line, _column = exc.args
+            if code_name == "not_utf8":
+                raise not_utf8_error(normalised[index:], index) from None
+            raise row_error(code_name, index, segments, fact) from None
     return [batch_from_buffers(part) for part in parts]
 
 
@@ -344,11 +362,13 @@ def rows_to_arrow(
     front, and ``"messages"`` wraps each str prompt as one user message.
     """
     prompt_kind = check_prompt_kind(prompt_kind)
-    normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
     if _engine.implementation() == "rust":
-        batches = _native_batches(normalised, prompt_kind)
+        backend = validate_rollout_backend(backend)
+        max_rows = _engine.check_max_rows(max_rows)
+        batches = _native_batches(rows, backend, max_rows, prompt_kind)
         schema = batches[0].schema
     else:
+        normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
         builder = TableBuilder(prompt_kind)
         for index, row in enumerate(normalised):
             builder.add(row, index)
