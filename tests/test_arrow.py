@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -307,3 +309,16 @@ def test_rows_changed_by_user_code_during_a_lookup() -> None:
     tables = [table for _, table in results]
     assert all(t.equals(tables[0]) for t in tables)
     assert tables[0].column("prompt").to_pylist() == ["a"]
+
+
+def test_the_examples_in_docs_arrow_md_run() -> None:
+    pytest.importorskip("datasets")
+    docs = Path(__file__).resolve().parent.parent / "docs" / "arrow.md"
+    blocks = re.findall(r"```python\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    ran = 0
+    for block in blocks:
+        if "import ray" in block:
+            continue  # the Ray recipe runs in tests/test_ray.py, on a local cluster
+        exec(compile(block, str(docs), "exec"), {})
+        ran += 1
+    assert ran == 2

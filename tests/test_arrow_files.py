@@ -255,3 +255,13 @@ def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.startswith(f"{bad}:2: row 1: prompt: a list of chat messages")
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)]
+        + ["--prompt-kind", "messages"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert pq.read_table(dest).schema.equals(arrow.MESSAGES_SCHEMA)
