@@ -6,10 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agent_rollout
 from agent_rollout import (
@@ -17,6 +20,7 @@ from agent_rollout import (
     normalise_rollout_file,
     read_rollout_jsonl,
 )
+from test_parity import rows as row_strategy
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -256,8 +260,10 @@ def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith(f"{bad}:2: row 1: prompt: a list of chat messages")
     done = subprocess.run(
-        [sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)]
-        + ["--prompt-kind", "messages"],
+        [
+            *[sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)],
+            *["--prompt-kind", "messages"],
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -265,3 +271,25 @@ def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert pq.read_table(dest).schema.equals(arrow.MESSAGES_SCHEMA)
+
+
+# Each example writes a file and reads it on both engines: at most 300 of them.
+@settings(max_examples=min(settings().max_examples, 300))
+@given(st.lists(row_strategy(odd=False), max_size=6), st.sampled_from(["auto", "text", "messages"]))
+def test_random_files_read_the_same_on_both_engines(data: list, kind: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        src = write_jsonl(Path(folder) / "in.jsonl", data)
+        results = [
+            outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind=kind)
+            for engine in ENGINES
+        ]
+        rows = outcome(ENGINES[0], read_rollout_jsonl, src)
+    if results[0][0] == "ok":
+        assert all(r[0] == "ok" and r[1].equals(results[0][1]) for r in results), results
+        back = arrow.arrow_to_rows(results[0][1])
+        if kind != "messages":
+            assert back == rows[1]
+        else:
+            assert len(back) == len(rows[1])
+    else:
+        assert all(r == results[0] for r in results), results
