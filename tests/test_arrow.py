@@ -322,3 +322,37 @@ def test_the_examples_in_docs_arrow_md_run() -> None:
         exec(compile(block, str(docs), "exec"), {})
         ran += 1
     assert ran == 2
+
+
+def test_every_nemo_gym_example_file_goes_into_one_table() -> None:
+    """The example rows of the nemo-gym wheel (images, tool calls): lossless, all in one table."""
+    import os
+
+    from agent_rollout.backends.nemo_gym import read_gym_jsonl
+
+    value = os.environ.get("AGENT_ROLLOUT_NEMO_GYM_DATA")
+    if not value or not Path(value).is_dir():
+        pytest.skip("AGENT_ROLLOUT_NEMO_GYM_DATA is not set (see tests/test_backend_nemo_gym.py)")
+    everything: list[dict] = []
+    files = 0
+    for path in sorted(Path(value).rglob("*.jsonl")):
+        try:
+            converted = read_gym_jsonl(path)
+        except ValueError:
+            continue  # the files the NeMo Gym tests list as refused
+        files += 1
+        everything.extend(converted)
+    assert files > 200
+    with_images = sum(
+        any(isinstance(m.get("content"), list) for m in row["prompt"]) for row in everything
+    )
+    assert with_images > 0
+    tables = []
+    for engine in ENGINES:
+        kind, table = outcome(engine, arrow.rows_to_arrow, everything, max_rows=10**6)
+        assert kind == "ok", table
+        tables.append(table)
+    assert all(t.equals(tables[0]) for t in tables)
+    assert typed(arrow.arrow_to_rows(tables[0], max_rows=10**6)) == typed(
+        normalise_rollout_rows(everything, max_rows=10**6)
+    )
