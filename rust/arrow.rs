@@ -1,5 +1,7 @@
 //! Rollout rows as Arrow buffers: the layout of `agent_rollout.arrow`'s schema,
-//! built in Rust and handed to pyarrow, which wraps them without a copy.
+//! built in Rust and handed to pyarrow as `bytes` (one copy: the stable ABI for
+//! Python 3.10 has no buffer protocol to lend a `Vec`), which pyarrow wraps
+//! without another copy.
 //!
 //! No Arrow crate is used (see docs/arrow.md for the measured cost of arrow-rs
 //! and parquet): a string column is three plain buffers (validity bitmap,
