@@ -25,7 +25,6 @@ use crate::errors::{Fault, Rule, Seg};
 use crate::files::{self, FileLimits, Stats};
 use crate::json::{py_float_repr, write_json_str, J};
 use crate::jsonl::{self, Event, LineFault, Row};
-use crate::rows::GcPause;
 
 /// The prompt kind of a table, or how the caller asked for it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -381,10 +380,7 @@ pub fn read_file(
             }
             let accepted = files::settle(&result, stats.rows, stats.lines, limits)?;
             if let Some(batch) = result.output.batch.take() {
-                let _pause = GcPause::new(py);
-                let parts = batch.into_py(py)?;
-                drop(_pause);
-                on_batch.call1((parts,))?;
+                on_batch.call1((batch.into_py(py)?,))?;
             }
             stats.add(accepted, &result);
             if let Some(report) = progress {

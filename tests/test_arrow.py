@@ -356,3 +356,12 @@ def test_every_nemo_gym_example_file_goes_into_one_table() -> None:
     assert typed(arrow.arrow_to_rows(tables[0], max_rows=10**6)) == typed(
         normalise_rollout_rows(everything, max_rows=10**6)
     )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batches_hold_batch_rows(engine: str, monkeypatch: Any) -> None:
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 10)
+    rows = [{"prompt": f"q{i}"} for i in range(35)]
+    for kind in arrow.PROMPT_KINDS:
+        _, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
+        assert [len(b) for b in table.to_batches()] == [10, 10, 10, 5], kind

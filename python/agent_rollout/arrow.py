@@ -160,8 +160,9 @@ class TableBuilder:
     ) -> None:
         prompt = row["prompt"]
         is_text = type(prompt) is str
-        if self.kinds.kind is not None and (self.kinds.kind == "text") != is_text:
-            self.flush()  # an earlier row that Arrow cannot hold is reported first
+        kind = self.kinds.kind
+        if kind is not None and (kind == "text") != is_text and not (is_text and self.kinds.wrap):
+            self.flush()  # about to refuse this row: an earlier row Arrow cannot hold comes first
         self.kinds.check(is_text, index, line, source)
         if not self.answers:
             self.start = index
@@ -572,13 +573,14 @@ def write_parquet(
     import pyarrow.parquet as pq
 
     prompt_kind = check_prompt_kind(prompt_kind)
-    state: dict[str, Any] = {"aside": None, "writer": None}
+    state: dict[str, Any] = {"aside": None, "writer": None, "pending_rows": 0}
     pending: list[pa.RecordBatch] = []
 
     def write_pending() -> None:
         if pending:
             state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
             pending.clear()
+            state["pending_rows"] = 0
 
     def on_batch(batch: pa.RecordBatch) -> None:
         if state["writer"] is None:
@@ -589,7 +591,8 @@ def write_parquet(
                 state["aside"].temp, batch.schema, compression="zstd"
             )
         pending.append(batch)
-        if sum(b.num_rows for b in pending) >= ROW_GROUP_ROWS:
+        state["pending_rows"] += batch.num_rows
+        if state["pending_rows"] >= ROW_GROUP_ROWS:
             write_pending()
 
     try:
