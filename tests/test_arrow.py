@@ -365,3 +365,18 @@ def test_batches_hold_batch_rows(engine: str, monkeypatch: Any) -> None:
     for kind in arrow.PROMPT_KINDS:
         _, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
         assert [len(b) for b in table.to_batches()] == [10, 10, 10, 5], kind
+
+
+def test_without_pyarrow_the_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['pyarrow'] = None\n"
+        "import agent_rollout\n"
+        "try:\n"
+        "    agent_rollout.rows_to_arrow\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
+    )
