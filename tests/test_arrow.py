@@ -371,6 +371,7 @@ def test_without_pyarrow_the_error_names_the_extra() -> None:
     code = (
         "import sys; sys.modules['pyarrow'] = None\n"
         "import agent_rollout\n"
+        "from agent_rollout import *\n"
         "try:\n"
         "    agent_rollout.rows_to_arrow\n"
         "except ImportError as exc:\n"

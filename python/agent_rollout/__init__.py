@@ -55,7 +55,9 @@ _LAZY = {
     "load_config": "config",
     "ConfigError": "config",
     "ConfigIssue": "config",
-    # Arrow needs pyarrow (the [arrow] extra): imported only when asked for.
+    # Arrow needs pyarrow (the [arrow] extra): imported only when asked for, and
+    # left out of __all__ so that `from agent_rollout import *` works without it
+    # (agent_rollout.arrow.__all__ lists them).
     "rows_to_arrow": "arrow",
     "arrow_to_rows": "arrow",
     "to_dataset": "arrow",
@@ -92,7 +94,6 @@ __all__ = [
     "RolloutRowError",
     "RolloutSettings",
     "__version__",
-    "arrow_to_rows",
     "get_rollout_backend_spec",
     "implementation",
     "launch_rollout",
@@ -104,8 +105,6 @@ __all__ = [
     "register_rollout_runner",
     "required_rollout_package",
     "resolve_rollout_func",
-    "rows_to_arrow",
-    "to_dataset",
     "unregister_rollout_runner",
     "validate_rollout_backend",
     "validate_rollout_func",
