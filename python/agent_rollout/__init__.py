@@ -36,7 +36,9 @@ from ._launch import (
 )
 
 if TYPE_CHECKING:
-    from .arrow import arrow_to_rows, rows_to_arrow, to_dataset
+    from .arrow import arrow_to_rows as arrow_to_rows
+    from .arrow import rows_to_arrow as rows_to_arrow
+    from .arrow import to_dataset as to_dataset
     from .config import (
         ConfigError,
         ConfigIssue,
