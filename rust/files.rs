@@ -37,7 +37,7 @@ pub struct Stats {
 
 impl Stats {
     /// Count a chunk whose first `rows` rows were accepted.
-    fn add<T>(&mut self, rows: usize, result: &ChunkResult<T>) {
+    pub(crate) fn add<T>(&mut self, rows: usize, result: &ChunkResult<T>) {
         self.rows += rows;
         self.lines += result.lines;
         self.blank_lines += result.blank_lines;
@@ -55,7 +55,7 @@ fn io_fault(code: &'static str, err: &io::Error) -> Fault {
     Fault::input(code, Some(fact))
 }
 
-fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
@@ -63,7 +63,7 @@ fn workers() -> usize {
 
 /// Open a rollout file (`-` is standard input). Whether it is gzip is told
 /// by the reader thread, so a stalled input cannot block the caller.
-fn open_source(path: &str) -> Result<Box<dyn Read + Send>, Fault> {
+pub(crate) fn open_source(path: &str) -> Result<Box<dyn Read + Send>, Fault> {
     if path == "-" {
         return Ok(Box::new(io::stdin()));
     }
@@ -76,7 +76,7 @@ fn open_source(path: &str) -> Result<Box<dyn Read + Send>, Fault> {
 /// Turn the first problem of a chunk, or going over the cap, into a fault.
 /// `seen` counts rows and `lines_before` lines before this chunk.
 /// Returns Ok(rows accepted in this chunk).
-fn settle<T>(
+pub(crate) fn settle<T>(
     result: &ChunkResult<T>,
     seen: usize,
     lines_before: u64,
@@ -149,7 +149,7 @@ fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
     }
 }
 
-fn read_fault(fault: ReadFault, lines_before: u64) -> Fault {
+pub(crate) fn read_fault(fault: ReadFault, lines_before: u64) -> Fault {
     match fault {
         ReadFault::Gzip => Fault::input("gzip", None),
         ReadFault::Io(err) => io_fault("io_read", &err),

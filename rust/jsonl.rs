@@ -261,7 +261,7 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
 
 // ---- canonical JSON output ---------------------------------------------------------------
 
-fn write_value(value: &J<'_>, out: &mut String) {
+pub(crate) fn write_value(value: &J<'_>, out: &mut String) {
     match value {
         J::Null => out.push_str("null"),
         J::Bool(true) => out.push_str("true"),

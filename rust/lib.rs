@@ -1,5 +1,6 @@
 //! `agent_rollout._native`: the bindings, and nothing else.
 
+mod arrow;
 mod errors;
 mod files;
 mod json;
@@ -91,11 +92,69 @@ fn normalise_file(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
+/// Rollout rows as Arrow record-batch buffers (see rust/arrow.rs): `first`
+/// is the caller's rows (None: run the row rules, then call again), else rows
+/// fresh from the row rules.
+#[pyfunction]
+#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, first))]
+#[allow(clippy::too_many_arguments)]
+fn rows_to_arrow<'py>(
+    rows: &Bound<'py, PyAny>,
+    prompt_kind: u8,
+    batch_rows: usize,
+    batch_bytes: usize,
+    max_rows: usize,
+    max_depth: usize,
+    first: bool,
+) -> PyResult<Option<Bound<'py, pyo3::types::PyList>>> {
+    let rule = arrow::KindRule::from_code(prompt_kind)?;
+    let pass = if first {
+        arrow::Pass::First
+    } else {
+        arrow::Pass::Normalised
+    };
+    arrow::rows_to_batches(
+        rows,
+        rule,
+        batch_rows.max(1),
+        batch_bytes,
+        max_rows,
+        max_depth,
+        pass,
+    )
+    .map_err(|fault| fault.into_pyerr(rows.py()))
+}
+
+/// Read a rollout JSONL file as Arrow record-batch buffers, calling
+/// `on_batch(parts)` per chunk in order; returns the run's statistics.
+#[pyfunction]
+#[pyo3(signature = (src, max_rows, max_depth, json_depth, max_int_digits, prompt_kind, on_batch, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn read_jsonl_arrow(
+    py: Python<'_>,
+    src: &str,
+    max_rows: usize,
+    max_depth: usize,
+    json_depth: usize,
+    max_int_digits: usize,
+    prompt_kind: u8,
+    on_batch: &Bound<'_, PyAny>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<StatsTuple> {
+    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
+    let rule = arrow::KindRule::from_code(prompt_kind)?;
+    arrow::read_file(py, src, limits, rule, on_batch, progress)
+        .map(|stats| stats_tuple(&stats))
+        .map_err(|fault| fault.into_pyerr(py))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalise_rows, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
+    m.add_function(wrap_pyfunction!(rows_to_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(read_jsonl_arrow, m)?)?;
     m.add("NativeRowError", m.py().get_type::<NativeRowError>())?;
     Ok(())
 }

@@ -36,6 +36,9 @@ from ._launch import (
 )
 
 if TYPE_CHECKING:
+    from .arrow import arrow_to_rows as arrow_to_rows
+    from .arrow import rows_to_arrow as rows_to_arrow
+    from .arrow import to_dataset as to_dataset
     from .config import (
         ConfigError,
         ConfigIssue,
@@ -54,6 +57,12 @@ _LAZY = {
     "load_config": "config",
     "ConfigError": "config",
     "ConfigIssue": "config",
+    # Arrow needs pyarrow (the [arrow] extra): imported only when asked for, and
+    # left out of __all__ so that `from agent_rollout import *` works without it
+    # (agent_rollout.arrow.__all__ lists them).
+    "rows_to_arrow": "arrow",
+    "arrow_to_rows": "arrow",
+    "to_dataset": "arrow",
 }
 
 

@@ -58,6 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
     )
+    parser.add_argument(
+        "--prompt-kind",
+        choices=("auto", "text", "messages"),
+        default="auto",
+        help="Parquet output (OUT ends in .parquet): the prompt column's kind; 'auto' lets "
+        "the first row decide, 'messages' wraps str prompts as one user message "
+        "(see docs/arrow.md)",
+    )
 
 
 def summary_line(report: Any) -> str:
@@ -90,7 +98,13 @@ def run(args: argparse.Namespace) -> int:
         progress.update(rows, read=bytes_in)
 
     try:
-        report = normalise_rollout_file(source, dest, max_rows=args.max_rows, progress=on_progress)
+        report = normalise_rollout_file(
+            source,
+            dest,
+            max_rows=args.max_rows,
+            progress=on_progress,
+            prompt_kind=getattr(args, "prompt_kind", "auto"),
+        )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
         sys.stderr.write(f"{exc}\n")

@@ -34,6 +34,14 @@ ROW_MESSAGES: dict[str, str] = {
     "too_deep": f"nested deeper than {MAX_MESSAGE_DEPTH} levels "
     "(MAX_MESSAGE_DEPTH), or a container that holds itself",
     "answer_type": "must be a str or None, got {fact!r}",
+    # Arrow tables hold one prompt kind (agent_rollout.arrow); fact says why.
+    "prompt_not_text": "a list of chat messages in a table of str prompts ({fact}); "
+    "prompt_kind='messages' makes every prompt a message list",
+    "prompt_not_messages": "a str in a table of chat-message prompts ({fact}); "
+    "prompt_kind='messages' wraps each str prompt as one user message",
+    "not_utf8": "a str with a lone surrogate (U+D800..U+DFFF) cannot be stored in Arrow or "
+    "Parquet, whose text is UTF-8",
+    "extra_json": "must be null or the JSON text of an object, got {fact!r}",
 }
 
 # Messages about the whole input: raised as plain ValueError.

@@ -26,7 +26,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from . import _engine, _rows
 from ._backends import (
@@ -37,6 +37,9 @@ from ._backends import (
     int_digits_limit,
 )
 from ._errors import RolloutFileError, file_error, from_native_file, row_error
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PathArg = Union[str, "os.PathLike[str]"]
 Progress = Callable[[int, int, int], object]
@@ -364,6 +367,7 @@ def _python_rows(
             tally.dropped_keys += len(doc) - ("prompt" in doc) - ("answer" in doc)
             rows += 1
             tally.rows = rows
+            tally.lines = line_no  # so far (the Arrow builder names the line of a row)
             if on_progress is not None and rows % 8192 == 0:
                 on_progress(rows, line_no, tally.bytes_in)
             yield row
@@ -493,8 +497,25 @@ def _path_text(path: object, what: str) -> str:
     raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
 
 
-def read_rollout_jsonl(path: PathArg, *, max_rows: int = MAX_ROLLOUT_ROWS) -> tuple[dict, ...]:
+@overload
+def read_rollout_jsonl(
+    path: PathArg, *, max_rows: int = ..., as_arrow: Literal[False] = ...
+) -> tuple[dict, ...]: ...
+@overload
+def read_rollout_jsonl(
+    path: PathArg, *, max_rows: int = ..., as_arrow: Literal[True], prompt_kind: str = ...
+) -> pa.Table: ...
+def read_rollout_jsonl(
+    path: PathArg,
+    *,
+    max_rows: int = MAX_ROLLOUT_ROWS,
+    as_arrow: bool = False,
+    prompt_kind: str = "auto",
+) -> Any:
     """Read a rollout JSONL file (``.jsonl`` or gzip-compressed) into normalised rows.
+
+    ``as_arrow=True`` returns a ``pyarrow.Table`` instead, built without Python
+    row objects (``agent_rollout.arrow.read_rollout_table``; ``prompt_kind`` as there).
 
     Same rules and texts as :func:`normalise_rollout_rows`, with the file and
     line in front (``rollouts.jsonl:2: row 1: answer: must be a str or None,
@@ -507,6 +528,10 @@ def read_rollout_jsonl(path: PathArg, *, max_rows: int = MAX_ROLLOUT_ROWS) -> tu
             over ``MAX_LINE_BYTES``, no rows, more than ``max_rows`` rows.
         OSError: the file cannot be read.
     """
+    if as_arrow:
+        from .arrow import read_rollout_table
+
+        return read_rollout_table(path, max_rows=max_rows, prompt_kind=prompt_kind)  # type: ignore[arg-type]
     text = _path_text(path, "path")
     max_rows = _engine.check_max_rows(max_rows)
     if _engine.implementation() == "python":
@@ -528,8 +553,13 @@ def normalise_rollout_file(
     *,
     max_rows: int = MAX_ROLLOUT_ROWS,
     progress: Optional[Progress] = None,
+    prompt_kind: str = "auto",
 ) -> NormaliseReport:
     """Normalise a rollout JSONL file into canonical JSONL, file to file.
+
+    A ``dst`` whose name ends in ``.parquet`` gets zstd Parquet of the rollout
+    Arrow schema instead (``agent_rollout.arrow.write_parquet``; needs pyarrow;
+    ``prompt_kind`` as in ``rows_to_arrow``), with the same guarantees.
 
     The output has one row per line, ``prompt`` then ``answer``, compact
     separators, UTF-8 text (not ASCII-escaped) and floats that round-trip
@@ -552,7 +582,13 @@ def normalise_rollout_file(
         sys.stdout.flush()  # what Python already buffered goes out first
     engine = _engine.implementation()
     start = time.perf_counter()
-    if engine == "python":
+    if dst_text.lower().endswith(".parquet"):
+        from .arrow import write_parquet
+
+        rows, lines, blank, dropped, bytes_in, bytes_out = write_parquet(
+            src_text, dst_text, max_rows, progress, prompt_kind
+        )
+    elif engine == "python":
         rows, lines, blank, dropped, bytes_in, bytes_out = _python_normalise(
             src_text, dst_text, max_rows, progress
         )

@@ -1,0 +1,383 @@
+"""Rows as Arrow: the schema, the round trip, both engines alike, TRL and datasets."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_rollout import RolloutRowError, _engine, normalise_rollout_rows
+from test_parity import rows as row_strategy
+from test_parity import typed as typed_in_order
+
+pa = pytest.importorskip("pyarrow")
+arrow = pytest.importorskip("agent_rollout.arrow")
+
+ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
+
+
+def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    try:
+        return "ok", fn(*args, **kwargs)
+    except Exception as exc:
+        return "error", (type(exc).__name__, str(exc), getattr(exc, "index", None))
+    finally:
+        _engine._set_engine(previous)
+
+
+def typed(value: Any) -> Any:
+    """Every node tagged by its exact type (1 != True != 1.0); dict key order ignored.
+
+    A message comes back from Arrow with ``role`` and ``content`` first; the
+    rows are equal, and ``typed_in_order`` would see the order.
+    """
+    if isinstance(value, dict):
+        return ("dict", sorted((repr(typed(k)), typed(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(v) for v in value])
+    return typed_in_order(value)
+
+
+def wrapped(row: dict) -> dict:
+    """A row as ``prompt_kind='messages'`` stores it: a str prompt is one user message."""
+    if isinstance(row["prompt"], str):
+        return {**row, "prompt": [{"role": "user", "content": row["prompt"]}]}
+    return row
+
+
+# ---- the schema --------------------------------------------------------------------------
+
+
+def test_schema_is_written_down_once() -> None:
+    assert arrow.arrow_schema("text") is arrow.TEXT_SCHEMA
+    assert arrow.arrow_schema("messages") is arrow.MESSAGES_SCHEMA
+    assert str(arrow.TEXT_SCHEMA.field("prompt").type) == "string"
+    assert str(arrow.MESSAGES_SCHEMA.field("prompt").type) == (
+        "list<item: struct<role: string not null, content: string, extra_json: string> not null>"
+    )
+    assert arrow.TEXT_SCHEMA.field("answer").nullable
+    with pytest.raises(ValueError, match="prompt_kind must be 'text' or 'messages'"):
+        arrow.arrow_schema("auto")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_answer_is_kept_when_the_first_row_has_none(engine: str) -> None:
+    # Dataset.from_list(rows) drops "answer" from every row here.
+    rows = [{"prompt": "a"}, {"prompt": "b", "answer": "2"}]
+    kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+    assert kind == "ok"
+    assert table.schema == arrow.TEXT_SCHEMA
+    assert table.to_pylist() == [{"prompt": "a", "answer": None}, {"prompt": "b", "answer": "2"}]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
+    rows = [
+        {
+            "prompt": [
+                {"role": "system", "content": "be brief"},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what is this?"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "4.5"},
+                {"content": "odd order", "role": "user", "score": 1.5, "n": 10**30, "ok": True},
+                {"role": "user"},
+            ],
+            "answer": "x",
+        }
+    ]
+    kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+    assert kind == "ok", table
+    assert table.schema == arrow.MESSAGES_SCHEMA
+    messages = table.column("prompt").to_pylist()[0]
+    assert messages[0] == {"role": "system", "content": "be brief", "extra_json": None}
+    assert messages[1]["content"] is None
+    assert messages[1]["extra_json"].startswith('{"content":[{"type":"text"')
+    assert messages[2]["extra_json"] == (
+        '{"content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}'
+    )
+    assert (
+        messages[4]["extra_json"] == '{"score":1.5,"n":1000000000000000000000000000000,"ok":true}'
+    )
+    assert messages[5] == {"role": "user", "content": None, "extra_json": None}
+    assert typed(arrow.arrow_to_rows(table)) == typed(normalise_rollout_rows(rows))
+
+
+# ---- mixed kinds -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine: str) -> None:
+    text_first = [{"prompt": "a"}, {"prompt": "b"}, {"prompt": [{"role": "user"}]}]
+    _, error = outcome(engine, arrow.rows_to_arrow, text_first)
+    assert error == (
+        "RolloutRowError",
+        "row 2: prompt: a list of chat messages in a table of str prompts (set by row 0); "
+        "prompt_kind='messages' makes every prompt a message list",
+        2,
+    )
+    messages_first = [{"prompt": [{"role": "user"}]}, {"prompt": "b"}]
+    _, error = outcome(engine, arrow.rows_to_arrow, messages_first)
+    assert error[1] == (
+        "row 1: prompt: a str in a table of chat-message prompts (set by row 0); "
+        "prompt_kind='messages' wraps each str prompt as one user message"
+    )
+    _, error = outcome(engine, arrow.rows_to_arrow, messages_first, prompt_kind="text")
+    assert error[1].startswith(
+        "row 0: prompt: a list of chat messages in a table of str prompts (prompt_kind='text')"
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_prompt_kind_messages_makes_a_mixed_input_uniform(engine: str) -> None:
+    rows = [{"prompt": "a", "answer": "1"}, {"prompt": [{"role": "system", "content": "s"}]}]
+    kind, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
+    assert kind == "ok"
+    assert arrow.arrow_to_rows(table) == (
+        {"prompt": [{"role": "user", "content": "a"}], "answer": "1"},
+        {"prompt": [{"role": "system", "content": "s"}]},
+    )
+
+
+def test_prompt_kind_is_checked() -> None:
+    with pytest.raises(ValueError, match="prompt_kind must be one of auto, text, messages"):
+        arrow.rows_to_arrow([{"prompt": "a"}], prompt_kind="chat")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
+    rows = [{"prompt": "ok"}, {"prompt": [{"role": "user", "meta": {"k\udc00": 1}}]}]
+    _, error = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
+    assert error == (
+        "RolloutRowError",
+        'row 1: prompt[0].meta["k\\udc00"]: a str with a lone surrogate (U+D800..U+DFFF) '
+        "cannot be stored in Arrow or Parquet, whose text is UTF-8",
+        1,
+    )
+    # An earlier row Arrow cannot hold is named before a later kind mismatch.
+    rows = [{"prompt": "a", "answer": "\ud800"}, {"prompt": [{"role": "user"}]}]
+    _, error = outcome(engine, arrow.rows_to_arrow, rows)
+    assert error[1].startswith("row 0: answer: a str with a lone surrogate")
+
+
+# ---- the round trip, over the parity tests' random rows ----------------------------------
+
+
+@given(st.lists(row_strategy(odd=False), max_size=6))
+def test_round_trip_over_json_like_rows(data: list) -> None:
+    for engine in ENGINES:
+        expected = outcome(engine, normalise_rollout_rows, data)
+        got = outcome(engine, arrow.rows_to_arrow, data, prompt_kind="messages")
+        if expected[0] == "error":
+            assert got == expected
+            continue
+        assert got[0] == "ok", got
+        back = arrow.arrow_to_rows(got[1])
+        assert typed(back) == typed(tuple(wrapped(row) for row in expected[1]))
+        kinds = {isinstance(row["prompt"], str) for row in expected[1]}
+        auto = outcome(engine, arrow.rows_to_arrow, data)
+        if len(kinds) == 1:
+            assert typed(arrow.arrow_to_rows(auto[1])) == typed(expected[1])
+        else:
+            first_other = next(
+                i
+                for i, row in enumerate(expected[1])
+                if isinstance(row["prompt"], str) != isinstance(expected[1][0]["prompt"], str)
+            )
+            assert auto[0] == "error" and auto[1][2] == first_other
+
+
+@given(st.lists(row_strategy(odd=True), max_size=6), st.sampled_from(arrow.PROMPT_KINDS))
+def test_engines_build_equal_tables_or_raise_the_same_error(data: list, kind: str) -> None:
+    if len(ENGINES) < 2:
+        pytest.skip("the Rust engine is not built")
+    rust = outcome("rust", arrow.rows_to_arrow, data, prompt_kind=kind)
+    python = outcome("python", arrow.rows_to_arrow, data, prompt_kind=kind)
+    if rust[0] == "ok" and python[0] == "ok":
+        assert rust[1].equals(python[1], check_metadata=True)
+    else:
+        assert rust == python
+
+
+# ---- reading tables back ----------------------------------------------------------------
+
+
+def test_arrow_to_rows_takes_record_batches_polars_and_c_stream_objects() -> None:
+    rows = [{"prompt": [{"role": "user", "content": "q", "name": "n"}], "answer": "a"}]
+    table = arrow.rows_to_arrow(rows)
+    assert arrow.arrow_to_rows(table.to_batches()[0]) == tuple(rows)
+    polars = pytest.importorskip("polars")
+    assert arrow.arrow_to_rows(polars.from_arrow(table)) == tuple(rows)
+    with pytest.raises(TypeError, match="arrow_to_rows needs a pyarrow Table"):
+        arrow.arrow_to_rows([{"prompt": "x"}])
+
+
+def test_arrow_to_rows_checks_foreign_tables() -> None:
+    bad_json = pa.table({"prompt": [[{"role": "user", "content": "q", "extra_json": "[1]"}]]})
+    with pytest.raises(RolloutRowError) as info:
+        arrow.arrow_to_rows(bad_json)
+    assert str(info.value) == (
+        "row 0: prompt[0].extra_json: must be null or the JSON text of an object, got 'str'"
+    )
+    no_role = pa.table({"prompt": [[{"content": "q"}]], "answer": ["a"]})
+    with pytest.raises(RolloutRowError, match=r"row 0: prompt\[0\]: a chat message needs a 'role'"):
+        arrow.arrow_to_rows(no_role)
+    with pytest.raises(ValueError, match="needs a 'prompt' column"):
+        arrow.arrow_to_rows(pa.table({"question": ["q"]}))
+
+
+# ---- Hugging Face datasets and TRL -------------------------------------------------------
+
+
+def test_to_dataset_keeps_every_answer_and_trl_sees_conversations() -> None:
+    datasets = pytest.importorskip("datasets")
+    data_utils = pytest.importorskip("trl.data_utils")
+    rows = [{"prompt": [{"role": "user", "content": "2+2?"}]}, {"prompt": "x", "answer": "4"}]
+    dataset = arrow.to_dataset(rows, prompt_kind="messages")
+    assert isinstance(dataset, datasets.Dataset)
+    assert dataset["answer"] == [None, "4"]
+    assert data_utils.is_conversational(dataset[0])
+    assert arrow.arrow_to_rows(dataset) == (
+        {"prompt": [{"role": "user", "content": "2+2?"}]},
+        {"prompt": [{"role": "user", "content": "x"}], "answer": "4"},
+    )
+    standard = arrow.to_dataset([{"prompt": "2+2?", "answer": "4"}])
+    assert not data_utils.is_conversational(standard[0])
+    assert standard[0] == {"prompt": "2+2?", "answer": "4"}
+
+
+def test_public_names_and_the_base_install_imports_no_arrow() -> None:
+    import agent_rollout
+
+    assert agent_rollout.rows_to_arrow is arrow.rows_to_arrow
+    assert agent_rollout.arrow_to_rows is arrow.arrow_to_rows
+    assert agent_rollout.to_dataset is arrow.to_dataset
+    code = (
+        "import sys, agent_rollout;"
+        "agent_rollout.normalise_rollout_rows([{'prompt': 'a'}]);"
+        "heavy = ('pyarrow', 'datasets', 'ray', 'agent_rollout.arrow');"
+        "bad = [m for m in heavy if m in sys.modules];"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+class EvilKey:
+    """A key whose hash matches "prompt": every lookup of "prompt" runs its __eq__."""
+
+    def __init__(self, victim: list) -> None:
+        self.victim = victim
+        self.armed = False
+
+    def __hash__(self) -> int:
+        return hash("prompt")
+
+    def __eq__(self, other: object) -> bool:
+        if self.armed:
+            self.victim.clear()
+        return False
+
+
+def test_rows_changed_by_user_code_during_a_lookup() -> None:
+    results = []
+    for engine in ENGINES:
+        rows: list = []
+        evil = EvilKey(rows)
+        # The key goes in first, so a lookup of "prompt" meets it first.
+        rows.extend([{evil: 1, "prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}])
+        evil.armed = True
+        results.append(outcome(engine, arrow.rows_to_arrow, rows))
+    kinds = {kind for kind, _ in results}
+    assert kinds == {"ok"}, results
+    tables = [table for _, table in results]
+    assert all(t.equals(tables[0]) for t in tables)
+    assert tables[0].column("prompt").to_pylist() == ["a"]
+
+
+def test_the_examples_in_docs_arrow_md_run() -> None:
+    pytest.importorskip("datasets")
+    docs = Path(__file__).resolve().parent.parent / "docs" / "arrow.md"
+    blocks = re.findall(r"```python\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    ran = 0
+    for block in blocks:
+        if "import ray" in block:
+            continue  # the Ray recipe runs in tests/test_ray.py, on a local cluster
+        exec(compile(block, str(docs), "exec"), {})
+        ran += 1
+    assert ran == 2
+
+
+def test_every_nemo_gym_example_file_goes_into_one_table() -> None:
+    """The example rows of the nemo-gym wheel (images, tool calls): lossless, all in one table."""
+    import os
+
+    from agent_rollout.backends.nemo_gym import read_gym_jsonl
+
+    value = os.environ.get("AGENT_ROLLOUT_NEMO_GYM_DATA")
+    if not value or not Path(value).is_dir():
+        pytest.skip("AGENT_ROLLOUT_NEMO_GYM_DATA is not set (see tests/test_backend_nemo_gym.py)")
+    everything: list[dict] = []
+    files = 0
+    for path in sorted(Path(value).rglob("*.jsonl")):
+        try:
+            converted = read_gym_jsonl(path)
+        except ValueError:
+            continue  # the files the NeMo Gym tests list as refused
+        files += 1
+        everything.extend(converted)
+    assert files > 200
+    with_images = sum(
+        any(isinstance(m.get("content"), list) for m in row["prompt"]) for row in everything
+    )
+    assert with_images > 0
+    tables = []
+    for engine in ENGINES:
+        kind, table = outcome(engine, arrow.rows_to_arrow, everything, max_rows=10**6)
+        assert kind == "ok", table
+        tables.append(table)
+    assert all(t.equals(tables[0]) for t in tables)
+    assert typed(arrow.arrow_to_rows(tables[0], max_rows=10**6)) == typed(
+        normalise_rollout_rows(everything, max_rows=10**6)
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_batches_hold_batch_rows(engine: str, monkeypatch: Any) -> None:
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 10)
+    rows = [{"prompt": f"q{i}"} for i in range(35)]
+    for kind in arrow.PROMPT_KINDS:
+        _, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
+        assert [len(b) for b in table.to_batches()] == [10, 10, 10, 5], kind
+
+
+def test_without_pyarrow_the_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['pyarrow'] = None\n"
+        "import agent_rollout\n"
+        "from agent_rollout import *\n"
+        "try:\n"
+        "    agent_rollout.rows_to_arrow\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == (
+        "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
+    )

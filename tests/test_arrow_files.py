@@ -1,0 +1,295 @@
+"""JSONL files into Arrow tables and zstd Parquet: same rules, same errors, atomic output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agent_rollout
+from agent_rollout import (
+    _engine,
+    normalise_rollout_file,
+    read_rollout_jsonl,
+)
+from test_parity import rows as row_strategy
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+arrow = pytest.importorskip("agent_rollout.arrow")
+
+ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
+PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    try:
+        return "ok", fn(*args, **kwargs)
+    except Exception as exc:
+        return "error", (type(exc).__name__, str(exc))
+    finally:
+        _engine._set_engine(previous)
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+MESSAGE_ROWS = [
+    {
+        "prompt": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]},
+        ],
+        "answer": "1",
+        "id": 1,
+    },
+    {"prompt": [{"role": "user", "content": "q", "name": "n", "x": 1.0e-7}], "reward": 2},
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_parquet_output_loads_everywhere(engine: str, tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS * 3 + [None][:0])
+    dest = tmp_path / "out.parquet"
+    kind, report = outcome(engine, normalise_rollout_file, src, dest)
+    assert kind == "ok", report
+    assert (report.rows, report.dropped_keys, report.engine) == (6, 6, engine)
+    assert report.bytes_out == dest.stat().st_size
+    meta = pq.ParquetFile(dest).metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    table = pq.read_table(dest)
+    assert table.schema.equals(arrow.MESSAGES_SCHEMA)
+    expected = tuple(
+        {k: v for k, v in row.items() if k in ("prompt", "answer")} for row in MESSAGE_ROWS * 3
+    )
+    assert arrow.arrow_to_rows(table) == expected
+    # The Hugging Face loader, and what a verl-style reader takes from it.
+    datasets = pytest.importorskip("datasets")
+    loaded = datasets.load_dataset("parquet", data_files=str(dest), split="train")
+    first = loaded[0]["prompt"]
+    assert [m["role"] for m in first] == ["system", "user"] and first[0]["content"] == "s"
+    assert arrow.arrow_to_rows(loaded) == expected
+
+
+def test_both_engines_write_equal_tables_and_as_arrow_reads_the_same(tmp_path: Path) -> None:
+    rows = [{"prompt": f"q{i}", "answer": None if i % 3 else f"a{i}", "k": i} for i in range(500)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    tables = []
+    for engine in ENGINES:
+        dest = tmp_path / f"{engine}.parquet"
+        assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+        tables.append(pq.read_table(dest))
+        kind, direct = outcome(engine, read_rollout_jsonl, src, as_arrow=True)
+        assert kind == "ok" and direct.equals(tables[-1])
+        via_rows = outcome(engine, read_rollout_jsonl, src)[1]
+        assert direct.equals(arrow.rows_to_arrow(via_rows))
+    assert all(t.equals(tables[0]) for t in tables)
+    assert tables[0].schema.equals(arrow.TEXT_SCHEMA)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    # Over a mebibyte, so the Rust reader hands over several chunks.
+    # (a 1 MiB chunk holds about 4,900 of these rows)
+    rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    dest = tmp_path / "out.parquet"
+    assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+    meta = pq.ParquetFile(dest).metadata
+    assert meta.num_rows == 20000
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert len(groups) >= 4 and max(groups) <= 5000, groups
+
+
+def file_cases(tmp_path: Path) -> dict[str, tuple[Path, dict]]:
+    big_text = [{"prompt": "t" * 100 + str(i)} for i in range(15000)]  # > 1 MiB: several chunks
+    cases: dict[str, list[Any]] = {
+        "kind_in_first_chunk": [{"prompt": "a"}, {"prompt": "b"}, {"prompt": [{"role": "u"}]}],
+        "kind_at_a_chunk_start": [*big_text, {"prompt": [{"role": "u"}]}],
+        "messages_then_text": [{"prompt": [{"role": "u"}]}, {"prompt": "b"}],
+        "rule_before_kind": [{"prompt": "a"}, {"prompt": 5}, {"prompt": [{"role": "u"}]}],
+        "kind_before_rule": [{"prompt": "a"}, {"prompt": [{"role": "u"}]}, {"prompt": 5}],
+        "over_the_cap": [{"prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}],
+    }
+    out = {}
+    for name, rows in cases.items():
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("\n")  # a blank line at the end is skipped
+        out[name] = (path, {"max_rows": 2} if name == "over_the_cap" else {})
+    return out
+
+
+def test_file_errors_are_the_same_on_both_engines(tmp_path: Path) -> None:
+    for name, (src, options) in file_cases(tmp_path).items():
+        results = {}
+        for engine in ENGINES:
+            dest = tmp_path / f"{name}.{engine}.parquet"
+            results[engine] = outcome(engine, normalise_rollout_file, src, dest, **options)
+            assert not dest.exists()
+            table = outcome(engine, read_rollout_jsonl, src, as_arrow=True, **options)
+            assert table == results[engine]
+        assert len(set(map(repr, results.values()))) == 1, (name, results)
+        kind, (error_type, message) = results[ENGINES[0]]
+        assert kind == "error"
+        expected = {
+            "kind_in_first_chunk": f"{src}:3: row 2: prompt: a list of chat messages in a table "
+            "of str prompts (set by row 0)",
+            "kind_at_a_chunk_start": f"{src}:15001: row 15000: prompt: a list of chat messages",
+            "messages_then_text": f"{src}:2: row 1: prompt: a str in a table of chat-message",
+            "rule_before_kind": f"{src}:2: row 1: prompt: must be a str or a list",
+            "kind_before_rule": f"{src}:2: row 1: prompt: a list of chat messages",
+            "over_the_cap": f"{src}:3: more than 2 rows (max_rows=2)",
+        }[name]
+        assert message.startswith(expected), (name, message)
+        assert error_type == ("RolloutFileError" if name == "over_the_cap" else "RolloutRowError")
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_prompt_kind_messages_makes_a_mixed_file_uniform(engine: str, tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "a"}, {"prompt": [{"role": "u"}]}])
+    dest = tmp_path / "out.parquet"
+    kind, _ = outcome(engine, normalise_rollout_file, src, dest, prompt_kind="messages")
+    assert kind == "ok"
+    assert arrow.arrow_to_rows(pq.read_table(dest)) == (
+        {"prompt": [{"role": "user", "content": "a"}]},
+        {"prompt": [{"role": "u"}]},
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_run_leaves_the_old_file(engine: str, tmp_path: Path) -> None:
+    dest = tmp_path / "out.parquet"
+    dest.write_bytes(b"old")
+    rows = [{"prompt": f"q{i}"} for i in range(20000)] + [{"prompt": 1}]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    _, error = outcome(engine, normalise_rollout_file, src, dest)
+    assert error[0] == "RolloutRowError" and ":20001: row 20000: prompt" in error[1]
+    assert dest.read_bytes() == b"old"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_ctrl_c_leaves_nothing_behind(engine: str, tmp_path: Path) -> None:
+    rows = [{"prompt": f"q{i}" * 20} for i in range(60000)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    dest = tmp_path / "out.parquet"
+    calls = []
+
+    def progress(rows: int, lines: int, bytes_in: int) -> None:
+        calls.append(rows)
+        raise KeyboardInterrupt
+
+    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            normalise_rollout_file(src, dest, progress=progress)
+    finally:
+        _engine._set_engine(previous)
+    assert calls and not dest.exists()
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None:
+    _, error = outcome(
+        engine, normalise_rollout_file, tmp_path / "nope.jsonl", tmp_path / "o.parquet"
+    )
+    assert error[0] == "FileNotFoundError" and "nope.jsonl" in error[1]
+    src = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "a"}])
+    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
+    assert error[0] == "FileNotFoundError" and "o.parquet" in error[1]
+    _, error = outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
+    assert error[0] == "ValueError" and "prompt_kind must be one of" in error[1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_empty_file_is_refused(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n\n")
+    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "o.parquet")
+    assert error[0] == "RolloutFileError" and "no rows" in error[1]
+    assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
+    dest = tmp_path / "out.parquet"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env.pop("AGENT_ROLLOUT_PURE_PYTHON", None)
+    if engine == "python":
+        env["AGENT_ROLLOUT_PURE_PYTHON"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_rollout", "normalise", str(src), "-o", str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 rows out" in done.stderr and done.stderr.rstrip().endswith(f"-> {dest}")
+    assert pq.read_table(dest).num_rows == 2
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "a"}, {"prompt": [{"role": "u"}]}])
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"{bad}:2: row 1: prompt: a list of chat messages")
+    done = subprocess.run(
+        [
+            *[sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)],
+            *["--prompt-kind", "messages"],
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert pq.read_table(dest).schema.equals(arrow.MESSAGES_SCHEMA)
+
+
+# Each example writes a file and reads it on both engines: at most 300 of them.
+@settings(max_examples=min(settings().max_examples, 300))
+@given(st.lists(row_strategy(odd=False), max_size=6), st.sampled_from(["auto", "text", "messages"]))
+def test_random_files_read_the_same_on_both_engines(data: list, kind: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        src = write_jsonl(Path(folder) / "in.jsonl", data)
+        results = [
+            outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind=kind)
+            for engine in ENGINES
+        ]
+        rows = outcome(ENGINES[0], read_rollout_jsonl, src)
+    if results[0][0] == "ok":
+        assert all(r[0] == "ok" and r[1].equals(results[0][1]) for r in results), results
+        back = arrow.arrow_to_rows(results[0][1])
+        if kind != "messages":
+            assert back == rows[1]
+        else:
+            assert len(back) == len(rows[1])
+    else:
+        assert all(r == results[0] for r in results), results

@@ -1,0 +1,123 @@
+"""Ray Data: rollout shards normalised on a local 2-CPU cluster, written as Parquet shards."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_rollout import normalise_rollout_rows
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.data")
+pq = pytest.importorskip("pyarrow.parquet")
+arrow = pytest.importorskip("agent_rollout.arrow")
+agent_ray = pytest.importorskip("agent_rollout.ray")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    # Workers inherit this process's environment (PYTHONPATH included), so
+    # they import agent_rollout from the same checkout.
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def write_shards(folder: Path, shards: int, rows: int) -> list[dict]:
+    folder.mkdir()
+    everything = []
+    for s in range(shards):
+        lines = []
+        for i in range(rows):
+            row = {"prompt": [{"role": "user", "content": f"q{s}-{i}", "name": "n"}], "id": i}
+            if i % 2:
+                row["answer"] = str(i)
+            lines.append(json.dumps(row))
+            everything.append(row)
+        (folder / f"part-{s}.jsonl").write_text("\n".join(lines) + "\n")
+    return everything
+
+
+def test_shards_normalise_and_write_parquet(cluster: None, tmp_path: Path) -> None:
+    rows = write_shards(tmp_path / "in", shards=4, rows=250)
+    ds = agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages", max_rows=1000)
+    out = tmp_path / "out"
+    ds.write_parquet(str(out))
+    files = sorted(out.glob("*.parquet"))
+    assert files
+    table = pq.read_table(out)
+    assert table.schema.field("prompt").type == arrow.MESSAGES_SCHEMA.field("prompt").type
+    got = sorted(arrow.arrow_to_rows(table), key=lambda r: r["prompt"][0]["content"])
+    want = sorted(normalise_rollout_rows(rows), key=lambda r: r["prompt"][0]["content"])
+    assert got == want
+
+
+def test_the_global_cap_holds(cluster: None, tmp_path: Path) -> None:
+    write_shards(tmp_path / "in", shards=3, rows=10)
+    with pytest.raises(ValueError) as info:
+        agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages", max_rows=25)
+    assert str(info.value) == "the rollout shards hold 30 rows, more than max_rows=25 (max_rows=25)"
+    # A shard alone over the cap stops at row max_rows + 1, naming the shard and line.
+    with pytest.raises(ValueError, match=r"part-\d\.jsonl:6: more than 5 rows \(max_rows=5\)"):
+        agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages", max_rows=5)
+
+
+def test_worker_errors_name_the_shard_and_the_line(cluster: None, tmp_path: Path) -> None:
+    write_shards(tmp_path / "in", shards=2, rows=5)
+    with open(tmp_path / "in" / "part-1.jsonl", "a") as f:
+        f.write('{"prompt": [{"role": "user"}, {"content": "no role"}]}\n')
+    with pytest.raises(ValueError) as info:
+        agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages")
+    shard = tmp_path / "in" / "part-1.jsonl"
+    assert str(info.value) == (
+        f"{shard}:6: row 5: prompt[1]: a chat message needs a 'role' (a non-empty str)"
+    )
+    with pytest.raises(ValueError, match="needs prompt_kind='text' or 'messages'"):
+        agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="auto")
+
+
+def test_read_json_blocks_work_too(cluster: None, tmp_path: Path) -> None:
+    # The issue's one-liner: pyarrow's JSON reader types the rows first.
+    rows = [{"prompt": "q1", "answer": "a"}, {"prompt": "q2", "reward": 1.0}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ds = ray.data.read_json(str(tmp_path / "a.jsonl"), include_paths=True).map_batches(
+        agent_ray.normalise_batch, batch_format="pyarrow"
+    )
+    table = ds.to_arrow_refs()
+    got = [r for ref in table for r in arrow.arrow_to_rows(ray.get(ref))]
+    assert got == [{"prompt": "q1", "answer": "a"}, {"prompt": "q2"}]
+
+
+def test_rows_of_a_read_json_block_name_the_shard() -> None:
+    pa = pytest.importorskip("pyarrow")
+    block = pa.table({"prompt": ["a", ""], "path": ["s3://b/x.jsonl", "s3://b/x.jsonl"]})
+    with pytest.raises(ValueError) as info:
+        agent_ray.normalise_batch(block)
+    assert str(info.value).startswith("s3://b/x.jsonl: row 1: prompt: empty prompt")
+
+
+def test_the_base_install_never_imports_ray() -> None:
+    code = "import sys, agent_rollout, agent_rollout.arrow; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_no_batches_in_a_block_of_shards_mix_kinds(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    block = pa.table(
+        {"bytes": [b'{"prompt": "a"}\n', b'{"prompt": [{"role": "u"}]}\n'], "path": ["x", "y"]}
+    )
+    with pytest.raises(ValueError, match="shards in one batch hold different prompt kinds"):
+        agent_ray.normalise_batch(block)
+    table: Any = agent_ray.normalise_batch(block, prompt_kind="messages")
+    assert table.num_rows == 2
