@@ -293,9 +293,11 @@ def test_config_without_a_backend(tmp_path: Path, capfd: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b'{"prompt": "a"}\n{"prompt": \n', ":2:12: invalid JSON: Expecting value"),
+        # The rollout file reader's rules and texts (agent_rollout._jsonl), any JSON value.
+        (b'{"prompt": "a"}\n{"prompt": \n', ":2:12: invalid JSON: expected a JSON value"),
         (b'"ok"\n"caf\xe9"\n', ":2: invalid UTF-8 at byte 5 of the line"),
-        (b"NaN\n", ":1: invalid JSON: NaN is not JSON"),
+        (b"NaN\n", ":1:1: invalid JSON: NaN and Infinity are not JSON"),
+        (b'"a"\n["x", "\\ud800"]\n', ":2:8: invalid JSON: lone surrogate in \\u escape"),
         (b"\n  \n", ": no seed prompts (the file is empty or blank)"),
     ],
 )

@@ -91,6 +91,8 @@ _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_group_size": ("art", "ruler"),
     "rollout_judge_model": ("ruler",),
     "rollout_judge_base_url": ("ruler",),
+    "rollout_policy_model": ("art", "ruler"),
+    "rollout_policy_base_url": ("art", "ruler"),
     "rollout_source": ("art", "nemo_gym"),
 }
 # What each backend cannot run without: every group needs exactly one of its
@@ -242,6 +244,57 @@ JudgeBaseUrl = Annotated[
     ),
 ]
 
+
+def _check_policy_url(value: object) -> str:
+    url = _text_checker("rollout_policy_base_url", MAX_URL_LEN)(value)
+    if _URL_RE.fullmatch(url) is None:
+        raise _custom(
+            "rollout_policy_base_url",
+            f"rollout_policy_base_url={url!r} must be an http:// or https:// URL "
+            "with a host and no spaces",
+        )
+    return url
+
+
+PolicyModel = Annotated[
+    str,
+    PlainValidator(
+        _text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN), json_schema_input_type=str
+    ),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_JUDGE_MODEL_LEN,
+            "allOf": [_NO_NUL],
+            "description": (
+                "The policy model the rollouts sample from, as its OpenAI-compatible server "
+                "names it (art and ruler: passed to rollout_func as an art.Model)."
+            ),
+            "examples": ["Qwen/Qwen2.5-0.5B-Instruct"],
+        }
+    ),
+]
+
+PolicyBaseUrl = Annotated[
+    str,
+    PlainValidator(_check_policy_url, json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_URL_LEN,
+            "pattern": f"^{_URL_CORE}$",
+            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
+            "allOf": [_NO_NEWLINE],
+            "description": (
+                "Base URL of the OpenAI-compatible server of rollout_policy_model (art and ruler)."
+            ),
+            "examples": ["http://127.0.0.1:8000/v1"],
+        }
+    ),
+]
+
 SourcePath = Annotated[
     str,
     PlainValidator(_text_checker("rollout_source", MAX_SOURCE_LEN), json_schema_input_type=str),
@@ -264,6 +317,8 @@ ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_group_size",
     "rollout_judge_model",
     "rollout_judge_base_url",
+    "rollout_policy_model",
+    "rollout_policy_base_url",
     "rollout_source",
 )
 
@@ -516,6 +571,8 @@ class RolloutSettings(BaseModel):
     )
     rollout_judge_model: Optional[JudgeModel] = None
     rollout_judge_base_url: Optional[JudgeBaseUrl] = None
+    rollout_policy_model: Optional[PolicyModel] = None
+    rollout_policy_base_url: Optional[PolicyBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
 
     @model_validator(mode="wrap")
@@ -563,6 +620,11 @@ class RolloutSettings(BaseModel):
         if backend == "ruler":
             options["judge_model"] = self.rollout_judge_model
             options["judge_base_url"] = self.rollout_judge_base_url
+        if backend in ("art", "ruler") and (
+            self.rollout_policy_model is not None or self.rollout_policy_base_url is not None
+        ):
+            options["policy_model"] = self.rollout_policy_model
+            options["policy_base_url"] = self.rollout_policy_base_url
         if backend in ("art", "nemo_gym") and self.rollout_source is not None:
             options["source"] = self.rollout_source
         return {
