@@ -429,3 +429,66 @@ def test_unknown_files_and_double_sources_are_refused(tmp_path: Path) -> None:
         art_backend.read_trajectory_groups(junk)
     with pytest.raises(ValueError, match="set rollout_func or rollout_source, not both"):
         _launch(options={"source": str(junk)})
+
+
+# ------------------------------------------- ART's inference client and the policy keys
+
+
+def test_art_model_openai_client_talks_to_a_loopback_server() -> None:
+    """The [art] extra pins openai<3: with openai 3 this call raised TypeError (httpx2)."""
+    from agent_rollout.examples.scripted_servers import serve
+
+    async def ask(model: Any) -> Any:
+        client = model.openai_client()
+        return await client.chat.completions.create(
+            model="scripted-policy",
+            messages=[{"role": "user", "content": "What is 2 + 3?"}],
+        )
+
+    with serve("policy") as (url, seen):
+        model = art.Model(
+            name="policy",
+            project="agent-rollout-tests",
+            inference_base_url=url,
+            inference_api_key="EMPTY",
+        )
+        completion = asyncio.run(ask(model))
+    call = completion.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("add", {"numbers": [2, 3]})
+    assert seen[0]["path"] == "/v1/chat/completions"
+
+
+def test_policy_options_build_an_art_model_for_the_rollout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_rollout.examples.scripted_servers import serve
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with serve("policy") as (url, seen):
+        result = launch_rollout(
+            "art",
+            prompts=[{"prompt": QUESTION}],  # a seed row, as in the bundled prompts.jsonl
+            rollout_func="agent_rollout.examples.art_rollout:policy_rollout",
+            options={"group_size": 2, "policy_model": "Org/policy-1", "policy_base_url": url},
+        )
+    # rollout 0 answers 5 (reward 1), rollout 1 answers 6 (reward 0): one row, answer 5.
+    assert result.rows == ({"prompt": OPENING, "answer": "5"},)
+    assert {request["body"]["model"] for request in seen} == {"Org/policy-1"}
+    model = art_backend.policy_model(
+        None, {"policy_model": "m", "policy_base_url": url + "/"}, "art"
+    )
+    assert (model.inference_model_name, model.inference_base_url) == ("m", url)
+    assert model.inference_api_key == "EMPTY"
+
+
+@pytest.mark.parametrize(
+    ("options", "model", "message"),
+    [
+        ({"policy_base_url": "http://127.0.0.1:1/v1"}, None, "needs rollout_policy_model"),
+        ({"policy_model": "m"}, None, "needs rollout_policy_base_url"),
+        ({"policy_model": "m", "policy_base_url": "ftp://x"}, None, "needs rollout_policy_base"),
+        ({"policy_model": "m", "policy_base_url": "http://h/v1"}, object(), "one or the other"),
+    ],
+)
+def test_policy_options_are_checked(options: dict[str, Any], model: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        art_backend.policy_model(model, options, "art")
+    assert art_backend.policy_model(model, {}, "art") is model
