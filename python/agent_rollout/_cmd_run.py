@@ -387,8 +387,4 @@ def _dropped(result: Any) -> str:
     if not result.drops:
         return ""
     counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.drop_counts().items()))
-    return f", {format_dropped(len(result.drops))} ({counts})"
-
-
-def format_dropped(count: int) -> str:
-    return f"{_plural(count, 'prompt')} dropped"
+    return f", {_plural(len(result.drops), 'prompt')} dropped ({counts})"
