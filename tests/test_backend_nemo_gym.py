@@ -876,6 +876,21 @@ def test_without_a_task_index_repeats_are_matched_by_prompt() -> None:
     assert result.rows == ({"prompt": [{"role": "user", "content": "task 0: 2+2?"}]},)
 
 
+def test_rows_sharing_a_task_index_with_different_prompts_stay_apart() -> None:
+    # Rollouts of two Gym datasets written to one file both count tasks from 0: the
+    # index alone does not identify a task, and merging them would lose one silently.
+    other = _rollout(0, "9", 1.0, expected_answer="9")
+    other["responses_create_params"]["input"][0]["content"] = "another dataset: 4+5?"
+    result = launch_rollout(
+        "nemo_gym", prompts=[_rollout(0, "4", 1.0, expected_answer="4"), other]
+    )
+    assert result.rows == (
+        {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
+        {"prompt": [{"role": "user", "content": "another dataset: 4+5?"}], "answer": "9"},
+    )
+    assert result.drops == ()
+
+
 def test_repeats_with_different_references_drop_the_task() -> None:
     rows = [
         _rollout(3, "4", 1.0, expected_answer="4"),

@@ -30,7 +30,7 @@ does not supply the answer by default: it is the policy's own sample, not a
 reference.
 
 Collected rollouts (rows with a ``response``) that repeat one task (the same
-``_ng_task_index``, or the same prompt when Gym wrote no index) collapse into
+prompt and the same ``_ng_task_index``, when Gym wrote one) collapse into
 one row (:func:`convert_gym_rows`): its answer is the task's reference when the
 repeats carry one (repeats that disagree drop the task as ``answer_conflict``);
 without a reference, and only with ``answer_from_response=True``
@@ -398,11 +398,14 @@ def _response_text(obj: Mapping[str, Any], where: str) -> str:
     return text
 
 
-def _task_key(obj: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[str, str]:
+def _task_key(obj: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[Optional[int], str]:
+    # The index alone does not identify a task: rollouts of two datasets written to
+    # one file both count from 0. Repeats of one task share their prompt as well.
     index = obj.get("_ng_task_index")
+    prompt = json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False)
     if isinstance(index, int) and not isinstance(index, bool):
-        return ("index", str(index))
-    return ("prompt", json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False))
+        return (index, prompt)
+    return (None, prompt)
 
 
 class _Task:
@@ -421,7 +424,7 @@ def convert_gym_rows(
     """Convert ``(where, Gym row)`` pairs; repeats of one collected task become one row.
 
     Task rows (no ``response``) give one row each, in order. Collected rollouts
-    are grouped by ``_ng_task_index`` (or, without one, by their prompt); each
+    are grouped by prompt and ``_ng_task_index`` (when present); each
     group gives one row at the place of its first repeat, answered by the
     task's reference, or, with ``answer_from_response``, by the best-rewarded
     response (see the module docstring). Rows whose request defines ``tools``
@@ -441,7 +444,7 @@ def convert_gym_rows(
         key = _task_key(obj, row)
         task = tasks.get(key)
         if task is None:
-            label = int(key[1]) if key[0] == "index" else len(tasks)
+            label = key[0] if key[0] is not None else len(tasks)
             task = tasks[key] = _Task(len(slots), label, row)
             slots.append(task)
         task.wheres.append(where)
