@@ -904,6 +904,12 @@ def test_repeats_with_different_references_drop_the_task() -> None:
     assert "row 0: '4'; row 1: 'four'" in result.drops[0].detail
 
 
+def test_every_task_dropped_is_an_error_that_says_why() -> None:
+    rows = [_rollout(3, "4", 1.0, expected_answer="4"), _rollout(3, "4", 1.0, expected_answer="5")]
+    with pytest.raises(ValueError, match=r"every prompt was dropped \(1 of 1; answer_conflict: 1\)"):
+        launch_rollout("nemo_gym", prompts=rows)
+
+
 def test_answer_from_response_ranks_rewards_when_there_is_no_reference() -> None:
     rows = [_rollout(0, "5", 0.0), _rollout(0, "4", 1.0), _rollout(0, "4", 1.0)]
     plain = launch_rollout("nemo_gym", prompts=rows)

@@ -21,7 +21,7 @@ from ._backends import (
     validate_rollout_func,
 )
 from ._engine import check_max_rows, normalise_rollout_rows
-from .backends._ranking import BackendRows, RolloutDrop
+from .backends._ranking import BackendRows, RolloutDrop, refuse_all_dropped
 
 __all__ = [
     "RolloutDrop",
@@ -235,6 +235,8 @@ def launch_rollout(
     drops: tuple[RolloutDrop, ...] = ()
     unused: dict[str, int] = {}
     if isinstance(raw, BackendRows):
+        # Every prompt dropped: say why, rather than "no rows" (nemo_gym relies on this).
+        refuse_all_dropped(backend, raw)
         drops, unused = raw.drops, raw.unused_fields
     rows = normalise_rollout_rows(raw, backend, max_rows=max_rows)
     return RolloutResult._checked(backend, rows, drops, unused)
