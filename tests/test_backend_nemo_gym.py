@@ -881,9 +881,7 @@ def test_rows_sharing_a_task_index_with_different_prompts_stay_apart() -> None:
     # index alone does not identify a task, and merging them would lose one silently.
     other = _rollout(0, "9", 1.0, expected_answer="9")
     other["responses_create_params"]["input"][0]["content"] = "another dataset: 4+5?"
-    result = launch_rollout(
-        "nemo_gym", prompts=[_rollout(0, "4", 1.0, expected_answer="4"), other]
-    )
+    result = launch_rollout("nemo_gym", prompts=[_rollout(0, "4", 1.0, expected_answer="4"), other])
     assert result.rows == (
         {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
         {"prompt": [{"role": "user", "content": "another dataset: 4+5?"}], "answer": "9"},
@@ -906,7 +904,8 @@ def test_repeats_with_different_references_drop_the_task() -> None:
 
 def test_every_task_dropped_is_an_error_that_says_why() -> None:
     rows = [_rollout(3, "4", 1.0, expected_answer="4"), _rollout(3, "4", 1.0, expected_answer="5")]
-    with pytest.raises(ValueError, match=r"every prompt was dropped \(1 of 1; answer_conflict: 1\)"):
+    expected = r"every prompt was dropped \(1 of 1; answer_conflict: 1\)"
+    with pytest.raises(ValueError, match=expected):
         launch_rollout("nemo_gym", prompts=rows)
 
 

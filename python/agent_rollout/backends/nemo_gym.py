@@ -431,7 +431,7 @@ def convert_gym_rows(
     are counted under :data:`TOOLS_FIELD` in ``unused_fields``.
     """
     slots: list[Any] = []  # a row dict, or a _Task filled in below
-    tasks: dict[tuple[str, str], _Task] = {}
+    tasks: dict[tuple[Optional[int], str], _Task] = {}
     tools = 0
     for where, obj in items:
         row = gym_row_to_row(obj, where=where)
