@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_rollout._loader import load_config
-from test_cli_normalise import cli, cli_env
+from test_cli_normalise import cli, cli_argv, cli_env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "examples"
 if not EXAMPLES.is_dir():  # an installed package: use its copy of the examples
@@ -175,3 +176,46 @@ def test_policy_keys_reach_the_backend_options_and_only_art_and_ruler_take_them(
         RolloutSettings.model_validate(
             {"rollout_backend": "art", "rollout_func": "m:f", "rollout_policy_base_url": "x"}
         )
+
+
+# ------------------------------------------------- --example: a bundled config by name
+
+
+def _run_elsewhere(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The CLI run from ``cwd``, a folder that holds none of the examples."""
+    return subprocess.run(
+        cli_argv(*args), cwd=cwd, capture_output=True, env=cli_env(), timeout=120, check=False
+    )
+
+
+def test_example_runs_a_bundled_config_by_name_from_any_folder(tmp_path: Path) -> None:
+    # nemo_gym: its rollout_source is found next to the bundled config, not in the cwd.
+    result = _run_elsewhere(tmp_path, "run", "--example", "nemo_gym", "-o", "rows.jsonl")
+    assert result.returncode == 0, result.stderr.decode()
+    rows = (tmp_path / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 3
+
+
+def test_example_without_prompts_runs_on_the_bundled_prompts(tmp_path: Path) -> None:
+    pytest.importorskip("openenv")
+    result = _run_elsewhere(tmp_path, "run", "--serve", "--example", "openenv", "-o", "rows.jsonl")
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    seeds = PROMPTS.read_text(encoding="utf-8").splitlines()
+    assert len(rows) == len([line for line in seeds if line.strip()]) == 6
+    assert "ran openenv rollout: 6 seed prompts, 6 rows" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give a CONFIG file, or --example NAME"),
+        (("some.yaml", "--example", "art"), "not both"),
+        (("--example", "nope"), "invalid choice: 'nope'"),
+    ],
+)
+def test_example_usage_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    result = _run_elsewhere(tmp_path, "run", *args)
+    assert result.returncode == 2
+    assert message in result.stderr.decode()

@@ -12,6 +12,10 @@
 ``rollout_source`` (``art``, ``nemo_gym``); the backend then takes no seeds.
 A relative ``rollout_source`` is relative to the config file's folder.
 
+``--example NAME`` (in place of ``CONFIG``) runs the bundled
+``agent_rollout/examples/NAME.yaml``, on the bundled ``prompts.jsonl`` unless
+``--prompts`` is given; both are found in the installed package.
+
 ``--serve`` starts, for the run only, the bundled loopback servers the config
 names: the scripted policy and judge of ``agent_rollout.examples.scripted_servers``
 at ``rollout_policy_base_url`` / ``rollout_judge_base_url`` (which must be
@@ -39,6 +43,16 @@ PROG = "agent-rollout run"
 DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
 
 
+EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "openenv", "ruler")
+"""The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
+
+
+def _examples_dir() -> str:
+    from agent_rollout import examples
+
+    return os.path.dirname(os.path.abspath(examples.__file__))
+
+
 class PromptFileError(ValueError):
     """A seed prompt file cannot be used; the message starts with ``file:line``."""
 
@@ -51,7 +65,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Load a training config, launch its rollout backend on the seed prompts and write "
         "the normalised rows as canonical JSONL."
     )
-    parser.add_argument("config", metavar="CONFIG", help="training config (.yaml, .json, .toml)")
+    parser.add_argument(
+        "config",
+        metavar="CONFIG",
+        nargs="?",
+        help="training config (.yaml, .json, .toml); leave out with --example",
+    )
+    parser.add_argument(
+        "--example",
+        metavar="NAME",
+        choices=EXAMPLES,
+        help="run the bundled config NAME.yaml shipped in agent_rollout/examples (one of "
+        f"{', '.join(EXAMPLES)}) instead of CONFIG; without --prompts it runs on the bundled "
+        "prompts.jsonl (works from a clone and from an installed package)",
+    )
     parser.add_argument(
         "--prompts",
         metavar="FILE",
@@ -176,6 +203,20 @@ class _Stop(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def _pick_config(args: argparse.Namespace) -> Optional[str]:
+    """Point ``args.config`` at the bundled example; return its prompt file (or ``None``)."""
+    example = getattr(args, "example", None)
+    if example is None:
+        if args.config is None:
+            raise _Stop(f"{PROG}: give a CONFIG file, or --example NAME for a bundled one", 2)
+        return None
+    if args.config is not None:
+        raise _Stop(f"{PROG}: give a CONFIG file or --example {example}, not both", 2)
+    folder = _examples_dir()
+    args.config = os.path.join(folder, f"{example}.yaml")
+    return os.path.join(folder, "prompts.jsonl")
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -337,6 +378,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress("run")
     try:
+        bundled_prompts = _pick_config(args)
         settings = _settings(args)
         try:
             kwargs = settings.to_launch_kwargs()
@@ -348,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
             # Like the config's other files, a relative rollout_source is relative to it.
             source = os.path.join(os.path.dirname(args.config), source)
             kwargs["options"]["source"] = source
+        if bundled_prompts is not None and args.prompts is None and source is None:
+            args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
         with (
             _serving(args, kwargs),
