@@ -652,6 +652,20 @@ def test_openenv_passes_model_tokenizer_and_max_steps_when_the_signature_asks() 
     }
 
 
+def test_openenv_keeps_a_parameter_default_when_no_model_or_tokenizer_was_given() -> None:
+    # A seed-style fn(prompts, model="...") was called as fn(prompts): its default held.
+    seen: dict[str, Any] = {}
+
+    def rollout(prompts: list[Any], model: str = "mine", tokenizer: Any = "tok") -> list[Any]:
+        seen.update(model=model, tokenizer=tokenizer)
+        return [{"prompt": "p"}]
+
+    launch_rollout("openenv", prompts=["s"], rollout_func=rollout)
+    assert seen == {"model": "mine", "tokenizer": "tok"}
+    launch_rollout("openenv", prompts=["s"], rollout_func=rollout, model="given")
+    assert seen == {"model": "given", "tokenizer": "tok"}
+
+
 # ---- drops and unused fields on the result -----------------------------------------------------
 
 

@@ -138,7 +138,9 @@ def _call_openenv(fn: Callable[..., Any], prompts: list[Any], extras: dict[str, 
     """``fn(prompts)``, plus ``model``/``tokenizer``/``max_steps`` its signature names.
 
     A function that takes ``**kwargs`` gets all three; one that names none of
-    them is called as ``fn(prompts)``, the seed's contract.
+    them is called as ``fn(prompts)``, the seed's contract. A named parameter
+    with a default keeps it when the caller gave no ``model``/``tokenizer``
+    (``None``): the seed called ``fn(prompts)``, so that default was in force.
     """
     try:
         parameters = inspect.signature(fn).parameters.values()
@@ -147,11 +149,16 @@ def _call_openenv(fn: Callable[..., Any], prompts: list[Any], extras: dict[str, 
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return fn(prompts, **extras)
     named = {
-        p.name
+        p.name: p.default is not inspect.Parameter.empty
         for p in parameters
         if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     }
-    return fn(prompts, **{key: value for key, value in extras.items() if key in named})
+    chosen = {
+        key: value
+        for key, value in extras.items()
+        if key in named and not (value is None and named[key])
+    }
+    return fn(prompts, **chosen)
 
 
 def _rollout_callable(rollout_func: object) -> Union[str, Callable[..., Any], None]:
