@@ -923,6 +923,18 @@ def test_answer_from_response_ranks_rewards_when_there_is_no_reference() -> None
     assert result.rows[0]["answer"] == "four"
 
 
+def test_answer_from_response_ending_on_a_tool_call_has_no_answer() -> None:
+    # As for art: a response whose last assistant turn is a tool call has no final
+    # text; the thinking-aloud message before the call is not an answer.
+    best = _rollout(0, "let me add these", 1.0)
+    best["response"]["output"].append(
+        {"type": "function_call", "call_id": "c1", "name": "calc", "arguments": "{}"}
+    )
+    rows = [best, _rollout(0, "5", 0.0)]
+    with pytest.raises(ValueError, match=r"every prompt was dropped \(1 of 1; no_answer: 1\)"):
+        launch_rollout("nemo_gym", prompts=rows, options={"answer_from_response": True})
+
+
 def test_answer_from_response_ties_drop_and_bad_rewards_are_errors() -> None:
     tie = [_rollout(0, "5", 1.0), _rollout(0, "4", 1.0), _rollout(1, "2", 0.5)]
     result = launch_rollout("nemo_gym", prompts=tie, options={"answer_from_response": True})

@@ -382,19 +382,22 @@ def read_gym_jsonl(
 
 
 def _response_text(obj: Mapping[str, Any], where: str) -> str:
-    """The text of the last assistant message in a rollout's ``response.output``."""
+    """The final text of a rollout's ``response.output``: its last assistant message,
+    unless a ``function_call`` follows it (then ``""``)."""
     response = obj.get("response")
     output = response.get("output") if isinstance(response, Mapping) else None
     if not isinstance(output, list):
         raise GymRowError(where, "response.output", f"must be a list, got {_type_name(output)}")
     text = ""
     for index, item in enumerate(output):
-        if isinstance(item, Mapping) and item.get("type", "message") == "message":
-            if item.get("role") == "assistant" and "content" in item:
-                content = _content(
-                    item["content"], "assistant", where, f"response.output[{index}].content"
-                )
-                text = content if isinstance(content, str) else ""
+        kind = item.get("type", "message") if isinstance(item, Mapping) else None
+        if kind == "function_call":
+            text = ""  # the turn ends on a tool call: no final text (as for art)
+        elif kind == "message" and item.get("role") == "assistant" and "content" in item:
+            content = _content(
+                item["content"], "assistant", where, f"response.output[{index}].content"
+            )
+            text = content if isinstance(content, str) else ""
     return text
 
 
