@@ -17,9 +17,9 @@ art = pytest.importorskip("art")
 from openai.types.chat import ChatCompletionMessage  # noqa: E402
 from openai.types.chat.chat_completion import Choice  # noqa: E402
 
-from agent_rollout import launch_rollout  # noqa: E402
+from agent_rollout import RolloutDrop, launch_rollout  # noqa: E402
 from agent_rollout.backends import art as art_backend  # noqa: E402
-from agent_rollout.examples.art_rollout import SYSTEM_PROMPT, rollout  # noqa: E402
+from agent_rollout.examples.art_rollout import SYSTEM_PROMPT, ScriptedPolicy, rollout  # noqa: E402
 
 QUESTION = "What is 2 + 3?"
 OPENING = [
@@ -140,12 +140,96 @@ def test_a_non_json_value_is_named_by_path() -> None:
 # ------------------------------------------------------------ groups and gathering
 
 
-def test_groups_and_bare_trajectories_keep_their_order() -> None:
+def _rewarded(prompt: Any, answer: str, reward: float) -> Any:
+    """The example trajectory for ``prompt`` with its final answer and reward replaced."""
+    trajectory = rollout(ScriptedPolicy([answer]), prompt)
+    trajectory.reward = reward
+    return trajectory
+
+
+def test_one_row_per_group_and_bare_trajectories_keep_their_order() -> None:
     first = rollout(None, "What is 1 + 1?")
+    wrong = _rewarded("What is 1 + 1?", "3", 0.0)
     second = rollout(None, "What is 2 + 2?")
-    rows = art_backend.trajectory_groups_to_rows([art.TrajectoryGroup([first, second]), first])
-    assert [row["answer"] for row in rows] == ["2", "4", "2"]
+    rows = art_backend.trajectory_groups_to_rows([art.TrajectoryGroup([wrong, first]), second])
+    assert [row["answer"] for row in rows] == ["2", "4"]
+    assert rows.drops == ()
     assert art_backend.trajectory_groups_to_rows(second) == [art_backend.trajectory_to_row(second)]
+
+
+def test_the_issue_case_four_rollouts_two_answers_give_one_reference_row() -> None:
+    """4 rollouts of one prompt answering 5, 6, 5, 6 used to give 4 rows; now 1, answer 5."""
+    result = launch_rollout(
+        "art",
+        prompts=[QUESTION],
+        rollout_func="agent_rollout.examples.art_rollout:rollout",
+        model=ScriptedPolicy(["5", "6"]),
+        options={"group_size": 4},
+    )
+    assert result.rows == ({"prompt": OPENING, "answer": "5"},)
+    assert result.drops == ()
+
+
+def test_best_reward_must_beat_every_different_answer() -> None:
+    groups = [
+        art.TrajectoryGroup([_rewarded(QUESTION, "5", 0.9), _rewarded(QUESTION, "6", 0.9)]),
+        art.TrajectoryGroup([_rewarded(QUESTION, "5", 0.9), _rewarded(QUESTION, "5", 0.9)]),
+        art.TrajectoryGroup([_rewarded(QUESTION, "6", -1.0), _rewarded(QUESTION, "5", -0.5)]),
+    ]
+    rows = art_backend.trajectory_groups_to_rows(groups)
+    assert [row["answer"] for row in rows] == ["5", "5"]  # identical answers tie as one winner
+    assert rows.drops == (
+        RolloutDrop(0, "tie", "rollouts 0, 1 share the best reward 0.9 with different answers"),
+    )
+
+
+def test_a_winner_without_text_drops_the_prompt() -> None:
+    silent = art.Trajectory(messages_and_choices=[*OPENING, _choice(None, [TOOL_CALL])], reward=1)
+    rows = art_backend.trajectory_groups_to_rows(
+        [art.TrajectoryGroup([silent, _rewarded(QUESTION, "5", 0.5)])]
+    )
+    assert list(rows) == []
+    assert [(d.prompt_index, d.reason) for d in rows.drops] == [(0, "no_answer")]
+
+
+@pytest.mark.parametrize("reward", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_reward_is_an_error_naming_prompt_and_rollout(reward: float) -> None:
+    def fn(model: Any, prompt: Any) -> Any:
+        trajectory = rollout(model, prompt)
+        if "7" in str(prompt):
+            trajectory.reward = reward
+        return trajectory
+
+    with pytest.raises(ValueError, match=rf"prompt 1 rollout 0: reward {reward!r} is not a finite"):
+        launch_rollout("art", prompts=[QUESTION, "What is 7 + 1?"], rollout_func=fn)
+
+
+def test_drops_are_counted_on_the_result_and_all_dropped_is_an_error() -> None:
+    def tie_on_six(model: Any, prompt: Any) -> Any:
+        trajectory = rollout(model, prompt)
+        if "6" in str(prompt):
+            trajectory.reward = 1.0  # the wrong answers score as well as the right ones
+        return trajectory
+
+    policy = ScriptedPolicy(["5", "7"])  # right for 2 + 3, wrong for 6 + 0 every other call
+    result = launch_rollout(
+        "art",
+        prompts=[QUESTION, "What is 6 + 0?"],
+        rollout_func=tie_on_six,
+        model=policy,
+        options={"group_size": 2},
+    )
+    assert result.rows == ({"prompt": OPENING, "answer": "5"},)
+    assert result.drop_counts() == {"tie": 1}
+    assert result.drops[0].prompt_index == 1
+    with pytest.raises(ValueError, match=r"'art': every prompt was dropped \(1 of 1; tie: 1\)"):
+        launch_rollout(
+            "art",
+            prompts=["What is 6 + 0?"],
+            rollout_func=tie_on_six,
+            model=ScriptedPolicy(["6", "7"]),
+            options={"group_size": 2},
+        )
 
 
 def test_a_group_with_recorded_exceptions_is_refused() -> None:
@@ -160,15 +244,24 @@ def test_something_else_than_trajectories_is_refused() -> None:
 
 
 def test_launch_runs_group_size_rollouts_per_prompt() -> None:
-    rows = _launch(prompts=[QUESTION, "What is 10 + 20?"], options={"group_size": 3})
-    assert [row["answer"] for row in rows] == ["5"] * 3 + ["30"] * 3
-    assert rows[3]["prompt"][1] == {"role": "user", "content": "What is 10 + 20?"}
+    calls: list[Any] = []
+
+    def counted(model: Any, prompt: Any) -> Any:
+        calls.append(prompt)
+        return rollout(model, prompt)
+
+    rows = _launch(
+        prompts=[QUESTION, "What is 10 + 20?"], rollout_func=counted, options={"group_size": 3}
+    )
+    assert len(calls) == 6
+    assert [row["answer"] for row in rows] == ["5", "30"]
+    assert rows[1]["prompt"][1] == {"role": "user", "content": "What is 10 + 20?"}
 
 
 def test_launch_accepts_an_async_rollout_and_message_prompts() -> None:
     prompt = [{"role": "user", "content": "Add 4 and 5"}]
     rows = _launch(prompts=[prompt], rollout_func="agent_rollout.examples.art_rollout:arollout")
-    assert rows == [{"prompt": prompt, "answer": "9"}] * 2
+    assert rows == [{"prompt": prompt, "answer": "9"}]
 
 
 def test_launch_works_inside_a_running_event_loop() -> None:
@@ -176,7 +269,7 @@ def test_launch_works_inside_a_running_event_loop() -> None:
         return _launch()
 
     rows = asyncio.run(caller())
-    assert [row["answer"] for row in rows] == ["5", "5"]
+    assert [row["answer"] for row in rows] == ["5"]
 
 
 def test_launch_rollout_goes_through_the_adapter() -> None:
@@ -259,15 +352,14 @@ def test_gathered_groups_carry_prompt_index_and_model() -> None:
 
 
 def _groups() -> list[Any]:
-    group = art.TrajectoryGroup(
-        [rollout(None, QUESTION), rollout(None, [{"role": "user", "content": "1 and 1"}])]
-    )
+    runner_up = rollout(None, [{"role": "user", "content": "1 and 1"}])
+    runner_up.reward = 0.5
+    group = art.TrajectoryGroup([rollout(None, QUESTION), runner_up])
     return [group, art.TrajectoryGroup([rollout(None, "What is 7 + 8?")])]
 
 
 EXPECTED = [
     {"prompt": OPENING, "answer": "5"},
-    {"prompt": [{"role": "user", "content": "1 and 1"}], "answer": "2"},
     {
         "prompt": [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -337,3 +429,66 @@ def test_unknown_files_and_double_sources_are_refused(tmp_path: Path) -> None:
         art_backend.read_trajectory_groups(junk)
     with pytest.raises(ValueError, match="set rollout_func or rollout_source, not both"):
         _launch(options={"source": str(junk)})
+
+
+# ------------------------------------------- ART's inference client and the policy keys
+
+
+def test_art_model_openai_client_talks_to_a_loopback_server() -> None:
+    """The [art] extra pins openai<3: with openai 3 this call raised TypeError (httpx2)."""
+    from agent_rollout.examples.scripted_servers import serve
+
+    async def ask(model: Any) -> Any:
+        client = model.openai_client()
+        return await client.chat.completions.create(
+            model="scripted-policy",
+            messages=[{"role": "user", "content": "What is 2 + 3?"}],
+        )
+
+    with serve("policy") as (url, seen):
+        model = art.Model(
+            name="policy",
+            project="agent-rollout-tests",
+            inference_base_url=url,
+            inference_api_key="EMPTY",
+        )
+        completion = asyncio.run(ask(model))
+    call = completion.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("add", {"numbers": [2, 3]})
+    assert seen[0]["path"] == "/v1/chat/completions"
+
+
+def test_policy_options_build_an_art_model_for_the_rollout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_rollout.examples.scripted_servers import serve
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with serve("policy") as (url, seen):
+        result = launch_rollout(
+            "art",
+            prompts=[{"prompt": QUESTION}],  # a seed row, as in the bundled prompts.jsonl
+            rollout_func="agent_rollout.examples.art_rollout:policy_rollout",
+            options={"group_size": 2, "policy_model": "Org/policy-1", "policy_base_url": url},
+        )
+    # rollout 0 answers 5 (reward 1), rollout 1 answers 6 (reward 0): one row, answer 5.
+    assert result.rows == ({"prompt": OPENING, "answer": "5"},)
+    assert {request["body"]["model"] for request in seen} == {"Org/policy-1"}
+    model = art_backend.policy_model(
+        None, {"policy_model": "m", "policy_base_url": url + "/"}, "art"
+    )
+    assert (model.inference_model_name, model.inference_base_url) == ("m", url)
+    assert model.inference_api_key == "EMPTY"
+
+
+@pytest.mark.parametrize(
+    ("options", "model", "message"),
+    [
+        ({"policy_base_url": "http://127.0.0.1:1/v1"}, None, "needs rollout_policy_model"),
+        ({"policy_model": "m"}, None, "needs rollout_policy_base_url"),
+        ({"policy_model": "m", "policy_base_url": "ftp://x"}, None, "needs rollout_policy_base"),
+        ({"policy_model": "m", "policy_base_url": "http://h/v1"}, object(), "one or the other"),
+    ],
+)
+def test_policy_options_are_checked(options: dict[str, Any], model: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        art_backend.policy_model(model, options, "art")
+    assert art_backend.policy_model(model, {}, "art") is model

@@ -750,6 +750,7 @@ def test_every_jsonl_file_in_the_nemo_gym_wheel(
 
     problems: list[str] = []
     converted_files = rows = answered = with_images = with_tools = 0
+    collapsed_rows = tool_rows = dropped = 0
     failures: dict[str, str] = {}
     for name in files:
         path = root / name
@@ -771,6 +772,18 @@ def test_every_jsonl_file_in_the_nemo_gym_wheel(
         assert list(normalise_rollout_rows(converted, backend="nemo_gym")) == converted, name
         converted_files += 1
         rows += len(converted)
+        collapsed = nemo_gym.launch(
+            prompts=None,
+            rollout_func=None,
+            model=None,
+            tokenizer=None,
+            reward_fn=None,
+            max_steps=1,
+            options={"source": str(path)},
+        )
+        collapsed_rows += len(collapsed)
+        dropped += len(collapsed.drops)
+        tool_rows += collapsed.unused_fields.get(nemo_gym.TOOLS_FIELD, 0)
         for row in converted:
             assert isinstance(row["prompt"], list) and row["prompt"], f"{name}: empty prompt"
             answered += "answer" in row
@@ -794,6 +807,9 @@ def test_every_jsonl_file_in_the_nemo_gym_wheel(
         "rows_with_answer": answered,
         "rows_with_images": with_images,
         "rows_with_tool_calls": with_tools,
+        "rows_after_collapsing_repeats": collapsed_rows,
+        "tasks_dropped": dropped,
+        "rows_whose_tools_are_not_carried": tool_rows,
         "files_failed": len(failures),
         "failures": {name: EXPECTED_FAILURES.get(name, ("", "UNEXPECTED"))[1] for name in failures},
     }
@@ -802,8 +818,151 @@ def test_every_jsonl_file_in_the_nemo_gym_wheel(
         print(
             f"\nnemo-gym {MEASURED_VERSION}: {len(files)} JSONL files, {converted_files} converted "
             f"({rows} rows, {answered} with an answer, {with_images} with images, "
-            f"{with_tools} with tool calls), {len(failures)} refused as expected"
+            f"{with_tools} with tool calls), {len(failures)} refused as expected; "
+            f"{collapsed_rows} rows once repeats of a task collapse ({dropped} tasks dropped), "
+            f"{tool_rows} rows define tools that rows cannot carry"
         )
     assert not problems, "\n".join(problems)
     assert converted_files + len(failures) == len(files)
     assert len(failures) == len(EXPECTED_FAILURES)
+
+
+# ------------------------------------------------- collected rollouts: one row per task
+
+
+def _rollout(task: int, answer_text: str, reward: Any, **fields: Any) -> dict[str, Any]:
+    return {
+        "responses_create_params": {
+            "input": [{"role": "user", "content": f"task {task}: 2+2?"}],
+            "tools": [{"type": "function", "name": "calc", "parameters": {}}],
+        },
+        "response": {
+            "output": [
+                {"type": "reasoning", "summary": []},
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [text(answer_text, "output_text")],
+                },
+            ]
+        },
+        "reward": reward,
+        "_ng_task_index": task,
+        **fields,
+    }
+
+
+def test_repeats_of_one_task_collapse_to_one_row_with_the_reference() -> None:
+    rows = [
+        _rollout(0, "5", 0.0, expected_answer="4"),
+        _rollout(1, "7", 0.0, expected_answer="9"),
+        _rollout(0, "4", 1.0, expected_answer="4"),
+        gym("a plain task", expected_answer="x"),
+    ]
+    result = launch_rollout("nemo_gym", prompts=rows)
+    assert result.rows == (
+        {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
+        {"prompt": [{"role": "user", "content": "task 1: 2+2?"}], "answer": "9"},
+        {"prompt": [{"role": "user", "content": "a plain task"}], "answer": "x"},
+    )
+    assert result.drops == ()
+    assert result.unused_fields == {"responses_create_params.tools": 3}
+
+
+def test_without_a_task_index_repeats_are_matched_by_prompt() -> None:
+    first, second = _rollout(0, "5", 0.0), _rollout(0, "4", 1.0)
+    del first["_ng_task_index"], second["_ng_task_index"]
+    result = launch_rollout("nemo_gym", prompts=[first, second])
+    assert result.rows == ({"prompt": [{"role": "user", "content": "task 0: 2+2?"}]},)
+
+
+def test_rows_sharing_a_task_index_with_different_prompts_stay_apart() -> None:
+    # Rollouts of two Gym datasets written to one file both count tasks from 0: the
+    # index alone does not identify a task, and merging them would lose one silently.
+    other = _rollout(0, "9", 1.0, expected_answer="9")
+    other["responses_create_params"]["input"][0]["content"] = "another dataset: 4+5?"
+    result = launch_rollout("nemo_gym", prompts=[_rollout(0, "4", 1.0, expected_answer="4"), other])
+    assert result.rows == (
+        {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
+        {"prompt": [{"role": "user", "content": "another dataset: 4+5?"}], "answer": "9"},
+    )
+    assert result.drops == ()
+
+
+def test_repeats_with_different_references_drop_the_task() -> None:
+    rows = [
+        _rollout(3, "4", 1.0, expected_answer="4"),
+        _rollout(3, "4", 1.0, expected_answer="four"),
+        _rollout(4, "1", 1.0, expected_answer="1"),
+    ]
+    result = launch_rollout("nemo_gym", prompts=rows)
+    assert len(result.rows) == 1
+    assert result.drop_counts() == {"answer_conflict": 1}
+    assert result.drops[0].prompt_index == 3
+    assert "row 0: '4'; row 1: 'four'" in result.drops[0].detail
+
+
+def test_every_task_dropped_is_an_error_that_says_why() -> None:
+    rows = [_rollout(3, "4", 1.0, expected_answer="4"), _rollout(3, "4", 1.0, expected_answer="5")]
+    expected = r"every prompt was dropped \(1 of 1; answer_conflict: 1\)"
+    with pytest.raises(ValueError, match=expected):
+        launch_rollout("nemo_gym", prompts=rows)
+
+
+def test_answer_from_response_ranks_rewards_when_there_is_no_reference() -> None:
+    rows = [_rollout(0, "5", 0.0), _rollout(0, "4", 1.0), _rollout(0, "4", 1.0)]
+    plain = launch_rollout("nemo_gym", prompts=rows)
+    assert plain.rows == ({"prompt": [{"role": "user", "content": "task 0: 2+2?"}]},)
+    ranked = launch_rollout("nemo_gym", prompts=rows, options={"answer_from_response": True})
+    assert ranked.rows == (
+        {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
+    )
+    # A reference, when present, still wins over the best response.
+    with_ref = [dict(row, expected_answer="four") for row in rows]
+    result = launch_rollout("nemo_gym", prompts=with_ref, options={"answer_from_response": True})
+    assert result.rows[0]["answer"] == "four"
+
+
+def test_answer_from_response_ending_on_a_tool_call_has_no_answer() -> None:
+    # As for art: a response whose last assistant turn is a tool call has no final
+    # text; the thinking-aloud message before the call is not an answer.
+    best = _rollout(0, "let me add these", 1.0)
+    best["response"]["output"].append(
+        {"type": "function_call", "call_id": "c1", "name": "calc", "arguments": "{}"}
+    )
+    rows = [best, _rollout(0, "5", 0.0)]
+    with pytest.raises(ValueError, match=r"every prompt was dropped \(1 of 1; no_answer: 1\)"):
+        launch_rollout("nemo_gym", prompts=rows, options={"answer_from_response": True})
+
+
+def test_answer_from_response_ties_drop_and_bad_rewards_are_errors() -> None:
+    tie = [_rollout(0, "5", 1.0), _rollout(0, "4", 1.0), _rollout(1, "2", 0.5)]
+    result = launch_rollout("nemo_gym", prompts=tie, options={"answer_from_response": True})
+    assert [row["answer"] for row in result.rows] == ["2"]
+    assert [(d.prompt_index, d.reason) for d in result.drops] == [(0, "tie")]
+    with pytest.raises(ValueError, match=r"task 0 \(row 0\) rollout 1: reward nan is not a finite"):
+        launch_rollout(
+            "nemo_gym",
+            prompts=[_rollout(0, "5", 1.0), _rollout(0, "4", float("nan"))],
+            options={"answer_from_response": True},
+        )
+    with pytest.raises(ValueError, match="row 0: reward: missing"):
+        launch_rollout(
+            "nemo_gym",
+            prompts=[_rollout(0, "5", None)],
+            options={"answer_from_response": True},
+        )
+    with pytest.raises(ValueError, match="answer_from_response must be a bool, got str"):
+        launch_rollout("nemo_gym", prompts=tie, options={"answer_from_response": "yes"})
+
+
+def test_source_files_collapse_too(tmp_path: Path) -> None:
+    path = tmp_path / "rollouts.jsonl"
+    lines = [_rollout(0, "5", 0.0, expected_answer="4"), _rollout(0, "4", 1.0, expected_answer="4")]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    result = launch_rollout("nemo_gym", options={"source": str(path)})
+    assert result.rows == (
+        {"prompt": [{"role": "user", "content": "task 0: 2+2?"}], "answer": "4"},
+    )
+    assert result.unused_fields == {"responses_create_params.tools": 2}
+    assert len(read_gym_jsonl(path)) == 2  # the per-line reader keeps every line

@@ -140,7 +140,7 @@ def test_each_prompt_takes_the_answer_the_judge_ranked_best(judge: Any) -> None:
         {"prompt": _opening("What is 2 + 3?"), "answer": "5"},
         {"prompt": _opening("What is 1 + 1?"), "answer": "2"},
     ]
-    assert rows.dropped == 0
+    assert rows.drops == ()
     # What went over the wire: the chat completions route, the bare model name,
     # the placeholder key, and RULER's JSON-schema response format.
     assert len(judge.seen) == 2
@@ -185,16 +185,16 @@ def test_prompts_without_a_usable_winner_are_dropped_and_counted(
         options=_options(judge),
     )
     assert list(rows) == [{"prompt": _opening("What is 2 + 3?"), "answer": "5"}]
-    assert rows.dropped == 5
+    assert len(rows.drops) == 5
     assert [(d.prompt_index, d.reason) for d in rows.drops] == [
         (1, "judge_failed"),
         (2, "judge_failed"),
         (3, "tie"),
         (4, "no_signal"),
-        (5, "empty_answer"),
+        (5, "no_answer"),
     ]
     assert "Expected 2 scores, but got 1" in rows.drops[1].detail
-    assert rows.drop_counts() == {"judge_failed": 2, "tie": 1, "no_signal": 1, "empty_answer": 1}
+    assert rows.drop_counts() == {"judge_failed": 2, "tie": 1, "no_signal": 1, "no_answer": 1}
     assert "dropped 5 of 6 prompts" in caplog.text
     assert "judge_failed: 2" in caplog.text
 
@@ -208,7 +208,7 @@ def test_every_prompt_dropped_is_an_error_but_run_still_reports(judge: Any) -> N
     with pytest.raises(ValueError, match=r"every prompt was dropped \(1 of 1; no_signal: 1\)"):
         launch_rollout("ruler", **kwargs)
     result = ruler.run(**kwargs)
-    assert list(result) == [] and result.dropped == 1
+    assert list(result) == [] and len(result.drops) == 1
 
 
 def test_judge_params() -> None:

@@ -40,6 +40,18 @@ ROLLOUT_MODULE = '''
 import os
 import time
 
+def art_tie_on_seven(model, prompt):
+    """The example ART rollout; prompts holding a 7 get a wrong answer rewarded as well."""
+    from agent_rollout.examples.art_rollout import ScriptedPolicy, rollout
+
+    if "7" not in str(prompt):
+        return rollout(None, prompt)
+    calls = globals().setdefault("_calls", {})
+    calls[str(prompt)] = calls.get(str(prompt), 0) + 1
+    trajectory = rollout(ScriptedPolicy(["wrong"]) if calls[str(prompt)] % 2 else None, prompt)
+    trajectory.reward = 1.0
+    return trajectory
+
 from agent_rollout.examples.openenv_rollout import offline_rollout
 
 
@@ -293,9 +305,11 @@ def test_config_without_a_backend(tmp_path: Path, capfd: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b'{"prompt": "a"}\n{"prompt": \n', ":2:12: invalid JSON: Expecting value"),
+        # The rollout file reader's rules and texts (agent_rollout._jsonl), any JSON value.
+        (b'{"prompt": "a"}\n{"prompt": \n', ":2:12: invalid JSON: expected a JSON value"),
         (b'"ok"\n"caf\xe9"\n', ":2: invalid UTF-8 at byte 5 of the line"),
-        (b"NaN\n", ":1: invalid JSON: NaN is not JSON"),
+        (b"NaN\n", ":1:1: invalid JSON: NaN and Infinity are not JSON"),
+        (b'"a"\n["x", "\\ud800"]\n', ":2:8: invalid JSON: lone surrogate in \\u escape"),
         (b"\n  \n", ": no seed prompts (the file is empty or blank)"),
     ],
 )
@@ -339,6 +353,50 @@ def test_too_many_rows_exit_1(offline_config: Path, capfd: pytest.CaptureFixture
     args = ["run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS), "--max-rows", "5"]
     assert main(args) == 1
     assert "produced more than 5 rows (max_rows=5)" in capfd.readouterr().err
+
+
+def test_summary_counts_the_prompts_a_backend_dropped(
+    user_module: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("art")
+    config = tmp_path / "art.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: art\n"
+        "  rollout_func: cli_run_rollouts:art_tie_on_seven\n  rollout_group_size: 2\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "rows.jsonl"
+    args = ["run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)]
+    assert main(args) == 0
+    err = capfd.readouterr().err
+    # Seeds 0 ("17 + 25") and 4 ("250 + 750") hold a 7: their two rollouts tie.
+    assert "ran art rollout: 6 seed prompts, 4 rows, 2 prompts dropped (tie: 2), " in err
+    for index in (0, 4):
+        assert (
+            f"  dropped prompt {index}: tie: rollouts 0, 1 share the best reward 1.0 "
+            "with different answers\n"
+        ) in err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_the_backend_is_named_once_in_an_error(
+    user_module: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("art")
+    config = tmp_path / "art.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: art\n"
+        "  rollout_func: cli_run_rollouts:art_tie_on_seven\n  rollout_group_size: 2\n",
+        encoding="utf-8",
+    )
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text('"What is 7 + 1?"\n', encoding="utf-8")
+    assert main(["run", str(config), "--prompts", str(seeds)]) == 1
+    last = capfd.readouterr().err.splitlines()[-1]  # after ART's own progress bar
+    assert last.startswith(
+        "agent-rollout run: rollout_backend 'art': every prompt was dropped (1 of 1; tie: 1)"
+    )
+    assert last.count("'art'") == 1
 
 
 # ---- exit 2: usage, I/O, packages, failing backends ------------------------------------------

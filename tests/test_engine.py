@@ -242,6 +242,7 @@ PUBLIC = {
     "SUPPORTED_ROLLOUT_BACKENDS",
     "RolloutBackend",
     "RolloutBackendSpec",
+    "RolloutDrop",
     "RolloutFunc",
     "RolloutResult",
     "RolloutRowError",

@@ -16,6 +16,7 @@ import pytest
 
 from agent_rollout import (
     MAX_ROWS_LIMIT,
+    RolloutDrop,
     RolloutResult,
     RolloutRowError,
     launch_rollout,
@@ -583,3 +584,108 @@ def test_result_is_frozen() -> None:
 def test_launch_result_equals_a_hand_built_one(engine: str, mod: str) -> None:
     launched = launch_rollout("openenv", prompts=["z"], rollout_func=f"{mod}:rollout")
     assert launched == RolloutResult("openenv", ({"prompt": "z", "answer": "Z", "id": 0},))
+
+
+# ---- rollout_func as a callable; openenv functions that ask for more --------------------------
+
+
+def test_openenv_takes_a_callable(engine: str) -> None:
+    def rollout(prompts: list[Any]) -> list[dict[str, Any]]:
+        return [{"prompt": p, "answer": "yes", "extra": 1} for p in prompts]
+
+    result = launch_rollout("openenv", prompts=["a", "b"], rollout_func=rollout)
+    assert result.rows == ({"prompt": "a", "answer": "yes"}, {"prompt": "b", "answer": "yes"})
+
+
+@pytest.mark.parametrize(("value", "type_name"), [(3, "int"), (b"m:f", "bytes"), (["m:f"], "list")])
+def test_rollout_func_neither_spec_nor_callable_is_refused(value: object, type_name: str) -> None:
+    with pytest.raises(
+        ValueError, match=f"a 'module.path:function_name' string or a callable, got {type_name}"
+    ):
+        launch_rollout("openenv", prompts=["a"], rollout_func=value)  # type: ignore[arg-type]
+
+
+def test_runners_receive_a_callable_as_given(runners: None) -> None:
+    seen: list[Any] = []
+
+    def fn(model: Any, prompt: Any) -> None:
+        raise AssertionError("not called by this runner")
+
+    def runner(**kwargs: Any) -> list[dict[str, Any]]:
+        seen.append(kwargs["rollout_func"])
+        return [{"prompt": "p"}]
+
+    register_rollout_runner("art", runner)
+    launch_rollout("art", prompts=["x"], rollout_func=fn)
+    assert seen == [fn]
+
+
+def test_openenv_passes_model_tokenizer_and_max_steps_when_the_signature_asks() -> None:
+    model, tokenizer = object(), object()
+    calls: dict[str, Any] = {}
+
+    def plain(prompts: list[Any]) -> list[dict[str, Any]]:
+        calls["plain"] = prompts
+        return [{"prompt": "p"}]
+
+    def some(prompts: list[Any], model: Any, *, max_steps: int) -> list[dict[str, Any]]:
+        calls["some"] = (model, max_steps)
+        return [{"prompt": "p"}]
+
+    def every(prompts: list[Any], **kwargs: Any) -> list[dict[str, Any]]:
+        calls["every"] = kwargs
+        return [{"prompt": "p"}]
+
+    for fn in (plain, some, every):
+        launch_rollout(
+            "openenv",
+            prompts=["s"],
+            rollout_func=fn,
+            model=model,
+            tokenizer=tokenizer,
+            max_steps=7,
+        )
+    assert calls == {
+        "plain": ["s"],
+        "some": (model, 7),
+        "every": {"model": model, "tokenizer": tokenizer, "max_steps": 7},
+    }
+
+
+def test_openenv_keeps_a_parameter_default_when_no_model_or_tokenizer_was_given() -> None:
+    # A seed-style fn(prompts, model="...") was called as fn(prompts): its default held.
+    seen: dict[str, Any] = {}
+
+    def rollout(prompts: list[Any], model: str = "mine", tokenizer: Any = "tok") -> list[Any]:
+        seen.update(model=model, tokenizer=tokenizer)
+        return [{"prompt": "p"}]
+
+    launch_rollout("openenv", prompts=["s"], rollout_func=rollout)
+    assert seen == {"model": "mine", "tokenizer": "tok"}
+    launch_rollout("openenv", prompts=["s"], rollout_func=rollout, model="given")
+    assert seen == {"model": "given", "tokenizer": "tok"}
+
+
+# ---- drops and unused fields on the result -----------------------------------------------------
+
+
+def test_result_carries_drops_and_unused_fields(runners: None) -> None:
+    from agent_rollout.backends._ranking import BackendRows
+
+    drop = RolloutDrop(1, "tie", "rollouts 0, 1 share the best reward 1.0 with different answers")
+
+    def runner(**kwargs: Any) -> BackendRows:
+        return BackendRows([{"prompt": "p", "answer": "a"}], [drop], {"tools": 2})
+
+    register_rollout_runner("art", runner)
+    result = launch_rollout("art", prompts=["x"])
+    assert result.drops == (drop,)
+    assert result.drop_counts() == {"tie": 1}
+    assert result.unused_fields == {"tools": 2}
+    assert (
+        str(drop) == "prompt 1: tie: rollouts 0, 1 share the best reward 1.0 with different answers"
+    )
+    plain = RolloutResult("art", ({"prompt": "p"},))
+    assert (plain.drops, plain.unused_fields, plain.drop_counts()) == ((), {}, {})
+    with pytest.raises(TypeError, match="drops must hold RolloutDrop items, got str"):
+        RolloutResult("art", ({"prompt": "p"},), drops=("tie",))  # type: ignore[arg-type]

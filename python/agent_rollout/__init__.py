@@ -29,6 +29,7 @@ from ._engine import implementation, normalise_rollout_rows
 from ._errors import RolloutFileError, RolloutRowError
 from ._jsonl import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
 from ._launch import (
+    RolloutDrop,
     RolloutResult,
     launch_rollout,
     register_rollout_runner,
@@ -90,6 +91,7 @@ __all__ = [
     "NormaliseReport",
     "RolloutBackend",
     "RolloutBackendSpec",
+    "RolloutDrop",
     "RolloutFileError",
     "RolloutFunc",
     "RolloutResult",

@@ -10,6 +10,18 @@
 
 ``--prompts`` may be left out when the config reads its data from
 ``rollout_source`` (``art``, ``nemo_gym``); the backend then takes no seeds.
+A relative ``rollout_source`` is relative to the config file's folder.
+
+``--example NAME`` (in place of ``CONFIG``) runs the bundled
+``agent_rollout/examples/NAME.yaml``, on the bundled ``prompts.jsonl`` unless
+``--prompts`` is given; both are found in the installed package.
+
+``--serve`` starts, for the run only, the bundled loopback servers the config
+names: the scripted policy and judge of ``agent_rollout.examples.scripted_servers``
+at ``rollout_policy_base_url`` / ``rollout_judge_base_url`` (which must be
+``http://127.0.0.1:PORT/...``), and the OpenEnv drill server for the bundled
+openenv rollout functions. The summary line counts the prompts a backend
+dropped (by reason) and the input fields rows could not carry.
 
 Exit status: 0 done; 1 invalid input (config, prompt file, a backend that
 refuses its input or returns bad rows); 2 usage or I/O error, a missing
@@ -19,16 +31,26 @@ backend package, or a backend that failed for another reason; 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import IO, Any, Optional
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, Optional
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
 
 PROG = "agent-rollout run"
 DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
+
+
+EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "openenv", "ruler")
+"""The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
+
+
+def _examples_dir() -> str:
+    from agent_rollout import examples
+
+    return os.path.dirname(os.path.abspath(examples.__file__))
 
 
 class PromptFileError(ValueError):
@@ -43,7 +65,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Load a training config, launch its rollout backend on the seed prompts and write "
         "the normalised rows as canonical JSONL."
     )
-    parser.add_argument("config", metavar="CONFIG", help="training config (.yaml, .json, .toml)")
+    parser.add_argument(
+        "config",
+        metavar="CONFIG",
+        nargs="?",
+        help="training config (.yaml, .json, .toml); leave out with --example",
+    )
+    parser.add_argument(
+        "--example",
+        metavar="NAME",
+        choices=EXAMPLES,
+        help="run the bundled config NAME.yaml shipped in agent_rollout/examples (one of "
+        f"{', '.join(EXAMPLES)}) instead of CONFIG; without --prompts it runs on the bundled "
+        "prompts.jsonl (works from a clone and from an installed package)",
+    )
     parser.add_argument(
         "--prompts",
         metavar="FILE",
@@ -63,6 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="top-level key holding the settings (default: training; '' for the top level)",
     )
     parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="start the bundled servers the config needs, on loopback, for this run only: "
+        "the scripted policy at rollout_policy_base_url and the scripted judge at "
+        "rollout_judge_base_url (each must be http://127.0.0.1:PORT/...), and the OpenEnv "
+        "drill server when rollout_func is one of agent_rollout.examples.openenv_rollout",
+    )
+    parser.add_argument(
         "--max-rows",
         type=positive_rows,
         default=MAX_ROLLOUT_ROWS,
@@ -74,49 +117,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # ---- seed prompts --------------------------------------------------------------------------
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def read_prompts(path: str) -> list[Any]:
-    """Every non-blank line of a JSONL file as a JSON value, in file order.
+    """Every non-blank line of a JSONL file (gzip or not) as a JSON value, in file order.
 
-    ``"-"`` reads standard input. Raises ``PromptFileError`` naming the file
-    and line for bad UTF-8, bad JSON, an oversized line, too many prompts or
-    no prompts at all, and ``OSError`` when the file cannot be read.
+    The lines follow the rules and messages of the rollout file reader
+    (``agent_rollout._jsonl``: line length, blank lines, the cap of
+    ``MAX_ROWS_LIMIT`` prompts, UTF-8, strict JSON with the column), except
+    that a line may hold any JSON value: the backend decides what a seed
+    prompt is. ``"-"`` reads standard input. Raises ``PromptFileError`` (the
+    reader's ``RolloutFileError``, with ``file:line[:column]`` in front) and
+    ``OSError`` when the file cannot be read.
     """
-    from agent_rollout._backends import MAX_LINE_BYTES, MAX_ROWS_LIMIT
+    import zlib
 
-    source = "<stdin>" if path == "-" else path
-    stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
+    from agent_rollout import _jsonl
+    from agent_rollout._backends import MAX_LINE_BYTES, MAX_ROWS_LIMIT
+    from agent_rollout._errors import file_error
+
+    source = _jsonl._source_name(path)
+
+    def refuse(code: str, **where: Any) -> PromptFileError:
+        return PromptFileError(str(file_error(code, source, MAX_ROWS_LIMIT, **where)))
+
+    stream, is_gzip = _jsonl._open_lines(path)
     prompts: list[Any] = []
     try:
         number = 0
-        while line := stream.readline(MAX_LINE_BYTES + 1):
+        while True:
+            try:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+            except (OSError, EOFError, zlib.error):
+                if not is_gzip:
+                    raise
+                raise refuse("gzip") from None
+            if not line:
+                break
             number += 1
-            where = f"{source}:{number}"
-            content = line.rstrip(b"\r\n")
+            content = line[:-1] if line.endswith(b"\n") else line
             if len(content) > MAX_LINE_BYTES:
-                raise PromptFileError(f"{where}: line longer than {MAX_LINE_BYTES} bytes")
+                raise refuse("line_too_long", line=number)
+            if not content.strip(b" \t\r"):
+                continue
+            if len(prompts) >= MAX_ROWS_LIMIT:
+                raise refuse("file_too_many_rows", line=number)
             try:
                 text = content.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise PromptFileError(
-                    f"{where}: invalid UTF-8 at byte {exc.start + 1} of the line"
-                ) from None
-            if not text.strip():
-                continue
-            if len(prompts) >= MAX_ROWS_LIMIT:
-                raise PromptFileError(f"{where}: more than {MAX_ROWS_LIMIT} seed prompts")
+                raise refuse("utf8", fact=str(exc.start + 1), line=number) from None
             try:
-                prompts.append(json.loads(text, parse_constant=_refuse_constant))
-            except json.JSONDecodeError as exc:
-                raise PromptFileError(f"{where}:{exc.colno}: invalid JSON: {exc.msg}") from None
-            except (ValueError, RecursionError) as exc:
-                raise PromptFileError(f"{where}: invalid JSON: {exc}") from None
+                prompts.append(_jsonl._loads(text))
+            except _jsonl._Syntax as exc:
+                raise refuse(
+                    "json_syntax", fact=exc.reason, line=number, column=exc.offset + 1
+                ) from None
     finally:
-        if path != "-":
-            stream.close()
+        stream.close()
     if not prompts:
         raise PromptFileError(f"{source}: no seed prompts (the file is empty or blank)")
     return prompts
@@ -148,6 +203,20 @@ class _Stop(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def _pick_config(args: argparse.Namespace) -> Optional[str]:
+    """Point ``args.config`` at the bundled example; return its prompt file (or ``None``)."""
+    example = getattr(args, "example", None)
+    if example is None:
+        if args.config is None:
+            raise _Stop(f"{PROG}: give a CONFIG file, or --example NAME for a bundled one", 2)
+        return None
+    if args.config is not None:
+        raise _Stop(f"{PROG}: give a CONFIG file or --example {example}, not both", 2)
+    folder = _examples_dir()
+    args.config = os.path.join(folder, f"{example}.yaml")
+    return os.path.join(folder, "prompts.jsonl")
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -186,14 +255,20 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
     from agent_rollout import launch_rollout
 
     name = kwargs["name"]
+
+    def prefixed(exc: BaseException) -> str:
+        # Name the backend once: backends' own messages often start with it.
+        text = str(exc)
+        return text if f"{name!r}" in text else f"rollout backend {name!r}: {text}"
+
     try:
         return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
     except ImportError as exc:
         raise _Stop(f"{PROG}: {exc}", 2) from None
     except ValueError as exc:
-        raise _Stop(f"{PROG}: rollout backend {name!r}: {exc}", 1) from None
+        raise _Stop(f"{PROG}: {prefixed(exc)}", 1) from None
     except OSError as exc:
-        raise _Stop(f"{PROG}: rollout backend {name!r}: {exc}", 2) from None
+        raise _Stop(f"{PROG}: {prefixed(exc)}", 2) from None
     except Exception as exc:  # user code behind the backend may raise anything
         if os.environ.get(DEBUG_ENV):
             raise
@@ -202,6 +277,94 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
             f"(set {DEBUG_ENV}=1 for a traceback)",
             2,
         ) from None
+
+
+_LOOPBACK = ("127.0.0.1", "localhost")
+_DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
+
+
+def _loopback_port(key: str, url: str) -> int:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or parts.hostname not in _LOOPBACK or not port:
+        raise _Stop(
+            f"{PROG}: --serve starts servers on loopback only: {key}={url!r} must look like "
+            "'http://127.0.0.1:PORT/v1'",
+            2,
+        )
+    return port
+
+
+@contextmanager
+def _serving(args: argparse.Namespace, kwargs: dict[str, Any]) -> Iterator[None]:
+    """With ``--serve``, run the bundled servers the config names for the block's duration."""
+    if not args.serve:
+        yield
+        return
+    from agent_rollout.examples import scripted_servers
+
+    options = kwargs["options"]
+    wanted = [
+        (kind, key, options.get(option))
+        for kind, key, option in (
+            ("policy", "rollout_policy_base_url", "policy_base_url"),
+            ("judge", "rollout_judge_base_url", "judge_base_url"),
+        )
+    ]
+    func = kwargs.get("rollout_func")
+    drill = kwargs["name"] == "openenv" and isinstance(func, str) and func.startswith(_DRILL_FUNCS)
+    with ExitStack() as stack:
+        started = []
+        for kind, key, url in wanted:
+            if url is None:
+                continue
+            port = _loopback_port(key, url)
+            try:
+                stack.enter_context(scripted_servers.serve(kind, port=port))
+            except OSError as exc:
+                raise _Stop(
+                    f"{PROG}: --serve: cannot start the scripted {kind} on 127.0.0.1:{port} "
+                    f"({key}): {exc.strerror or exc}",
+                    2,
+                ) from None
+            started.append(f"scripted {kind} at {url}")
+        if drill:
+            started.append(f"OpenEnv drill server at {_serve_drill(stack)}")
+        if not started:
+            sys.stderr.write(f"{PROG}: note: --serve: this config needs no bundled server\n")
+        for what in started:
+            sys.stderr.write(f"{PROG}: serving {what}\n")
+        yield
+
+
+def _serve_drill(stack: ExitStack) -> str:
+    import importlib.util
+
+    from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, serve_drill_env
+
+    if importlib.util.find_spec("openenv") is None:
+        raise _Stop(
+            f"{PROG}: --serve: the OpenEnv drill server needs openenv-core: "
+            "pip install 'agent-rollout[openenv]'",
+            2,
+        )
+    url = stack.enter_context(serve_drill_env())
+    previous = os.environ.get(URL_ENV_VAR)
+    os.environ[URL_ENV_VAR] = url
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop(URL_ENV_VAR, None)
+        else:
+            os.environ[URL_ENV_VAR] = previous
+
+    stack.callback(restore)
+    return str(url)
 
 
 def _plural(count: int, noun: str) -> str:
@@ -215,6 +378,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress("run")
     try:
+        bundled_prompts = _pick_config(args)
         settings = _settings(args)
         try:
             kwargs = settings.to_launch_kwargs()
@@ -222,9 +386,19 @@ def run(args: argparse.Namespace) -> int:
             raise _Stop(f"{args.config}: {exc}", 1) from None
         backend: str = kwargs["name"]
         source: Optional[str] = kwargs["options"].get("source")
+        if source is not None and not os.path.isabs(source):
+            # Like the config's other files, a relative rollout_source is relative to it.
+            source = os.path.join(os.path.dirname(args.config), source)
+            kwargs["options"]["source"] = source
+        if bundled_prompts is not None and args.prompts is None and source is None:
+            args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
-        with progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"):
-            rows = _launch(args, kwargs, prompts).rows
+        with (
+            _serving(args, kwargs),
+            progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
+        ):
+            result = _launch(args, kwargs, prompts)
+        rows = result.rows
         progress.total = len(rows)
         progress.update(0, status="writing")
         write_rows(rows, args.output, on_row=progress.update)
@@ -238,7 +412,23 @@ def run(args: argparse.Namespace) -> int:
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
     sys.stderr.write(
-        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}, "
+        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_dropped(result)}, "
         f"{progress.elapsed():.2f} s{target}\n"
     )
+    for drop in result.drops[:_SHOWN_DROPS]:
+        sys.stderr.write(f"  dropped {drop}\n")
+    if len(result.drops) > _SHOWN_DROPS:
+        sys.stderr.write(f"  ... and {len(result.drops) - _SHOWN_DROPS} more dropped\n")
+    for field, count in sorted(result.unused_fields.items()):
+        sys.stderr.write(f"  not carried into rows: {field} of {_plural(count, 'row')}\n")
     return 0
+
+
+_SHOWN_DROPS = 5
+
+
+def _dropped(result: Any) -> str:
+    if not result.drops:
+        return ""
+    counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.drop_counts().items()))
+    return f", {_plural(len(result.drops), 'prompt')} dropped ({counts})"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
 
 from ._backends import (
     DEFAULT_ROLLOUT_STEPS,
@@ -19,6 +21,15 @@ from ._backends import (
     validate_rollout_func,
 )
 from ._engine import check_max_rows, normalise_rollout_rows
+from .backends._ranking import BackendRows, RolloutDrop, refuse_all_dropped
+
+__all__ = [
+    "RolloutDrop",
+    "RolloutResult",
+    "launch_rollout",
+    "register_rollout_runner",
+    "unregister_rollout_runner",
+]
 
 RolloutRunner = Callable[..., Any]
 
@@ -63,6 +74,11 @@ def unregister_rollout_runner(name: str) -> None:
 class RolloutResult:
     """A backend's normalised output: ``rows`` replace the trainer's prompt dataset.
 
+    ``drops`` lists the prompts that produced no row and why (``art``,
+    ``ruler`` and ``nemo_gym`` rank or collapse rollouts, see
+    ``docs/answer.md``); ``unused_fields`` counts, per input field, the rows
+    whose field has no place in a row (NeMo Gym ``tools``, say).
+
     Constructing one directly re-checks ``rows`` (a tuple) with the row rules,
     under the largest cap (``MAX_ROWS_LIMIT``), so a hand-built result cannot
     carry malformed rows; ``launch_rollout`` builds it from rows it has just
@@ -71,6 +87,8 @@ class RolloutResult:
 
     backend: str
     rows: tuple[dict, ...]
+    drops: tuple[RolloutDrop, ...] = ()
+    unused_fields: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", validate_rollout_backend(self.backend))
@@ -78,13 +96,31 @@ class RolloutResult:
             raise TypeError(f"rows must be a tuple, got {type(self.rows).__name__}")
         checked = normalise_rollout_rows(self.rows, self.backend, max_rows=MAX_ROWS_LIMIT)
         object.__setattr__(self, "rows", checked)
+        drops = tuple(self.drops)
+        for drop in drops:
+            if not isinstance(drop, RolloutDrop):
+                raise TypeError(f"drops must hold RolloutDrop items, got {type(drop).__name__}")
+        object.__setattr__(self, "drops", drops)
+        object.__setattr__(self, "unused_fields", dict(self.unused_fields))
 
     @classmethod
-    def _checked(cls, backend: str, rows: tuple[dict, ...]) -> RolloutResult:
+    def _checked(
+        cls,
+        backend: str,
+        rows: tuple[dict, ...],
+        drops: tuple[RolloutDrop, ...] = (),
+        unused_fields: Optional[Mapping[str, int]] = None,
+    ) -> RolloutResult:
         result = object.__new__(cls)
         object.__setattr__(result, "backend", backend)
         object.__setattr__(result, "rows", rows)
+        object.__setattr__(result, "drops", drops)
+        object.__setattr__(result, "unused_fields", dict(unused_fields or {}))
         return result
+
+    def drop_counts(self) -> dict[str, int]:
+        """Dropped prompts per reason (``{"tie": 2, ...}``); empty when none was dropped."""
+        return dict(Counter(drop.reason for drop in self.drops))
 
 
 def _check_steps(max_steps: object) -> int:
@@ -95,11 +131,52 @@ def _check_steps(max_steps: object) -> int:
     return int(max_steps)
 
 
+_OPENENV_EXTRAS = ("model", "tokenizer", "max_steps")
+
+
+def _call_openenv(fn: Callable[..., Any], prompts: list[Any], extras: dict[str, Any]) -> Any:
+    """``fn(prompts)``, plus ``model``/``tokenizer``/``max_steps`` its signature names.
+
+    A function that takes ``**kwargs`` gets all three; one that names none of
+    them is called as ``fn(prompts)``, the seed's contract. A named parameter
+    with a default keeps it when the caller gave no ``model``/``tokenizer``
+    (``None``): the seed called ``fn(prompts)``, so that default was in force.
+    """
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: the plain contract
+        return fn(prompts)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return fn(prompts, **extras)
+    named = {
+        p.name: p.default is not inspect.Parameter.empty
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    chosen = {
+        key: value
+        for key, value in extras.items()
+        if key in named and not (value is None and named[key])
+    }
+    return fn(prompts, **chosen)
+
+
+def _rollout_callable(rollout_func: object) -> Union[str, Callable[..., Any], None]:
+    if rollout_func is None or isinstance(rollout_func, str):
+        return validate_rollout_func(rollout_func)
+    if callable(rollout_func):
+        return rollout_func
+    raise ValueError(
+        "rollout_func must be a 'module.path:function_name' string or a callable, "
+        f"got {type(rollout_func).__name__}"
+    )
+
+
 def launch_rollout(
     name: str,
     *,
     prompts: Optional[Sequence[Any]] = None,
-    rollout_func: Optional[str] = None,
+    rollout_func: Union[str, Callable[..., Any], None] = None,
     model: Any = None,
     tokenizer: Any = None,
     reward_fn: Any = None,
@@ -109,15 +186,20 @@ def launch_rollout(
 ) -> RolloutResult:
     """Run the named backend on the seed ``prompts`` and return its normalised rows.
 
-    - ``openenv``: ``rollout_func`` (``module.path:function_name``) is imported
-      and called with the list of seed prompts; it returns the rows.
+    - ``openenv``: ``rollout_func`` (``module.path:function_name``, imported,
+      or a callable) is called with the list of seed prompts, plus ``model``,
+      ``tokenizer`` and ``max_steps`` as keywords when its signature names
+      them (or takes ``**kwargs``); it returns the rows.
     - ``art``, ``ruler``, ``nemo_gym``: a runner registered with
       :func:`register_rollout_runner` if there is one, else the built-in
       adapter in ``agent_rollout.backends``. A missing backend package raises
       ``ImportError`` naming what to ``pip install``.
 
+    ``rollout_func`` may be a callable instead of a spec, for programmatic
+    use; runners receive it as given.
     ``options`` carries backend settings (``group_size``, ``judge_model``,
-    ``judge_base_url``, ``source``); ``max_rows`` caps the rows accepted.
+    ``judge_base_url``, ``source``, ...); ``max_rows`` caps the rows accepted.
+    Prompts a backend ranked away or collapsed are in ``RolloutResult.drops``.
     """
     backend = validate_rollout_backend(name)
     steps = _check_steps(max_steps)
@@ -128,7 +210,7 @@ def launch_rollout(
         raise TypeError(f"prompts must be a sequence, got {type(prompts).__name__}")
     if options is not None and not isinstance(options, Mapping):
         raise TypeError(f"options must be a mapping, got {type(options).__name__}")
-    func_spec = validate_rollout_func(rollout_func)
+    func_spec = _rollout_callable(rollout_func)
     seed_prompts = list(prompts or [])
     settings = dict(options or {})
 
@@ -138,7 +220,9 @@ def launch_rollout(
                 "rollout_backend='openenv' requires training.rollout_func "
                 "('module.path:function_name')"
             )
-        raw = resolve_rollout_func(func_spec)(seed_prompts)
+        fn = resolve_rollout_func(func_spec) if isinstance(func_spec, str) else func_spec
+        extras = {"model": model, "tokenizer": tokenizer, "max_steps": steps}
+        raw = _call_openenv(fn, seed_prompts, extras)
     else:
         with _runners_lock:
             runner = _runners.get(backend)
@@ -155,5 +239,11 @@ def launch_rollout(
             rollout_func=func_spec,
             options=settings,
         )
+    drops: tuple[RolloutDrop, ...] = ()
+    unused: dict[str, int] = {}
+    if isinstance(raw, BackendRows):
+        # Every prompt dropped: say why, rather than "no rows" (nemo_gym relies on this).
+        refuse_all_dropped(backend, raw)
+        drops, unused = raw.drops, raw.unused_fields
     rows = normalise_rollout_rows(raw, backend, max_rows=max_rows)
-    return RolloutResult._checked(backend, rows)
+    return RolloutResult._checked(backend, rows, drops, unused)

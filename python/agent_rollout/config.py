@@ -113,6 +113,8 @@ _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_group_size": ("art", "ruler"),
     "rollout_judge_model": ("ruler",),
     "rollout_judge_base_url": ("ruler",),
+    "rollout_policy_model": ("art", "ruler"),
+    "rollout_policy_base_url": ("art", "ruler"),
     "rollout_source": ("art", "nemo_gym"),
 }
 # What each backend cannot run without, whoever runs it (error): openenv has
@@ -132,6 +134,8 @@ _OPTION_NAMES: Mapping[str, str] = {
     "rollout_group_size": "group_size",
     "rollout_judge_model": "judge_model",
     "rollout_judge_base_url": "judge_base_url",
+    "rollout_policy_model": "policy_model",
+    "rollout_policy_base_url": "policy_base_url",
     "rollout_source": "source",
 }
 
@@ -322,6 +326,59 @@ JudgeBaseUrl = Annotated[
     ),
 ]
 
+
+def _check_policy_url(value: object) -> str:
+    url = _text_checker("rollout_policy_base_url", MAX_URL_LEN)(value)
+    if _URL_RE.fullmatch(url) is None:
+        raise _custom(
+            "rollout_policy_base_url",
+            f"rollout_policy_base_url={url!r} must be an http:// or https:// URL "
+            "with a host and no spaces",
+        )
+    return url
+
+
+PolicyModel = Annotated[
+    str,
+    PlainValidator(
+        _text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN), json_schema_input_type=str
+    ),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_JUDGE_MODEL_LEN,
+            "allOf": [_NO_NUL],
+            **_doc(
+                "The policy model the rollouts sample from, as its OpenAI-compatible server "
+                "names it (art and ruler: passed to rollout_func as an art.Model).",
+                "rollout_policy_model: Qwen/Qwen2.5-0.5B-Instruct",
+            ),
+            "examples": ["Qwen/Qwen2.5-0.5B-Instruct"],
+        }
+    ),
+]
+
+PolicyBaseUrl = Annotated[
+    str,
+    PlainValidator(_check_policy_url, json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_URL_LEN,
+            "pattern": f"^{_URL_CORE}$",
+            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
+            "allOf": [_NO_NEWLINE],
+            **_doc(
+                "Base URL of the OpenAI-compatible server of rollout_policy_model (art and ruler).",
+                "rollout_policy_base_url: http://127.0.0.1:8000/v1",
+            ),
+            "examples": ["http://127.0.0.1:8000/v1"],
+        }
+    ),
+]
+
 SourcePath = Annotated[
     str,
     PlainValidator(_text_checker("rollout_source", MAX_SOURCE_LEN), json_schema_input_type=str),
@@ -350,6 +407,8 @@ ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_group_size",
     "rollout_judge_model",
     "rollout_judge_base_url",
+    "rollout_policy_model",
+    "rollout_policy_base_url",
     "rollout_source",
 )
 
@@ -792,6 +851,8 @@ class RolloutFields(BaseModel):
     )
     rollout_judge_model: Optional[JudgeModel] = None
     rollout_judge_base_url: Optional[JudgeBaseUrl] = None
+    rollout_policy_model: Optional[PolicyModel] = None
+    rollout_policy_base_url: Optional[PolicyBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
 
     @property

@@ -7,19 +7,24 @@ dicts (system, user and tool turns the rollout wrote itself) with OpenAI
 collected into an ``art.TrajectoryGroup`` and many groups are awaited together
 with ``art.gather_trajectory_groups``.
 
-One trajectory becomes one row:
+Each prompt (one ``TrajectoryGroup``) gives at most one row, by the rule shared
+with ``ruler`` (``agent_rollout.backends._ranking``):
 
-- ``prompt`` is every message before the first assistant turn, as plain chat
-  dicts. A trajectory that opens with an assistant turn (or has no messages)
-  has no prompt and is refused with a ``ValueError``.
-- ``answer`` is the text of the trajectory's last assistant turn (a ``Choice``
-  or an assistant dict): its string content, or the ``text`` parts of a content
-  list joined together. When that turn carries no text (it ended on a tool call,
-  say) the row has no ``answer``. This is the rollout's own output, not a
-  reference: use it to distil a scripted or stronger agent, or score it
-  yourself. ``rollout_backend: ruler`` picks the judge's favourite per prompt.
-- ``tools``, ``reward``, ``metrics``, ``metadata`` and ``logs`` do not enter
-  the row.
+- ``prompt`` is every message before the first assistant turn of the winning
+  trajectory, as plain chat dicts. A trajectory that opens with an assistant
+  turn (or has no messages) has no prompt and is refused with a ``ValueError``.
+- ``answer`` is the text of the winning trajectory's last assistant turn (its
+  string content, or the ``text`` parts of a content list joined together).
+  The winner is the trajectory with the highest ``reward`` (set by your rollout
+  function), when that reward is strictly higher than the reward of every
+  trajectory with a different answer. Otherwise the prompt is dropped and
+  counted on the ``RolloutResult`` (``tie``: different answers share the best
+  reward; ``no_answer``: the winner ends without text). A reward that is not a
+  finite number is an error naming the prompt and the rollout. So ``answer`` is
+  always the best-rewarded output, never one unranked sample; with a group of
+  one (or identical answers) it is that answer whatever its reward, so give
+  your rollouts a reward that means something, or use ``rollout_group_size`` > 1.
+- ``tools``, ``metrics``, ``metadata`` and ``logs`` do not enter the row.
 
 Assistant turns are converted the way ART's own ``Trajectory.messages()`` does
 (``{"role": "assistant", "content": ..., "tool_calls": [...]}`` with tool calls
@@ -45,7 +50,7 @@ import math
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel
 
@@ -54,6 +59,13 @@ from agent_rollout._backends import (
     MAX_ROLLOUT_ROWS,
     require_backend_package,
     resolve_rollout_func,
+)
+from agent_rollout.backends._ranking import (
+    BackendRows,
+    Candidate,
+    RolloutDrop,
+    pick_reference,
+    refuse_all_dropped,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +78,7 @@ __all__ = [
     "gather_groups",
     "launch",
     "plan",
+    "policy_model",
     "read_trajectory_groups",
     "resolve_rollout",
     "run_sync",
@@ -206,8 +219,8 @@ def trajectory_to_row(trajectory: Trajectory, *, where: str = "trajectory") -> d
     return row
 
 
-def _iter_groups(groups: Any) -> Iterable[tuple[int, Any]]:
-    """Yield ``(group index, TrajectoryGroup-like)``; a bare Trajectory is a group of one."""
+def _iter_groups(groups: Any) -> Iterable[tuple[int, Any, Sequence[Any]]]:
+    """Yield ``(position, group or None, trajectories)``; a bare Trajectory is a group of one."""
     from art import Trajectory, TrajectoryGroup
 
     if isinstance(groups, (Trajectory, TrajectoryGroup)):
@@ -219,7 +232,7 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any]]:
         )
     for index, item in enumerate(groups):
         if isinstance(item, Trajectory):
-            yield index, [item]
+            yield index, None, [item]
         elif isinstance(item, TrajectoryGroup):
             if item.exceptions:
                 first = item.exceptions[0]
@@ -228,7 +241,7 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any]]:
                     f"returning a trajectory (first: {first.type}: {first.message}); "
                     "refusing to drop them silently"
                 )
-            yield index, item.trajectories
+            yield index, item, item.trajectories
         else:
             raise ValueError(
                 f"item {index}: expected an art.Trajectory or art.TrajectoryGroup, "
@@ -236,20 +249,43 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any]]:
             )
 
 
-def trajectory_groups_to_rows(groups: Any) -> list[dict[str, Any]]:
-    """Rows from ``Trajectory``/``TrajectoryGroup`` objects, one row per trajectory.
+def trajectory_groups_to_rows(groups: Any) -> BackendRows:
+    """One row per group: the best-rewarded trajectory's prompt and answer.
 
     Accepts one object or an iterable of them (a bare Trajectory counts as a
-    group of one). Order is kept: groups in order, trajectories in group order.
-    A group that recorded exceptions is refused rather than silently shrunk.
+    group of one). Rows come in group order; a group's prompt index is the
+    ``PROMPT_INDEX_KEY`` its metadata records, else its position. A group with
+    no winner (see :func:`~agent_rollout.backends._ranking.pick_reference`) is
+    left out and listed in ``drops``. A group that recorded exceptions is
+    refused rather than silently shrunk; a non-finite reward is an error.
     """
     rows: list[dict[str, Any]] = []
-    for g, trajectories in _iter_groups(groups):
+    drops: list[RolloutDrop] = []
+    seen = 0
+    for g, group, trajectories in _iter_groups(groups):
+        index = _prompt_index(group, g)
+        where = f"prompt {index}"
+        candidates = []
         for t, trajectory in enumerate(trajectories):
-            if len(rows) >= MAX_ROLLOUT_ROWS:
+            seen += 1
+            if seen > MAX_ROLLOUT_ROWS:
                 raise ValueError(f"more than {MAX_ROLLOUT_ROWS} trajectories (MAX_ROLLOUT_ROWS)")
-            rows.append(trajectory_to_row(trajectory, where=f"group {g} trajectory {t}"))
-    return rows
+            row = trajectory_to_row(trajectory, where=f"{where} rollout {t}")
+            candidates.append(Candidate(t, getattr(trajectory, "reward", None), row))
+        if not candidates:
+            raise ValueError(f"{where}: the group holds no trajectories")
+        winner, drop = pick_reference(candidates, prompt_index=index, where=where)
+        if drop is not None:
+            drops.append(drop)
+        elif winner is not None:
+            rows.append(winner)
+    return BackendRows(rows, drops)
+
+
+def _prompt_index(group: Any, position: int) -> int:
+    metadata = getattr(group, "metadata", None)
+    recorded = metadata.get(PROMPT_INDEX_KEY) if isinstance(metadata, Mapping) else None
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else position
 
 
 # ------------------------------------------------------------------ ART's files
@@ -466,14 +502,54 @@ async def gather_groups(
     )
 
 
-def resolve_rollout(rollout_func: Optional[str], backend: str) -> RolloutFn:
-    """Resolve the ``module:fn`` spec a config names; ``None`` is refused."""
+def resolve_rollout(rollout_func: Union[str, RolloutFn, None], backend: str) -> RolloutFn:
+    """The rollout function: a callable as is, a ``module:fn`` spec imported; not ``None``."""
     if rollout_func is None:
         raise ValueError(
             f"rollout_backend {backend!r} requires training.rollout_func "
             "('module.path:function_name' naming fn(model, prompt) -> art.Trajectory)"
         )
+    if callable(rollout_func):
+        return rollout_func
     return resolve_rollout_func(rollout_func)
+
+
+def policy_model(model: Any, options: Mapping[str, Any], backend: str) -> Any:
+    """The ``model`` handed to the rollout function.
+
+    With ``options["policy_model"]`` (config ``rollout_policy_model``) and
+    ``options["policy_base_url"]`` (``rollout_policy_base_url``), an inference-only
+    ``art.Model`` whose ``openai_client()`` talks to that server (the key is
+    ``OPENAI_API_KEY``, or the placeholder ``EMPTY``). Without them, ``model``
+    as the caller passed it. Both at once is refused.
+    """
+    name, url = options.get("policy_model"), options.get("policy_base_url")
+    if name is None and url is None:
+        return model
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(
+            f"rollout_backend {backend!r}: rollout_policy_base_url needs rollout_policy_model "
+            f"(the model name the server knows), got {name!r}"
+        )
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ValueError(
+            f"rollout_backend {backend!r}: rollout_policy_model needs rollout_policy_base_url "
+            f"(an http(s) URL such as 'http://127.0.0.1:8000/v1'), got {url!r}"
+        )
+    if model is not None:
+        raise ValueError(
+            f"rollout_backend {backend!r}: a model was passed and rollout_policy_model is set; "
+            "use one or the other"
+        )
+    import art
+
+    return art.Model(
+        name=name.replace("/", "-"),
+        project="agent-rollout",
+        inference_model_name=name,
+        inference_base_url=url.rstrip("/"),
+        inference_api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
+    )
 
 
 def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[Any], int]:
@@ -491,20 +567,22 @@ def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[A
 def launch(
     *,
     prompts: Sequence[Any] | None,
-    rollout_func: str | None,
+    rollout_func: Union[str, RolloutFn, None],
     model: Any,
     tokenizer: Any,
     reward_fn: Any,
     max_steps: int,
     options: Mapping[str, Any],
-) -> list[dict[str, Any]]:
+) -> BackendRows:
     """Backend entry point for ``launch_rollout("art", ...)``.
 
     With ``rollout_func``: ``options["group_size"]`` rollouts per seed prompt,
-    gathered by ART, one row per trajectory (prompt order, then rollout order).
-    With ``options["source"]`` instead: the rows of an ART trajectory file.
-    ``tokenizer`` and ``reward_fn`` are not used (ART rollouts set their own
-    rewards, which rows do not carry).
+    gathered by ART, then one row per prompt by the ranking rule (prompt
+    order). With ``options["source"]`` instead: the groups of an ART
+    trajectory file, ranked the same way. Prompts without a winner are in
+    ``drops``; when every prompt is dropped it is a ``ValueError``.
+    ``tokenizer`` and ``reward_fn`` are not used: the rollout function sets
+    each trajectory's reward.
     """
     del tokenizer, reward_fn
     require_backend_package("art")
@@ -514,10 +592,16 @@ def launch(
             raise ValueError("rollout_backend 'art': set rollout_func or rollout_source, not both")
         if not isinstance(source, (str, os.PathLike)):
             raise ValueError(f"rollout_source must be a path string, got {_type_name(source)}")
-        return trajectory_groups_to_rows(read_trajectory_groups(source))
-    fn = resolve_rollout(rollout_func, "art")
-    seeds, group_size = plan(prompts, options, "art")
-    groups = run_sync(
-        lambda: gather_groups(seeds, fn, model=model, group_size=group_size, max_steps=max_steps)
-    )
-    return trajectory_groups_to_rows(groups)
+        rows = trajectory_groups_to_rows(read_trajectory_groups(source))
+    else:
+        fn = resolve_rollout(rollout_func, "art")
+        seeds, group_size = plan(prompts, options, "art")
+        model = policy_model(model, options, "art")
+        groups = run_sync(
+            lambda: gather_groups(
+                seeds, fn, model=model, group_size=group_size, max_steps=max_steps
+            )
+        )
+        rows = trajectory_groups_to_rows(groups)
+    refuse_all_dropped("art", rows)
+    return rows

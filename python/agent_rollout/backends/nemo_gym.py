@@ -25,8 +25,20 @@ to a chat model, so a prompt trains on the conversation Gym would have shown:
 - ``function_call_output`` becomes a ``tool`` message with ``tool_call_id``.
 
 The answer is the first of ``ANSWER_FIELDS`` at the top level of the row that
-is neither missing, null nor empty; it must be a string. A rollout's ``response`` never supplies
-the answer: it is the policy's own sample, not a reference.
+is neither missing, null nor empty; it must be a string. A rollout's ``response``
+does not supply the answer by default: it is the policy's own sample, not a
+reference.
+
+Collected rollouts (rows with a ``response``) that repeat one task (the same
+prompt and the same ``_ng_task_index``, when Gym wrote one) collapse into
+one row (:func:`convert_gym_rows`): its answer is the task's reference when the
+repeats carry one (repeats that disagree drop the task as ``answer_conflict``);
+without a reference, and only with ``answer_from_response=True``
+(``launch_rollout`` option ``answer_from_response``), it is the final text of
+the best-rewarded response under the ranking rule shared with ``art`` and
+``ruler`` (``_ranking.pick_reference``); otherwise the row has no answer.
+Request ``tools`` have no place in a row; they are counted
+(``RolloutResult.unused_fields``), not silently lost.
 
 Anything else (an unknown item or part type, an image given only by file id, a
 missing ``responses_create_params``) is refused with a ``GymRowError`` that
@@ -37,18 +49,29 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Optional
 
 from agent_rollout._backends import MAX_ROLLOUT_ROWS
+from agent_rollout.backends._ranking import (
+    BackendRows,
+    Candidate,
+    RolloutDrop,
+    pick_reference,
+)
 
 __all__ = [
     "ANSWER_FIELDS",
+    "TOOLS_FIELD",
     "GymRowError",
+    "convert_gym_rows",
     "gym_row_to_row",
     "launch",
     "read_gym_jsonl",
 ]
+
+TOOLS_FIELD = "responses_create_params.tools"
+"""The key under which ``unused_fields`` counts rows whose request defines tools."""
 
 ANSWER_FIELDS: tuple[str, ...] = ("expected_answer", "answer", "ground_truth")
 """Top-level task fields that hold the reference answer, in order of precedence."""
@@ -319,18 +342,12 @@ def gym_row_to_row(
     return row
 
 
-def read_gym_jsonl(
-    path: str | os.PathLike[str], *, max_rows: int = MAX_ROLLOUT_ROWS
-) -> list[dict[str, Any]]:
-    """Read a NeMo Gym JSONL file and convert every row with ``gym_row_to_row``.
-
-    Blank lines are skipped. Every error starts with ``path:line:``. More than
-    ``max_rows`` rows is an error, not a silent cut.
-    """
+def _iter_gym_jsonl(path: str | os.PathLike[str], max_rows: int) -> Iterator[tuple[str, Any]]:
+    """``(where, parsed object)`` for every non-blank line of a Gym JSONL file."""
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ValueError(f"max_rows must be a positive int, got {max_rows!r}")
     name = os.fspath(path)
-    rows: list[dict[str, Any]] = []
+    count = 0
     with open(name, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             where = f"{name}:{number}"
@@ -344,12 +361,134 @@ def read_gym_jsonl(
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-            if len(rows) >= max_rows:
+            if count >= max_rows:
                 raise ValueError(f"{where}: more than {max_rows} rows")
-            rows.append(gym_row_to_row(obj, where=f"{where}: row {len(rows)}"))
-    if not rows:
+            yield f"{where}: row {count}", obj
+            count += 1
+    if count == 0:
         raise ValueError(f"{name}: no Gym rows (the file is empty or blank)")
-    return rows
+
+
+def read_gym_jsonl(
+    path: str | os.PathLike[str], *, max_rows: int = MAX_ROLLOUT_ROWS
+) -> list[dict[str, Any]]:
+    """Read a NeMo Gym JSONL file and convert every row with ``gym_row_to_row``.
+
+    One row per line (repeats of a task are not collapsed here; see
+    :func:`convert_gym_rows`). Blank lines are skipped. Every error starts
+    with ``path:line:``. More than ``max_rows`` rows is an error, not a silent cut.
+    """
+    return [gym_row_to_row(obj, where=where) for where, obj in _iter_gym_jsonl(path, max_rows)]
+
+
+def _response_text(obj: Mapping[str, Any], where: str) -> str:
+    """The final text of a rollout's ``response.output``: its last assistant message,
+    unless a ``function_call`` follows it (then ``""``)."""
+    response = obj.get("response")
+    output = response.get("output") if isinstance(response, Mapping) else None
+    if not isinstance(output, list):
+        raise GymRowError(where, "response.output", f"must be a list, got {_type_name(output)}")
+    text = ""
+    for index, item in enumerate(output):
+        kind = item.get("type", "message") if isinstance(item, Mapping) else None
+        if kind == "function_call":
+            text = ""  # the turn ends on a tool call: no final text (as for art)
+        elif kind == "message" and item.get("role") == "assistant" and "content" in item:
+            content = _content(
+                item["content"], "assistant", where, f"response.output[{index}].content"
+            )
+            text = content if isinstance(content, str) else ""
+    return text
+
+
+def _task_key(obj: Mapping[str, Any], row: Mapping[str, Any]) -> tuple[Optional[int], str]:
+    # The index alone does not identify a task: rollouts of two datasets written to
+    # one file both count from 0. Repeats of one task share their prompt as well.
+    index = obj.get("_ng_task_index")
+    prompt = json.dumps(row["prompt"], sort_keys=True, ensure_ascii=False)
+    if isinstance(index, int) and not isinstance(index, bool):
+        return (index, prompt)
+    return (None, prompt)
+
+
+class _Task:
+    def __init__(self, position: int, label: int, row: dict[str, Any]) -> None:
+        self.position = position
+        self.label = label
+        self.prompt = row["prompt"]
+        self.answers: dict[str, str] = {}  # answer -> where first seen
+        self.candidates: list[Candidate] = []
+        self.wheres: list[str] = []
+
+
+def convert_gym_rows(
+    items: Iterable[tuple[str, Any]], *, answer_from_response: bool = False
+) -> BackendRows:
+    """Convert ``(where, Gym row)`` pairs; repeats of one collected task become one row.
+
+    Task rows (no ``response``) give one row each, in order. Collected rollouts
+    are grouped by prompt and ``_ng_task_index`` (when present); each
+    group gives one row at the place of its first repeat, answered by the
+    task's reference, or, with ``answer_from_response``, by the best-rewarded
+    response (see the module docstring). Rows whose request defines ``tools``
+    are counted under :data:`TOOLS_FIELD` in ``unused_fields``.
+    """
+    slots: list[Any] = []  # a row dict, or a _Task filled in below
+    tasks: dict[tuple[Optional[int], str], _Task] = {}
+    tools = 0
+    for where, obj in items:
+        row = gym_row_to_row(obj, where=where)
+        params = obj["responses_create_params"]
+        if params.get("tools"):
+            tools += 1
+        if "response" not in obj:
+            slots.append(row)
+            continue
+        key = _task_key(obj, row)
+        task = tasks.get(key)
+        if task is None:
+            label = key[0] if key[0] is not None else len(tasks)
+            task = tasks[key] = _Task(len(slots), label, row)
+            slots.append(task)
+        task.wheres.append(where)
+        if "answer" in row:
+            task.answers.setdefault(row["answer"], where)
+        if answer_from_response:
+            reward = obj.get("reward")
+            if reward is None:
+                raise GymRowError(where, "reward", "missing (answer_from_response ranks rewards)")
+            answer = _response_text(obj, where)
+            reply = {"prompt": row["prompt"], **({"answer": answer} if answer else {})}
+            task.candidates.append(Candidate(len(task.candidates), reward, reply))
+    rows: list[dict[str, Any]] = []
+    drops: list[RolloutDrop] = []
+    for slot in slots:
+        if isinstance(slot, dict):
+            rows.append(slot)
+            continue
+        kept, drop = _task_row(slot, answer_from_response)
+        if drop is not None:
+            drops.append(drop)
+        elif kept is not None:
+            rows.append(kept)
+    return BackendRows(rows, drops, {TOOLS_FIELD: tools} if tools else None)
+
+
+def _task_row(
+    task: _Task, answer_from_response: bool
+) -> tuple[Optional[dict[str, Any]], Optional[RolloutDrop]]:
+    if len(task.answers) > 1:
+        seen = "; ".join(f"{where}: {answer!r}" for answer, where in task.answers.items())
+        return None, RolloutDrop(
+            task.label, "answer_conflict", f"repeats carry different reference answers ({seen})"
+        )
+    if task.answers:
+        return {"prompt": task.prompt, "answer": next(iter(task.answers))}, None
+    if answer_from_response:
+        return pick_reference(
+            task.candidates, prompt_index=task.label, where=f"task {task.label} ({task.wheres[0]})"
+        )
+    return {"prompt": task.prompt}, None
 
 
 def launch(
@@ -361,11 +500,14 @@ def launch(
     reward_fn: Any,
     max_steps: int,
     options: Mapping[str, Any],
-) -> Iterable[Mapping[str, Any]]:
+) -> BackendRows:
     """Backend entry point for ``launch_rollout("nemo_gym", ...)``.
 
     The rows come from ``options["source"]`` (a Gym JSONL path) when it is set,
-    otherwise from ``prompts`` (each a Gym row mapping). Nothing is generated:
+    otherwise from ``prompts`` (each a Gym row mapping), through
+    :func:`convert_gym_rows` (``options["answer_from_response"]``, default
+    false, lets the best-rewarded response answer a task without a reference).
+    Nothing is generated:
     ``model``, ``tokenizer``, ``reward_fn`` and ``max_steps`` are not used, and a
     ``rollout_func`` is refused because this backend has nothing to call it with.
     """
@@ -375,11 +517,16 @@ def launch(
             "rollout_backend 'nemo_gym' converts Gym data and takes no rollout_func; "
             "use rollout_backend 'openenv' to run a function"
         )
+    from_response = options.get("answer_from_response", False)
+    if not isinstance(from_response, bool):
+        raise ValueError(f"answer_from_response must be a bool, got {_type_name(from_response)}")
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
             raise ValueError(f"rollout_source must be a path string, got {_type_name(source)}")
-        return read_gym_jsonl(source)
+        return convert_gym_rows(
+            _iter_gym_jsonl(source, MAX_ROLLOUT_ROWS), answer_from_response=from_response
+        )
     if not prompts:
         raise ValueError(
             "rollout_backend 'nemo_gym' needs rollout_source (a Gym JSONL file) "
@@ -389,4 +536,7 @@ def launch(
         raise ValueError(f"prompts must be a list of Gym rows, got {_type_name(prompts)}")
     if len(prompts) > MAX_ROLLOUT_ROWS:
         raise ValueError(f"prompts: more than {MAX_ROLLOUT_ROWS} Gym rows")
-    return [gym_row_to_row(row, where=f"row {index}") for index, row in enumerate(prompts)]
+    return convert_gym_rows(
+        ((f"row {index}", row) for index, row in enumerate(prompts)),
+        answer_from_response=from_response,
+    )

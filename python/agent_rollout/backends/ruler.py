@@ -12,17 +12,21 @@ arrives (ART's ``after_each`` hook). Then each prompt gives at most one row:
 - ``prompt``: the winning trajectory's messages before its first assistant turn;
 - ``answer``: the text of the winning trajectory's last assistant turn.
 
-The winner is the trajectory with the highest score. A prompt is **dropped**,
-and counted, when its group has no usable winner:
+The winner follows the rule shared with ``art`` (``_ranking.pick_reference``):
+the trajectory with the highest score, when that score is strictly higher than
+the score of every trajectory with a different answer. A prompt is
+**dropped**, and counted on the ``RolloutResult``, when its group has no
+usable winner:
 
 - ``judge_failed``: RULER raised (the judge was unreachable, or its reply did
   not parse, or held the wrong number of scores);
-- ``bad_score``: a score is not a finite number;
+- ``bad_score``: a score is not a finite number (for ``art`` that is an error,
+  since user code set it; here the judge did);
 - ``no_signal``: the best score is 0 or less (the judge rated every rollout a
-  failure);
+  failure; RULER's scale is [0, 1]);
 - ``tie``: trajectories with different answers share the best score (RULER
   expressed no preference; identical answers tied at the top are one winner);
-- ``empty_answer``: the winner's last assistant turn has no text.
+- ``no_answer``: the winner's last assistant turn has no text.
 
 A rollout that raises, returns no Trajectory or has no prompt is not a judge
 outcome: it stops the run with an error, as in the ``art`` backend.
@@ -38,18 +42,25 @@ name is sent as ``openai/<judge_model>`` (unless it already starts with
 from __future__ import annotations
 
 import logging
-import math
 import os
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from agent_rollout._backends import require_backend_package
+from agent_rollout.backends._ranking import (
+    BackendRows,
+    Candidate,
+    NonFiniteReward,
+    RolloutDrop,
+    pick_reference,
+    refuse_all_dropped,
+)
 from agent_rollout.backends.art import (
     PROMPT_INDEX_KEY,
+    RolloutFn,
     gather_groups,
     plan,
+    policy_model,
     resolve_rollout,
     run_sync,
     trajectory_to_row,
@@ -58,40 +69,11 @@ from agent_rollout.backends.art import (
 if TYPE_CHECKING:
     from art import TrajectoryGroup
 
-__all__ = ["DROP_REASONS", "Drop", "RulerRows", "judge_params", "launch", "pick_winner", "run"]
+__all__ = ["judge_params", "launch", "pick_winner", "run"]
 
 logger = logging.getLogger(__name__)
 
-DROP_REASONS = ("judge_failed", "bad_score", "no_signal", "tie", "empty_answer")
 _FAILED_KEY = "agent_rollout_ruler_error"
-
-
-@dataclass(frozen=True)
-class Drop:
-    """One seed prompt left without a row, and why (``reason`` is in ``DROP_REASONS``)."""
-
-    prompt_index: int
-    reason: str
-    detail: str
-
-
-class RulerRows(list[dict[str, Any]]):
-    """The rows of a RULER run (a plain ``list``), plus what was dropped."""
-
-    drops: tuple[Drop, ...]
-
-    def __init__(self, rows: Sequence[dict[str, Any]], drops: Sequence[Drop]) -> None:
-        super().__init__(rows)
-        self.drops = tuple(drops)
-
-    @property
-    def dropped(self) -> int:
-        """How many seed prompts produced no row."""
-        return len(self.drops)
-
-    def drop_counts(self) -> dict[str, int]:
-        """Dropped prompts per reason."""
-        return dict(Counter(drop.reason for drop in self.drops))
 
 
 def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, object]]:
@@ -115,31 +97,22 @@ def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, 
     return model, {"api_base": judge_base_url.rstrip("/"), "api_key": api_key}
 
 
-def pick_winner(group: TrajectoryGroup, where: str) -> tuple[Optional[dict[str, Any]], str, str]:
-    """The row of a scored group's best trajectory, or ``None`` with a reason and detail."""
+def pick_winner(
+    group: TrajectoryGroup, index: int
+) -> tuple[Optional[dict[str, Any]], Optional[RolloutDrop]]:
+    """The row of a scored group's best trajectory, or ``None`` and the drop."""
     error = group.metadata.get(_FAILED_KEY)
     if error is not None:
-        return None, "judge_failed", str(error)
-    scored = list(enumerate(group.trajectories))
-    for k, trajectory in scored:
-        if not math.isfinite(trajectory.reward):
-            return None, "bad_score", f"rollout {k} scored {trajectory.reward!r}"
-    best = max(trajectory.reward for _, trajectory in scored)
-    if best <= 0:
-        return None, "no_signal", f"best score {best}"
-    top = [
-        (k, trajectory_to_row(trajectory, where=f"{where} rollout {k}"))
-        for k, trajectory in scored
-        if trajectory.reward == best
+        return None, RolloutDrop(index, "judge_failed", str(error))
+    where = f"prompt {index}"
+    candidates = [
+        Candidate(k, trajectory.reward, trajectory_to_row(trajectory, where=f"{where} rollout {k}"))
+        for k, trajectory in enumerate(group.trajectories)
     ]
-    answers = {row.get("answer", "") for _, row in top}
-    if len(answers) > 1:
-        ids = ", ".join(str(k) for k, _ in top)
-        return None, "tie", f"rollouts {ids} share the best score {best} with different answers"
-    winner_index, row = top[0]
-    if not row.get("answer"):
-        return None, "empty_answer", f"rollout {winner_index} (score {best}) has no answer text"
-    return row, "", ""
+    try:
+        return pick_reference(candidates, prompt_index=index, where=where, min_best=0.0)
+    except NonFiniteReward as exc:
+        return None, RolloutDrop(index, "bad_score", str(exc).removeprefix(f"{where} "))
 
 
 async def _gather_scored(
@@ -173,50 +146,52 @@ async def _gather_scored(
 def run(
     *,
     prompts: Sequence[Any] | None,
-    rollout_func: str | None,
+    rollout_func: Union[str, RolloutFn, None],
     model: Any = None,
     max_steps: int = 64,
     options: Mapping[str, Any],
-) -> RulerRows:
+) -> BackendRows:
     """Roll out, score with RULER and keep each prompt's winner; never raises for drops.
 
-    Returns a :class:`RulerRows` (a list of rows, in prompt order, whose
-    ``drops`` say which prompts were dropped and why).
+    Returns a :class:`~agent_rollout.backends._ranking.BackendRows` (a list of
+    rows, in prompt order, whose ``drops`` say which prompts were dropped and why).
     """
     require_backend_package("ruler")
     judge_model, extra = judge_params(options.get("judge_model"), options.get("judge_base_url"))
     fn = resolve_rollout(rollout_func, "ruler")
     seeds, group_size = plan(prompts, options, "ruler")
+    model = policy_model(model, options, "ruler")
     groups = run_sync(
         lambda: _gather_scored(seeds, fn, model, group_size, max_steps, judge_model, extra)
     )
     rows: list[dict[str, Any]] = []
-    drops: list[Drop] = []
+    drops: list[RolloutDrop] = []
     for group in groups:
         index = int(group.metadata[PROMPT_INDEX_KEY])  # type: ignore[arg-type]
-        row, reason, detail = pick_winner(group, f"prompt {index}")
-        if row is None:
-            drops.append(Drop(index, reason, detail))
-        else:
+        row, drop = pick_winner(group, index)
+        if drop is not None:
+            drops.append(drop)
+        elif row is not None:
             rows.append(row)
-    return RulerRows(rows, drops)
+    return BackendRows(rows, drops)
 
 
 def launch(
     *,
     prompts: Sequence[Any] | None,
-    rollout_func: str | None,
+    rollout_func: Union[str, RolloutFn, None],
     model: Any,
     tokenizer: Any,
     reward_fn: Any,
     max_steps: int,
     options: Mapping[str, Any],
-) -> RulerRows:
+) -> BackendRows:
     """Backend entry point for ``launch_rollout("ruler", ...)``.
 
     Logs a warning with the dropped count (per reason) when any prompt was
-    dropped, and raises ``ValueError`` when every prompt was. ``tokenizer`` and
-    ``reward_fn`` are not used: the judge is the reward.
+    dropped (the drops are also on the ``RolloutResult``), and raises
+    ``ValueError`` when every prompt was. ``tokenizer`` and ``reward_fn`` are
+    not used: the judge is the reward.
     """
     del tokenizer, reward_fn
     result = run(
@@ -226,19 +201,13 @@ def launch(
         max_steps=max_steps,
         options=options,
     )
-    if result.dropped:
+    refuse_all_dropped("ruler", result)
+    if result.drops:
         counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.drop_counts().items()))
-        total = result.dropped + len(result)
-        if not result:
-            first = result.drops[0]
-            raise ValueError(
-                f"rollout_backend 'ruler': every prompt was dropped ({total} of {total}; "
-                f"{counts}); first: prompt {first.prompt_index}: {first.detail}"
-            )
         logger.warning(
             "rollout_backend 'ruler': dropped %d of %d prompts with no usable winner (%s)",
-            result.dropped,
-            total,
+            len(result.drops),
+            len(result.drops) + len(result),
             counts,
         )
     return result

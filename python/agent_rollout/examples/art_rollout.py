@@ -14,6 +14,16 @@ ART rollout holds: plain dicts for the system, user and tool turns and OpenAI
   (which is what a RULER judge ranks).
 
 ``rollout`` is sync and ``arollout`` async; both return the same trajectory.
+
+``policy_rollout`` asks a real OpenAI-compatible policy instead: ``model`` is an
+``art.Model`` whose ``openai_client()`` reaches it (``agent-rollout run`` builds
+one from ``rollout_policy_model`` and ``rollout_policy_base_url``; the bundled
+``scripted_servers`` policy stands in for a model on CPU). It plays the same
+episode (question, ``add`` tool call, tool result, answer) and rewards the
+trajectory 1.0 when the answer is the right sum, else 0.0.
+
+A seed prompt may be a str, a list of chat messages, or a seed row
+``{"prompt": str | messages}`` as in the bundled ``prompts.jsonl``.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-__all__ = ["SYSTEM_PROMPT", "ScriptedPolicy", "arollout", "rollout"]
+__all__ = ["ADD_TOOL", "SYSTEM_PROMPT", "ScriptedPolicy", "arollout", "policy_rollout", "rollout"]
 
 SYSTEM_PROMPT = "You add up the integers in the question. Use the add tool, then reply."
 
@@ -60,12 +70,15 @@ class ScriptedPolicy:
 
 def _opening(prompt: Any) -> list[dict[str, Any]]:
     """The messages the episode starts from: a str becomes system + user turns."""
+    if isinstance(prompt, dict) and set(prompt) <= {"prompt", "answer"} and "prompt" in prompt:
+        prompt = prompt["prompt"]  # a seed row, as run --prompts reads it
     if isinstance(prompt, str):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
     if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
         return [dict(m) for m in prompt]
     raise ValueError(
-        "prompt must be a str or a non-empty list of chat message dicts, "
+        "prompt must be a str, a non-empty list of chat message dicts or a "
+        '{"prompt": ...} seed row, '
         f"got {type(prompt).__name__}"
     )
 
@@ -120,3 +133,67 @@ def rollout(model: Any, prompt: Any) -> art.Trajectory:
 async def arollout(model: Any, prompt: Any) -> art.Trajectory:
     """The async twin of :func:`rollout` (ART rollouts are usually coroutines)."""
     return rollout(model, prompt)
+
+
+ADD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add up a list of integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"numbers": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["numbers"],
+        },
+    },
+}
+
+
+def _tool_result(arguments: str) -> str:
+    try:
+        numbers = json.loads(arguments).get("numbers", [])
+        return str(sum(int(n) for n in numbers))
+    except (ValueError, TypeError, AttributeError) as exc:
+        return f"error: {exc}"
+
+
+async def policy_rollout(model: Any, prompt: Any) -> art.Trajectory:
+    """One episode played by the policy behind ``model.openai_client()`` (an ``art.Model``)."""
+    if not hasattr(model, "openai_client"):
+        raise ValueError(
+            "policy_rollout needs an art.Model with an inference endpoint as model "
+            "(set rollout_policy_model and rollout_policy_base_url), "
+            f"got {type(model).__name__}"
+        )
+    client = model.openai_client()
+    name = getattr(model, "inference_model_name", None) or model.name
+    opening = _opening(prompt)
+    question = _question(opening)
+    messages: list[Any] = list(opening)
+    chat: list[Any] = list(opening)
+    for _ in range(4):  # at most a few tool round trips
+        completion = await client.chat.completions.create(
+            model=name, messages=chat, tools=[ADD_TOOL]
+        )
+        choice = completion.choices[0]
+        messages.append(choice)
+        chat.append(choice.message.model_dump(exclude_none=True))
+        calls = choice.message.tool_calls or []
+        if not calls:
+            break
+        for call in calls:
+            result = {
+                "role": "tool",
+                "tool_call_id": call.id,
+                "content": _tool_result(call.function.arguments),
+            }
+            messages.append(result)
+            chat.append(result)
+    expected = str(sum(int(n) for n in re.findall(r"-?\d+", question)))
+    answer = (messages[-1].message.content or "") if isinstance(messages[-1], Choice) else ""
+    trajectory = art.Trajectory(
+        messages_and_choices=messages,
+        reward=1.0 if answer.strip() == expected else 0.0,
+        metadata={"question": question},
+    )
+    return trajectory.finish()
