@@ -489,3 +489,18 @@ def test_a_registered_runner_completes_a_warned_config() -> None:
         agent_rollout.unregister_rollout_runner("art")
     assert result.rows == ({"prompt": "p"},)
     assert seen["rollout_func"] is None and seen["options"] == {"group_size": 4}
+
+
+def test_known_keys_given_as_one_string_is_one_key() -> None:
+    # A str is an Iterable[str] of its characters: "rollout_sauce" must not
+    # become {"r", "o", ...} and leave the host's key flagged.
+    from agent_rollout.config import RolloutSettings, check_bytes, load_config_bytes
+
+    text = "training:\n  rollout_backend: nemo_gym\n  rollout_sauce: 1\n"
+    assert check_bytes(text, known_keys="rollout_sauce").issues == []
+    assert load_config_bytes(text, known_keys="rollout_sauce").rollout_backend == "nemo_gym"
+    section = {"rollout_backend": "nemo_gym", "rollout_sauce": 1}
+    assert RolloutSettings.from_section(section, known_keys="rollout_sauce").rollout_backend
+    assert RolloutSettings.model_validate(section, context={"known_keys": "rollout_sauce"})
+    # Still flagged when not declared.
+    assert [i.kind for i in check_bytes(text).issues] == ["unknown_key"]

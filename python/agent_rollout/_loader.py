@@ -938,7 +938,7 @@ def check_bytes(
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    known = frozenset(known_keys)
+    known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
         message = _too_big(len(raw))
@@ -998,6 +998,11 @@ def check_bytes(
     return CheckResult(
         source, settings, sorted(issues, key=_order), parsed.keys, sorted(warnings, key=_order)
     )
+
+
+def key_set(keys: Iterable[str]) -> frozenset[str]:
+    """``known_keys`` as a set; one string is one key (not its characters)."""
+    return frozenset((keys,) if isinstance(keys, str) else keys)
 
 
 def _order(issue: ConfigIssue) -> tuple[int, int]:

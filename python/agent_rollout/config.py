@@ -63,6 +63,7 @@ from agent_rollout._loader import (
     ConfigIssue,
     check_bytes,
     check_file,
+    key_set,
     load_config,
     load_config_bytes,
     shown,
@@ -763,7 +764,7 @@ def _known_keys(model: type[BaseModel], info: ValidationInfo) -> frozenset[str]:
     if isinstance(context, Mapping):
         extra = context.get("known_keys")
         if extra is not None:
-            known.update(key for key in extra if isinstance(key, str))
+            known.update(key for key in key_set(extra) if isinstance(key, str))
     return frozenset(known)
 
 
@@ -912,7 +913,7 @@ class RolloutFields(BaseModel):
 
         The same as ``model_validate(section, context={"known_keys": ...})``.
         """
-        return cls.model_validate(section, context={"known_keys": frozenset(known_keys)})
+        return cls.model_validate(section, context={"known_keys": key_set(known_keys)})
 
     def to_launch_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``agent_rollout.launch_rollout(**kwargs)``.
