@@ -286,12 +286,13 @@ def test_property_sees_both_outcomes() -> None:
     good = {
         "training": {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
     }
-    bad = {"training": {"rollout_backend": "openenv"}}
+    bad = {"training": {"rollout_backend": "openenv", "rollout_source": "x.jsonl"}}
     assert schema_accepts(good) and loader_accepts(good, "yaml")
     assert not schema_accepts(bad) and not loader_accepts(bad, "yaml")
     # Warnings are not errors for either.
-    warned = {"training": {"rollout_backend": "ruler"}}
-    assert schema_accepts(warned) and loader_accepts(warned, "yaml")
+    for backend in ("ruler", "art", "openenv"):
+        warned = {"training": {"rollout_backend": backend}}
+        assert schema_accepts(warned) and loader_accepts(warned, "yaml")
 
 
 def test_dotted_section_schema_nests_like_the_loader() -> None:

@@ -118,18 +118,25 @@ _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_policy_base_url": ("art", "ruler"),
     "rollout_source": ("art", "nemo_gym"),
 }
-# What each backend cannot run without, whoever runs it (error): openenv has
-# no runner registry, it always calls rollout_func.
-_REQUIRED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {
-    "openenv": (("rollout_func",),),
-}
-# What the built-in adapter needs, but a runner registered with
-# register_rollout_runner may not (warning): art runs a rollout_func or reads
-# an ART trajectory file; ruler runs a rollout_func and asks a judge model.
+# What each backend cannot run without, whoever runs it (error). None today:
+# every backend can be completed at run time (see _EXPECTED_KEYS).
+_REQUIRED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {}
+# What the built-in adapter needs, but the caller may supply at run time
+# (warning): art runs a rollout_func or reads an ART trajectory file; ruler
+# runs a rollout_func and asks a judge model (a runner registered with
+# register_rollout_runner may need neither); openenv calls rollout_func, which
+# launch_rollout(rollout_func=...) may pass as a callable. The seed's config
+# rules accept all three without these keys.
 _EXPECTED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {
     "art": (("rollout_func", "rollout_source"),),
     "ruler": (("rollout_func",), ("rollout_judge_model",)),
+    "openenv": (("rollout_func",),),
 }
+# How each backend's missing keys can be supplied at run time (warning text).
+_RUN_TIME_HINT: Mapping[str, str] = {
+    "openenv": "(launch_rollout(rollout_func=...) may pass it at run time)",
+}
+_RUNNER_HINT = "(a runner registered with register_rollout_runner may not)"
 # The launch option each key becomes (without its rollout_ prefix).
 _OPTION_NAMES: Mapping[str, str] = {
     "rollout_group_size": "group_size",
@@ -708,7 +715,7 @@ def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
             RolloutWarning(
                 group[0],
                 f"{unset}: the built-in {backend!r} adapter needs {needs} "
-                "(a runner registered with register_rollout_runner may not)",
+                + _RUN_TIME_HINT.get(backend, _RUNNER_HINT),
             )
         )
     return tuple(found)
