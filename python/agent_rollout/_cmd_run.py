@@ -387,7 +387,8 @@ def run(args: argparse.Namespace) -> int:
         backend: str = kwargs["name"]
         source: Optional[str] = kwargs["options"].get("source")
         if source is not None and not os.path.isabs(source):
-            # Like the config's other files, a relative rollout_source is relative to it.
+            # Relative to the config file, so a config and its data travel together
+            # (launch_rollout itself opens the path as given).
             source = os.path.join(os.path.dirname(args.config), source)
             kwargs["options"]["source"] = source
         if bundled_prompts is not None and args.prompts is None and source is None:
