@@ -322,10 +322,13 @@ def test_a_finaliser_that_changes_a_message_mid_build_is_no_panic() -> None:
             message = {"role": "u", "meta": inner, **{f"k{i}": [i] for i in range(20)}}
 
             class Bomb:
+                victims = (message, inner)
+
                 def __del__(self) -> None:
-                    message.clear()
-                    message["role"] = "x"
-                    inner.clear()
+                    outer, nested = self.victims
+                    outer.clear()
+                    outer["role"] = "x"
+                    nested.clear()
 
             rows = [{"prompt": [message]}]
             gc.collect()
