@@ -476,9 +476,14 @@ fn write_py_json(
             return Err(Bad::Slow);
         }
         out.push('{');
-        // Nothing in this loop runs user code (exact types only), so the dict
-        // cannot change while it is walked.
-        for (i, (key, item)) in dict.iter().enumerate() {
+        // Walk a snapshot of the items: no user code runs here, but an
+        // allocation may start a collection whose `__del__` changes the dict
+        // (PyO3's dict iterator then panics). `dict.items()` builds its list
+        // of strong (key, value) tuples with no allocation once it starts
+        // filling; `dict.copy()` is not safe (3.11 reads the length after
+        // allocating the copy). A list's iterator re-reads its length.
+        for (i, pair) in dict.items().iter().enumerate() {
+            let (key, item) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
             if i > 0 {
                 out.push(',');
             }
@@ -538,7 +543,10 @@ fn add_py_row(
             let mut content = None;
             let mut scratch = std::mem::take(&mut batch.scratch);
             scratch.clear();
-            for (key, value) in message.iter() {
+            // A snapshot of the items (see `write_py_json`): a collection run by
+            // an allocation below may change the caller's message under us.
+            for pair in message.items().iter() {
+                let (key, value) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
                 let name = text(exact_str(&key)?)?;
                 if name == "role" {
                     role = Some(value.cast_into_exact::<PyString>().map_err(|_| Bad::Slow)?);

@@ -311,6 +311,42 @@ def test_rows_changed_by_user_code_during_a_lookup() -> None:
     assert tables[0].column("prompt").to_pylist() == ["a"]
 
 
+def test_a_finaliser_that_changes_a_message_mid_build_is_no_panic() -> None:
+    """A collection can run during any allocation, and a ``__del__`` can change
+    the message (or a dict inside it) being walked: no PanicException, a table."""
+    import gc
+
+    for engine in ENGINES:
+        for threshold in range(1, 12):
+            inner = {f"i{i}": [i] for i in range(20)}
+            message = {"role": "u", "meta": inner, **{f"k{i}": [i] for i in range(20)}}
+
+            class Bomb:
+                victims = (message, inner)
+
+                def __del__(self) -> None:
+                    outer, nested = self.victims
+                    outer.clear()
+                    outer["role"] = "x"
+                    nested.clear()
+
+            rows = [{"prompt": [message]}]
+            gc.collect()
+            gc.disable()
+            bomb = Bomb()
+            bomb.cycle = bomb  # type: ignore[attr-defined]
+            del bomb
+            old = gc.get_threshold()
+            gc.set_threshold(threshold, 10**6, 10**6)  # gen-0 collections only: fast
+            gc.enable()
+            try:
+                kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+            finally:
+                gc.set_threshold(*old)
+            assert kind == "ok", (engine, threshold, table)
+            table.validate(full=True)
+
+
 def test_the_examples_in_docs_arrow_md_run() -> None:
     pytest.importorskip("datasets")
     docs = Path(__file__).resolve().parent.parent / "docs" / "arrow.md"

@@ -118,6 +118,21 @@ def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) 
     assert len(groups) >= 4 and max(groups) <= 5000, groups
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_row_groups_are_bounded_in_bytes_too(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
+    # Long rows: the row cap alone (65,536 rows) would hold all 4 MB in one group.
+    monkeypatch.setattr(arrow, "ROW_GROUP_BYTES", 1 << 20, raising=False)
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 1000)
+    rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    dest = tmp_path / "out.parquet"
+    assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+    meta = pq.ParquetFile(dest).metadata
+    assert meta.num_rows == 20000
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert len(groups) >= 3 and max(groups) <= 10000, groups
+
+
 def file_cases(tmp_path: Path) -> dict[str, tuple[Path, dict]]:
     big_text = [{"prompt": "t" * 100 + str(i)} for i in range(15000)]  # > 1 MiB: several chunks
     cases: dict[str, list[Any]] = {

@@ -471,6 +471,7 @@ __all__ = [
     "MESSAGES_SCHEMA",
     "MESSAGE_TYPE",
     "PROMPT_KINDS",
+    "ROW_GROUP_BYTES",
     "ROW_GROUP_ROWS",
     "TEXT_SCHEMA",
     "arrow_schema",
@@ -485,6 +486,11 @@ __all__ = [
 
 ROW_GROUP_ROWS = 65536
 """Rows per Parquet row group (the most rows held in memory while writing)."""
+
+ROW_GROUP_BYTES = 1 << 27
+"""A row group is also written once its Arrow data passes this many bytes, so
+long rows (multi-turn rollouts with tool output) do not hold 65,536 rows of
+text in memory."""
 
 
 def _file_batches(
@@ -573,7 +579,7 @@ def write_parquet(
     import pyarrow.parquet as pq
 
     prompt_kind = check_prompt_kind(prompt_kind)
-    state: dict[str, Any] = {"aside": None, "writer": None, "pending_rows": 0}
+    state: dict[str, Any] = {"aside": None, "writer": None, "pending_rows": 0, "pending_bytes": 0}
     pending: list[pa.RecordBatch] = []
 
     def write_pending() -> None:
@@ -581,6 +587,7 @@ def write_parquet(
             state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
             pending.clear()
             state["pending_rows"] = 0
+            state["pending_bytes"] = 0
 
     def on_batch(batch: pa.RecordBatch) -> None:
         if state["writer"] is None:
@@ -592,7 +599,8 @@ def write_parquet(
             )
         pending.append(batch)
         state["pending_rows"] += batch.num_rows
-        if state["pending_rows"] >= ROW_GROUP_ROWS:
+        state["pending_bytes"] += batch.nbytes
+        if state["pending_rows"] >= ROW_GROUP_ROWS or state["pending_bytes"] >= ROW_GROUP_BYTES:
             write_pending()
 
     try:
