@@ -211,7 +211,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout._progress import Progress, end_on
+    from agent_rollout._progress import Progress, Terminated, end_on
 
     progress = Progress("run")
     try:
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(stop.message + "\n")
         return stop.code
-    except (KeyboardInterrupt, OSError) as exc:
+    except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
