@@ -119,9 +119,15 @@ impl Read for FdSource {
         let fd = self.file.as_raw_fd();
         loop {
             if self.waits {
-                while !poll_fd(fd, libc::POLLIN, tick_ms())? {
+                // Looked at before every read, ready or not: input that
+                // arrives after the call ended is left for the next reader.
+                loop {
+                    let ready = poll_fd(fd, libc::POLLIN, tick_ms())?;
                     if self.stop.load(Ordering::Relaxed) {
                         return Err(io::Error::other("the read was abandoned"));
+                    }
+                    if ready {
+                        break;
                     }
                 }
             }

@@ -1,4 +1,4 @@
-"""``agent-rollout normalise IN [-o OUT] [--max-rows N] [--max-bytes B]``: a rollout file, canonical.
+"""``agent-rollout normalise IN [-o OUT] [--max-rows N] [--max-bytes B]``: canonical rows.
 
 Reads ``IN`` (``-``: standard input; ``.jsonl.gz`` works), checks every row
 and writes canonical JSONL to ``OUT`` (default ``-``: standard output) with
@@ -15,6 +15,7 @@ or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any, Optional
 
@@ -36,22 +37,20 @@ def positive_rows(text: str) -> int:
     return value
 
 
-_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3}
-_UNITS.update({"gib": 1024**3, "t": 1024**4, "tib": 1024**4})
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_BYTES = re.compile(r"(\d+)\s*(?:([kmgt])(?:i?b)?)?", re.IGNORECASE)
 
 
 def byte_count(text: str) -> int:
     """argparse type for ``--max-bytes``: a whole number of bytes, or with KiB/MiB/GiB/TiB."""
     from agent_rollout._backends import MAX_BYTES_LIMIT
 
-    stripped = text.strip()
-    digits = stripped.rstrip("KMGTiBkmgtib").strip()
-    unit = stripped[len(stripped.rstrip("KMGTiBkmgtib")) :].lower()
-    if not digits.isdigit() or unit not in _UNITS:
+    match = _BYTES.fullmatch(text.strip())
+    if match is None:
         raise argparse.ArgumentTypeError(
             f"expected a number of bytes (e.g. 500000000, 512MiB, 8GiB), got {text!r}"
         )
-    value = int(digits) * _UNITS[unit]
+    value = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
     if not 1 <= value <= MAX_BYTES_LIMIT:
         raise argparse.ArgumentTypeError(f"must be in [1, {MAX_BYTES_LIMIT:,}], got {value:,}")
     return value

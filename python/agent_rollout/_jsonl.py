@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import select
 import signal
 import stat
 import sys
@@ -402,18 +403,33 @@ def _source_name(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def _open_lines(path: str) -> tuple[Any, bool]:
-    """A binary stream of the file's lines (gzip undone), and whether it was gzip."""
+def _never_idle() -> bool:
+    return False
+
+
+def _open_lines(path: str) -> tuple[Any, bool, Callable[[], bool]]:
+    """A binary stream of the file's lines (gzip undone), whether it was gzip, and ``idle``.
+
+    ``idle()`` tells whether a read now would wait (a pipe or terminal with
+    nothing in it): lines already read then go out without waiting for more.
+    """
     # "-" is file descriptor 0 itself, as on the Rust engine (not a replaced sys.stdin).
     raw: Any = open(0, "rb", closefd=False) if path == "-" else open(path, "rb")
     try:
+        fd = raw.fileno()
+        idle = _never_idle
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+
+            def idle() -> bool:
+                return not select.select([fd], [], [], 0)[0]
+
         buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
         if buffered.peek(2)[:2] == b"\x1f\x8b":
-            return gzip.GzipFile(fileobj=buffered, mode="rb"), True
+            return gzip.GzipFile(fileobj=buffered, mode="rb"), True, idle
     except BaseException:
         raw.close()
         raise
-    return buffered, False
+    return buffered, False, idle
 
 
 @dataclass
@@ -439,7 +455,7 @@ def _python_batches(
     path: str,
     limits: _Limits,
     tally: _Tally,
-    opened: tuple[Any, bool],
+    opened: tuple[Any, bool, Callable[[], bool]],
     on_progress: Optional[Progress] = None,
 ) -> Iterator[list[dict]]:
     """Yield the file's rows a batch at a time; raise on the first problem.
@@ -450,7 +466,7 @@ def _python_batches(
     before them, as on the Rust engine.
     """
     source = _source_name(path)
-    stream, is_gzip = opened
+    stream, is_gzip, idle = opened
     max_rows = limits.max_rows
     rows = 0
     line_no = 0
@@ -460,7 +476,7 @@ def _python_batches(
             size = 0
             stop: Optional[str] = None  # "eof", "gzip", "too_large"
             read_error: Optional[OSError] = None
-            while size < _BATCH_BYTES:
+            while size < _BATCH_BYTES and not (lines and idle()):
                 try:
                     line = stream.readline(MAX_LINE_BYTES + 1)
                 except (OSError, EOFError, zlib.error) as err:
@@ -526,9 +542,7 @@ def _python_row(
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise file_error(
-            "utf8", source, max_rows, fact=str(err.start + 1), line=line_no
-        ) from None
+        raise file_error("utf8", source, max_rows, fact=str(err.start + 1), line=line_no) from None
     try:
         doc = _loads(text)
     except _Syntax as err:
