@@ -543,14 +543,19 @@ fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
                 }
                 return Ok(file);
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-                // A named pipe with no reader yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo(dest) => {
+                // A named pipe with no reader yet (a socket gives ENXIO too: refused below).
                 py.detach(|| std::thread::sleep(jsonl::TICK));
                 py.check_signals()?;
             }
             Err(e) => return Err(io_fault("io_write", &e)),
         }
     }
+}
+
+fn is_fifo(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
 }
 
 /// Write all of `bytes` to a stream. A write a signal cuts short (a slow

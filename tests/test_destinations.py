@@ -1,16 +1,18 @@
 """Where output goes: regular files are replaced atomically, nothing else is ever replaced.
 
 Covers ``normalise_rollout_file`` (both engines), the shared writer behind
-``run -o`` (``write_canonical``) and both commands end to end: devices
-(``/dev/null``, ``/dev/full``), named pipes, ``/dev/stdout``-like paths,
-symlinks (live, dangling, loops) and a full disk (a 1 MiB tmpfs mounted for
-the test; skipped where mounting is not allowed).
+``run -o`` (``write_canonical``) and both commands end to end: devices (a
+null device node of the test's own, as /dev/null is; ``/dev/full``), named
+pipes, sockets, ``/dev/stdout``-like paths, symlinks (live, dangling,
+loops) and a full disk (a 1 MiB tmpfs mounted for the test; skipped where
+mounting is not allowed).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import socket
 import stat
 import subprocess
 import threading
@@ -35,56 +37,72 @@ def src(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def _dev_null_survives() -> Iterator[None]:
-    """A safety net: if a broken build replaced /dev/null, put the device back (and fail)."""
-    yield
-    if not stat.S_ISCHR(os.stat("/dev/null").st_mode):  # pragma: no cover - the bug itself
-        os.unlink("/dev/null")
-        os.mknod("/dev/null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
-        pytest.fail("/dev/null was replaced by a regular file")
+@pytest.fixture
+def null_device(tmp_path: Path) -> Path:
+    """A null device of our own (major 1, minor 3: what /dev/null is).
+
+    The machine's /dev/null is shared with every other process; a node of
+    our own shows what happens to a character device without depending on
+    (or disturbing) it. Falls back to /dev/null where mknod is not allowed.
+    """
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        return Path("/dev/null")
+    return node
 
 
-def dev_debris() -> list[str]:
-    return [name for name in os.listdir("/dev") if name.endswith(".tmp")]
+def is_char_device(path: Path) -> bool:
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+def dev_debris(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
 
 
 # ---- devices ---------------------------------------------------------------------------------
 
 
-def test_dev_null_is_written_not_replaced(engine: str, src: Path) -> None:
-    before = os.stat("/dev/null")
-    report = normalise_rollout_file(src, "/dev/null")
+def test_a_null_device_is_written_not_replaced(engine: str, src: Path, null_device: Path) -> None:
+    before = os.stat(null_device)
+    report = normalise_rollout_file(src, null_device)
     assert (report.rows, report.bytes_out) == (3, len(EXPECTED))
-    after = os.stat("/dev/null")
-    assert stat.S_ISCHR(after.st_mode)
+    after = os.stat(null_device)
+    assert is_char_device(null_device)
     assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
-    assert dev_debris() == []
+    assert dev_debris(null_device.parent) == []
 
 
-def test_dev_null_through_the_shared_writer() -> None:
-    assert write_canonical([{"prompt": "q"}], "/dev/null") == len(b'{"prompt":"q"}\n')
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+def test_a_null_device_through_the_shared_writer(null_device: Path) -> None:
+    assert write_canonical([{"prompt": "q"}], str(null_device)) == len(b'{"prompt":"q"}\n')
+    assert is_char_device(null_device)
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
-def test_normalise_command_to_dev_null(src: Path, engine_name: str) -> None:
-    result = cli("normalise", str(src), "-o", "/dev/null", engine=engine_name)
+def test_normalise_command_to_a_null_device(src: Path, null_device: Path, engine_name: str) -> None:
+    result = cli("normalise", str(src), "-o", str(null_device), engine=engine_name)
     assert result.returncode == 0, result.stderr
-    assert result.stderr.decode().endswith(" -> /dev/null\n")
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    assert dev_debris() == []
+    assert result.stderr.decode().endswith(f" -> {null_device}\n")
+    assert is_char_device(null_device)
+    assert dev_debris(null_device.parent) == []
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
-def test_run_command_to_dev_null(tmp_path: Path, engine_name: str) -> None:
+def test_run_command_to_a_null_device(tmp_path: Path, null_device: Path, engine_name: str) -> None:
     config = write_config(tmp_path, OFFLINE)
     result = cli(
-        "run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", "/dev/null", engine=engine_name
+        "run",
+        str(config),
+        "--prompts",
+        str(BUNDLED_PROMPTS),
+        "-o",
+        str(null_device),
+        engine=engine_name,
     )
     assert result.returncode == 0, result.stderr
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    assert dev_debris() == []
+    assert is_char_device(null_device)
+    assert dev_debris(null_device.parent) == []
 
 
 def test_dev_full_is_a_clear_error_naming_it(engine: str, src: Path) -> None:
@@ -92,7 +110,7 @@ def test_dev_full_is_a_clear_error_naming_it(engine: str, src: Path) -> None:
         normalise_rollout_file(src, "/dev/full")
     assert info.value.errno == errno.ENOSPC
     assert str(info.value) == "[Errno 28] No space left on device: '/dev/full'"
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert is_char_device(Path("/dev/full"))
     with pytest.raises(OSError) as again:
         write_canonical([{"prompt": "q"}], "/dev/full")
     assert str(again.value) == str(info.value)
@@ -152,6 +170,21 @@ def test_run_command_to_a_named_pipe(tmp_path: Path, engine_name: str) -> None:
     assert result.returncode == 0, result.stderr
     assert reader.result() == expected_offline_bytes()
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_socket_is_refused_not_replaced(engine: str, src: Path, tmp_path: Path) -> None:
+    path = tmp_path / "sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+        with pytest.raises(OSError) as info:
+            normalise_rollout_file(src, path)
+        assert info.value.errno == errno.ENXIO
+        assert info.value.filename == str(path)
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
+    finally:
+        server.close()
+    assert temp_files(tmp_path) == []
 
 
 # ---- /dev/stdout and friends -------------------------------------------------------------
