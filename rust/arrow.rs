@@ -331,7 +331,8 @@ pub fn read_file(
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> Result<Stats, Fault> {
-    let source = files::open_source(path)?;
+    let mut source = files::open_source(py, path)?;
+    source.max_bytes = limits.max_bytes;
     let mut stats = Stats::default();
     let mut table: Option<Kind> = rule.fixed;
     let work = |data: &[u8]| {

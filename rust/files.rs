@@ -4,8 +4,12 @@
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -13,13 +17,14 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use crate::errors::Fault;
 use crate::json::{JsonLimits, J};
-use crate::jsonl::{self, ChunkResult, Event, LineFault, ReadFault, Row};
+use crate::jsonl::{self, ChunkResult, Event, Input, LineFault, ReadFault, Row};
 use crate::rows::GcPause;
 
 /// The limits both functions take from Python.
 #[derive(Clone, Copy)]
 pub struct FileLimits {
     pub max_rows: usize,
+    pub max_bytes: u64,
     pub max_depth: usize,
     pub json: JsonLimits,
 }
@@ -61,16 +66,124 @@ pub(crate) fn workers() -> usize {
         .clamp(1, 4)
 }
 
-/// Open a rollout file (`-` is standard input). Whether it is gzip is told
-/// by the reader thread, so a stalled input cannot block the caller.
-pub(crate) fn open_source(path: &str) -> Result<Box<dyn Read + Send>, Fault> {
-    if path == "-" {
-        return Ok(Box::new(io::stdin()));
+// ---- descriptors ---------------------------------------------------------------------------
+
+/// A new descriptor for the open file behind `fd` (close-on-exec), owned by us.
+fn dup_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) only reads its arguments; on a closed or
+    // invalid `fd` it fails with EBADF and returns -1.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
     }
-    match File::open(path) {
-        Ok(file) => Ok(Box::new(file)),
-        Err(e) => Err(io_fault("io_read", &e)),
+    // SAFETY: `new` was just returned by fcntl: an open descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Wait until `fd` is ready for `events`, at most `timeout_ms`; true when ready.
+fn poll_fd(fd: RawFd, events: libc::c_short, timeout_ms: libc::c_int) -> io::Result<bool> {
+    let mut entry = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on the stack, and nfds = 1.
+    let got = unsafe { libc::poll(&mut entry, 1, timeout_ms) };
+    if got < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(err);
     }
+    Ok(got > 0)
+}
+
+fn tick_ms() -> libc::c_int {
+    libc::c_int::try_from(jsonl::TICK.as_millis()).unwrap_or(50)
+}
+
+/// An input descriptor read by the pipeline's reader thread. A read on a
+/// pipe, terminal or device first waits with `poll`, looking every `TICK` at
+/// `stop`: once the call that started the reader has ended, it gives up
+/// without reading another byte. A regular file never waits, so it is read
+/// straight.
+struct FdSource {
+    file: File,
+    stop: Arc<AtomicBool>,
+    waits: bool,
+}
+
+impl Read for FdSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self.file.as_raw_fd();
+        loop {
+            if self.waits {
+                // Looked at before every read, ready or not: input that
+                // arrives after the call ended is left for the next reader.
+                loop {
+                    let ready = poll_fd(fd, libc::POLLIN, tick_ms())?;
+                    if self.stop.load(Ordering::Relaxed) {
+                        return Err(io::Error::other("the read was abandoned"));
+                    }
+                    if ready {
+                        break;
+                    }
+                }
+            }
+            match self.file.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+fn is_regular(file: &File) -> bool {
+    file.metadata().is_ok_and(|m| m.file_type().is_file())
+}
+
+/// Open a rollout file (`-`: descriptor 0). A path is opened non-blocking, so
+/// a named pipe no writer has opened yet does not block the open (nor hold
+/// the interpreter): the wait happens in the reader's `poll`, where it can be
+/// given up. Whether it is gzip is told by the reader thread.
+pub(crate) fn open_source(py: Python<'_>, path: &str) -> Result<Input, Fault> {
+    let opened = py.detach(|| {
+        if path == "-" {
+            // Never made non-blocking: the open file is shared with others.
+            dup_fd(0).map(File::from)
+        } else {
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+        }
+    });
+    let file = opened.map_err(|e| io_fault("io_read", &e))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let waits = !is_regular(&file);
+    let fd = file.as_raw_fd();
+    let idle: Box<dyn Fn() -> bool + Send> = if waits {
+        // Only called from the reader while it owns the open file.
+        Box::new(move || !poll_fd(fd, libc::POLLIN, 0).unwrap_or(true))
+    } else {
+        Box::new(|| false)
+    };
+    Ok(Input {
+        reader: Box::new(FdSource {
+            file,
+            stop: Arc::clone(&stop),
+            waits,
+        }),
+        idle,
+        stop,
+        max_bytes: u64::MAX,
+    })
+}
+
+fn check_signals() -> Result<(), Fault> {
+    Python::attach(|py| py.check_signals()).map_err(Fault::from)
 }
 
 /// Turn the first problem of a chunk, or going over the cap, into a fault.
@@ -154,6 +267,7 @@ pub(crate) fn read_fault(fault: ReadFault, lines_before: u64) -> Fault {
         ReadFault::Gzip => Fault::input("gzip", None),
         ReadFault::Io(err) => io_fault("io_read", &err),
         ReadFault::LineTooLong => Fault::at_line("line_too_long", None, lines_before + 1, None),
+        ReadFault::TooLarge => Fault::at_line("file_too_large", None, lines_before + 1, None),
     }
 }
 
@@ -231,7 +345,8 @@ pub fn read_rows<'py>(
     path: &str,
     limits: FileLimits,
 ) -> Result<(Bound<'py, PyTuple>, Stats), Fault> {
-    let source = open_source(path)?;
+    let mut source = open_source(py, path)?;
+    source.max_bytes = limits.max_bytes;
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
     let mut stats = Stats::default();
     let work = |data: &[u8]| {
@@ -287,34 +402,42 @@ pub fn read_rows<'py>(
 
 // ---- file to file ---------------------------------------------------------------------------
 
+/// Where the output goes, as `agent_rollout._jsonl.destination` decided.
+pub enum DestKind {
+    /// A regular file, or a new one: written aside, renamed over it at the end.
+    File,
+    /// A device, named pipe or socket: opened and written in place.
+    Stream,
+    /// One of this process's descriptors (`-`, `/dev/stdout`): written in place.
+    Fd(RawFd),
+}
+
 /// The output: a temporary file beside the destination, renamed over it only
-/// when everything succeeded; or standard output (streamed, no undo).
+/// when everything succeeded; or a stream written in place (no undo).
 enum Sink {
     File {
         temp: PathBuf,
         dest: PathBuf,
         out: BufWriter<File>,
     },
-    Stdout(BufWriter<io::Stdout>),
+    InPlace(File),
 }
 
 impl Sink {
-    fn create(dest: &str) -> Result<Sink, Fault> {
-        if dest == "-" {
-            return Ok(Sink::Stdout(BufWriter::with_capacity(
-                1 << 20,
-                io::stdout(),
-            )));
+    fn create(py: Python<'_>, dest: &str, kind: DestKind) -> Result<Sink, Fault> {
+        match kind {
+            DestKind::Fd(fd) => dup_fd(fd)
+                .map(|owned| Sink::InPlace(File::from(owned)))
+                .map_err(|e| io_fault("io_write", &e)),
+            DestKind::Stream => open_in_place(py, dest).map(Sink::InPlace),
+            DestKind::File => Sink::aside(dest),
         }
-        // Replace what a symlink points at, not the link; keep the mode of a
-        // file that is replaced.
-        let given = PathBuf::from(dest);
-        let is_link = fs::symlink_metadata(&given).is_ok_and(|m| m.file_type().is_symlink());
-        let dest = if is_link {
-            fs::canonicalize(&given).unwrap_or(given)
-        } else {
-            given
-        };
+    }
+
+    fn aside(dest: &str) -> Result<Sink, Fault> {
+        // `dest` is the real target (symlinks were followed by the caller);
+        // keep the mode of a file that is replaced.
+        let dest = PathBuf::from(dest);
         let keep = fs::metadata(&dest).ok().map(|m| m.permissions());
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -356,16 +479,18 @@ impl Sink {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Fault> {
-        let result = match self {
-            Sink::File { out, .. } => out.write_all(bytes),
-            Sink::Stdout(out) => out.write_all(bytes),
-        };
-        result.map_err(|e| io_fault("io_write", &e))
+        match self {
+            Sink::File { out, .. } => out.write_all(bytes).map_err(|e| io_fault("io_write", &e)),
+            Sink::InPlace(file) => write_in_place(file, bytes),
+        }
     }
 
     fn finish(self) -> Result<(), Fault> {
         match self {
-            Sink::Stdout(mut out) => out.flush().map_err(|e| io_fault("io_write", &e)),
+            Sink::InPlace(file) => {
+                drop(file);
+                Ok(())
+            }
             Sink::File { temp, dest, out } => {
                 let done = out
                     .into_inner()
@@ -385,21 +510,89 @@ impl Sink {
 
     fn abandon(self) {
         if let Sink::File { temp, out, .. } = self {
+            // Dropping flushes and ignores the error (a full disk fails again).
             drop(out);
             let _ = fs::remove_file(Path::new(&temp));
         }
     }
 }
 
+/// Open a device or named pipe for writing in place: no O_CREAT, no O_TRUNC.
+/// A named pipe nobody reads yet is waited for without holding the
+/// interpreter, looking for Ctrl-C (or SIGTERM) every `TICK`.
+fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
+    loop {
+        let opened = py.detach(|| {
+            fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(dest)
+        });
+        match opened {
+            Ok(file) => {
+                // Writes block again from here (a slow reader is waited for).
+                let fd = file.as_raw_fd();
+                // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL only
+                // read and set its status flags.
+                let cleared = unsafe {
+                    let flags = libc::fcntl(fd, libc::F_GETFL);
+                    flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+                };
+                if !cleared {
+                    return Err(io_fault("io_write", &io::Error::last_os_error()));
+                }
+                return Ok(file);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo(dest) => {
+                // A named pipe with no reader yet (a socket gives ENXIO too: refused below).
+                py.detach(|| std::thread::sleep(jsonl::TICK));
+                py.check_signals()?;
+            }
+            Err(e) => return Err(io_fault("io_write", &e)),
+        }
+    }
+}
+
+fn is_fifo(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// Write all of `bytes` to a stream. A write a signal cuts short (a slow
+/// reader and Ctrl-C) looks at Python's signal handlers before going on.
+fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
+    while !bytes.is_empty() {
+        match file.write(bytes) {
+            Ok(0) => {
+                return Err(io_fault(
+                    "io_write",
+                    &io::Error::from(io::ErrorKind::WriteZero),
+                ))
+            }
+            Ok(n) => {
+                bytes = &bytes[n..];
+                if !bytes.is_empty() {
+                    check_signals()?;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => check_signals()?,
+            Err(e) => return Err(io_fault("io_write", &e)),
+        }
+    }
+    Ok(())
+}
+
 pub fn normalise_file(
     py: Python<'_>,
     src: &str,
     dest: &str,
+    dest_kind: DestKind,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
 ) -> Result<Stats, Fault> {
-    let source = open_source(src)?;
-    let mut sink = Sink::create(dest)?;
+    let mut source = open_source(py, src)?;
+    source.max_bytes = limits.max_bytes;
+    let mut sink = Sink::create(py, dest, dest_kind)?;
     let outcome = py.detach(|| {
         let mut stats = Stats::default();
         let work = |data: &[u8]| {
@@ -412,7 +605,7 @@ pub fn normalise_file(
             )
         };
         let wait = |rx: Receiver<_>| (rx.recv_timeout(jsonl::TICK), rx);
-        let tick = || Python::attach(|py| py.check_signals()).map_err(Fault::from);
+        let tick = check_signals;
         let sink_ref = &mut sink;
         let run = jsonl::run(
             source,

@@ -12,7 +12,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use flate2::bufread::GzDecoder;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -84,6 +84,23 @@ pub enum ReadFault {
     /// A line over `MAX_LINE_BYTES` with no newline in sight: it is the line
     /// after all those in the chunks before it.
     LineTooLong,
+    /// More than `max_bytes` bytes of input (after decompression): found at
+    /// the line after all those in the chunks before it.
+    TooLarge,
+}
+
+/// The input as the pipeline reads it.
+pub struct Input {
+    pub reader: Box<dyn Read + Send>,
+    /// Whether a read now would wait (a pipe or terminal with nothing in it):
+    /// lines already read then go out without waiting for a whole block.
+    pub idle: Box<dyn Fn() -> bool + Send>,
+    /// Set when the pipeline ends, however it ends: a reader waiting for input
+    /// gives up at its next look (every `TICK`), so it never reads input meant
+    /// for someone else (standard input, read again by a later call).
+    pub stop: Arc<AtomicBool>,
+    /// Input bytes (after decompression) accepted at most; one more is refused.
+    pub max_bytes: u64,
 }
 
 // ---- the row rules over JSON -------------------------------------------------------------
@@ -436,12 +453,25 @@ enum Done<T> {
 
 /// Fill `buf` as far as the source allows; a read error comes back with the
 /// bytes read before it, so the lines that arrived whole are still used.
-fn read_full(source: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+/// Once a newline is in, it stops early when the source has nothing more
+/// ready (`idle`): lines that have arrived are not held back by a slow writer.
+fn read_full(
+    source: &mut dyn Read,
+    buf: &mut [u8],
+    idle: &dyn Fn() -> bool,
+) -> (usize, Option<io::Error>) {
     let mut filled = 0;
+    let mut newline = false;
     while filled < buf.len() {
+        if newline && idle() {
+            break;
+        }
         match source.read(&mut buf[filled..]) {
             Ok(0) => break,
-            Ok(n) => filled += n,
+            Ok(n) => {
+                newline = newline || memchr::memchr(b'\n', &buf[filled..filled + n]).is_some();
+                filled += n;
+            }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(err) => return (filled, Some(err)),
         }
@@ -528,8 +558,15 @@ impl<R: BufRead> Read for GzipMembers<R> {
     }
 }
 
-fn reader(raw: Box<dyn Read + Send>, work: SyncSender<Work>, slots: Receiver<()>) {
+fn reader(
+    raw: Box<dyn Read + Send>,
+    idle: &dyn Fn() -> bool,
+    max_bytes: u64,
+    work: SyncSender<Work>,
+    slots: Receiver<()>,
+) {
     let mut id = 0u64;
+    let mut total = 0u64;
     let (mut source, gzip) = match decompress_if_gzip(raw) {
         Ok(opened) => opened,
         Err(err) => {
@@ -550,7 +587,20 @@ fn reader(raw: Box<dyn Read + Send>, work: SyncSender<Work>, slots: Receiver<()>
         let mut eof = false;
         let mut failure = None;
         loop {
-            let (n, err) = read_full(source.as_mut(), &mut block);
+            // Read at most one byte past the limit: enough to know it is passed.
+            let room = usize::try_from(max_bytes.saturating_sub(total).saturating_add(1))
+                .unwrap_or(usize::MAX)
+                .min(block.len());
+            let (n, err) = read_full(source.as_mut(), &mut block[..room], idle);
+            total += n as u64;
+            if total > max_bytes {
+                // The bytes within the limit count; whole lines among them go
+                // through the rules first, then the input is refused.
+                let within = n - usize::try_from(total - max_bytes).unwrap_or(n).min(n);
+                carry.extend_from_slice(&block[..within]);
+                failure = Some(ReadFault::TooLarge);
+                break;
+            }
             if let Some(err) = err {
                 // What the source delivered before it failed is used, as
                 // Python's readers do: whole lines go through the rules first
@@ -598,6 +648,12 @@ fn reader(raw: Box<dyn Read + Send>, work: SyncSender<Work>, slots: Receiver<()>
             id += 1;
         }
         if let Some(fault) = failure {
+            let fault = match fault {
+                // The unfinished line at the limit was already too long: that
+                // came first in the input.
+                ReadFault::TooLarge if carry.len() > MAX_LINE_BYTES => ReadFault::LineTooLong,
+                other => other,
+            };
             let _ = work.send(Work::Fail { id, fault });
             return;
         }
@@ -611,16 +667,16 @@ fn reader(raw: Box<dyn Read + Send>, work: SyncSender<Work>, slots: Receiver<()>
 /// How often a waiting thread looks up (for Ctrl-C, or for a stop).
 pub const TICK: Duration = Duration::from_millis(50);
 
-/// Read `source` in chunks, run `work` on them on worker threads, and hand the
+/// Read `input` in chunks, run `work` on them on worker threads, and hand the
 /// results to `consume` in input order on the calling thread. `wait` blocks
 /// for the next result for at most `TICK` (Python callers release the
 /// interpreter while they wait); `tick` runs whenever nothing came in that
 /// time (Python callers check for Ctrl-C there). `consume` returns `false`
 /// to stop. The reader runs on a thread of its own that is never joined, so
-/// a source stalled in `read` cannot hold the caller: it ends by itself once
-/// its read returns and it finds nobody listening.
+/// a source stalled in `read` cannot hold the caller; when `run` returns it
+/// sets `input.stop`, and the reader ends at its next look.
 pub fn run<T, W, C, E>(
-    source: Box<dyn Read + Send>,
+    input: Input,
     workers: usize,
     work: W,
     mut wait: impl FnMut(
@@ -640,7 +696,15 @@ where
     for _ in 0..IN_FLIGHT {
         let _ = slot_tx.send(());
     }
-    thread::spawn(move || reader(source, work_tx, slot_rx));
+    let Input {
+        reader: source,
+        idle,
+        stop: stop_reading,
+        max_bytes,
+    } = input;
+    // However `run` ends (an error, a panic unwinding), the reader is told.
+    let _stop_reading = StopOnDrop(stop_reading);
+    thread::spawn(move || reader(source, idle.as_ref(), max_bytes, work_tx, slot_rx));
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
@@ -722,3 +786,11 @@ where
 
 /// A result on its way from a worker to the consumer (opaque to callers).
 pub struct DoneBox<T>(Done<T>);
+
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}

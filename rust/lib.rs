@@ -28,12 +28,14 @@ fn normalise_rows<'py>(
 
 fn file_limits(
     max_rows: usize,
+    max_bytes: u64,
     max_depth: usize,
     json_depth: usize,
     max_int_digits: usize,
 ) -> files::FileLimits {
     files::FileLimits {
         max_rows,
+        max_bytes,
         max_depth,
         json: json::JsonLimits {
             max_depth: json_depth,
@@ -61,33 +63,52 @@ fn read_jsonl<'py>(
     py: Python<'py>,
     path: &str,
     max_rows: usize,
+    max_bytes: u64,
     max_depth: usize,
     json_depth: usize,
     max_int_digits: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
+    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
     files::read_rows(py, path, limits)
         .map(|(rows, _stats)| rows)
         .map_err(|fault| fault.into_pyerr(py))
 }
 
-/// Normalise a rollout JSONL file into canonical JSONL at `dest` (`-`: stdout);
-/// `progress(rows, lines)` is called after each chunk when given.
+/// Normalise a rollout JSONL file into canonical JSONL at `dest`, resolved by
+/// `agent_rollout._jsonl.destination`: `dest_kind` is "file" (written aside,
+/// renamed), "stream" (opened in place) or "fd" (descriptor `dest_fd`).
+/// `progress(rows, lines, bytes_in)` is called after each chunk when given.
 #[pyfunction]
-#[pyo3(signature = (src, dest, max_rows, max_depth, json_depth, max_int_digits, progress=None))]
+#[pyo3(signature = (
+    src, dest, dest_kind, dest_fd, max_rows, max_bytes, max_depth, json_depth, max_int_digits,
+    progress=None
+))]
 #[allow(clippy::too_many_arguments)]
 fn normalise_file(
     py: Python<'_>,
     src: &str,
     dest: &str,
+    dest_kind: &str,
+    dest_fd: i32,
     max_rows: usize,
+    max_bytes: u64,
     max_depth: usize,
     json_depth: usize,
     max_int_digits: usize,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<StatsTuple> {
-    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
-    files::normalise_file(py, src, dest, limits, progress)
+    let kind = match dest_kind {
+        "file" => files::DestKind::File,
+        "stream" => files::DestKind::Stream,
+        "fd" => files::DestKind::Fd(dest_fd),
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "dest_kind must be 'file', 'stream' or 'fd', got {other:?}"
+            )))
+        }
+    };
+    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
+    files::normalise_file(py, src, dest, kind, limits, progress)
         .map(|stats| stats_tuple(&stats))
         .map_err(|fault| fault.into_pyerr(py))
 }
@@ -128,12 +149,13 @@ fn rows_to_arrow<'py>(
 /// Read a rollout JSONL file as Arrow record-batch buffers, calling
 /// `on_batch(parts)` per chunk in order; returns the run's statistics.
 #[pyfunction]
-#[pyo3(signature = (src, max_rows, max_depth, json_depth, max_int_digits, prompt_kind, on_batch, progress=None))]
+#[pyo3(signature = (src, max_rows, max_bytes, max_depth, json_depth, max_int_digits, prompt_kind, on_batch, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_jsonl_arrow(
     py: Python<'_>,
     src: &str,
     max_rows: usize,
+    max_bytes: u64,
     max_depth: usize,
     json_depth: usize,
     max_int_digits: usize,
@@ -141,7 +163,7 @@ fn read_jsonl_arrow(
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<StatsTuple> {
-    let limits = file_limits(max_rows, max_depth, json_depth, max_int_digits);
+    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
     let rule = arrow::KindRule::from_code(prompt_kind)?;
     arrow::read_file(py, src, limits, rule, on_batch, progress)
         .map(|stats| stats_tuple(&stats))

@@ -33,6 +33,13 @@ const SIGNAL_EVERY: usize = 4096;
 /// caller's setting on every exit path (return, error or panic unwinding).
 /// Building 100k rows creates several hundred thousand containers; with the
 /// collector running, its repeated passes over them cost more than the work.
+///
+/// The rule (the twin's `GcPause` keeps the same): only a collector that was
+/// on is switched off, and only that one is switched back on; one the caller
+/// had off stays off, one turned on meanwhile stays on. The switch is
+/// process-wide, so a pause must stay short and never span a wait: file reads
+/// pause per chunk while holding the interpreter and running no Python code,
+/// so no other thread can flip the switch inside a pause.
 pub struct GcPause {
     was_enabled: bool,
 }

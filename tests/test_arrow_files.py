@@ -171,7 +171,7 @@ def test_file_errors_are_the_same_on_both_engines(tmp_path: Path) -> None:
             "messages_then_text": f"{src}:2: row 1: prompt: a str in a table of chat-message",
             "rule_before_kind": f"{src}:2: row 1: prompt: must be a str or a list",
             "kind_before_rule": f"{src}:2: row 1: prompt: a list of chat messages",
-            "over_the_cap": f"{src}:3: more than 2 rows (max_rows=2)",
+            "over_the_cap": f"{src}:3: more than 2 rows (max_rows=2; raise the limit with max_rows= or --max-rows)",
         }[name]
         assert message.startswith(expected), (name, message)
         assert error_type == ("RolloutFileError" if name == "over_the_cap" else "RolloutRowError")

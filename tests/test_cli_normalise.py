@@ -236,7 +236,10 @@ def test_bad_utf8_names_line_and_byte(engine: str, tmp_path: Path) -> None:
 def test_row_cap(engine: str, rollouts: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["normalise", str(rollouts), "--max-rows", "2"]) == 1
     err = capfd.readouterr().err
-    assert err == f"{rollouts}:4: more than 2 rows (max_rows=2)\n"
+    assert err == (
+        f"{rollouts}:4: more than 2 rows (max_rows=2; raise the limit with max_rows= or "
+        "--max-rows)\n"
+    )
 
 
 def test_stdin_errors_name_stdin() -> None:

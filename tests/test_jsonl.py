@@ -265,7 +265,7 @@ def test_reading_stops_at_the_cap(engine: str, tmp_path: Path, last: bytes) -> N
     """Row ``max_rows + 1`` is never looked at: the cap is what gets reported."""
     data = GOOD + b"\n" + GOOD + b" \n" + last + b"\n"
     src = write(tmp_path, "rows.jsonl", data)
-    message = ":5: more than 2 rows (max_rows=2)"
+    message = ":5: more than 2 rows (max_rows=2; raise the limit with max_rows= or --max-rows)"
     file_error(src, message, "file_too_many_rows", line=5, max_rows=2)
 
 
@@ -280,7 +280,11 @@ def test_the_default_cap_is_100_000(engine: str, tmp_path: Path) -> None:
     src = write(tmp_path, "rows.jsonl", b'{"prompt":"p"}\n' * 100_001)
     with pytest.raises(RolloutFileError) as info:
         read_rollout_jsonl(src)
-    assert str(info.value) == f"{src}:100001: more than 100000 rows (max_rows=100000)"
+    assert (
+        str(info.value)
+        == f"{src}:100001: more than 100000 rows (max_rows=100000; raise the limit with "
+        "max_rows= or --max-rows)"
+    )
     os.truncate(src, 15 * 100_000)
     assert len(read_rollout_jsonl(src)) == 100_000
 
@@ -791,7 +795,8 @@ def test_a_moderately_large_file_gives_identical_bytes(tmp_path: Path) -> None:
          ":50002: row 50000: answer: must be a str or None, got 'int'"),
         (b'{"prompt":"x"\n', 100_000,
          ":50002:14: invalid JSON: expected ',' or '}' after an object member"),
-        (b"", 39_999, ":40000: more than 39999 rows (max_rows=39999)"),
+        (b"", 39_999, ":40000: more than 39999 rows (max_rows=39999; raise the limit "
+                      "with max_rows= or --max-rows)"),
     ],
 )  # fmt: skip
 def test_errors_deep_in_a_large_file(

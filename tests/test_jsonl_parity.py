@@ -30,6 +30,7 @@ from agent_rollout import (
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
+from agent_rollout._backends import MAX_ROLLOUT_BYTES
 from agent_rollout._jsonl import _scan
 
 ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
@@ -477,13 +478,17 @@ def corrupted(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-def read_outcome(path: Path, max_rows: int) -> tuple[Any, ...]:
-    return outcome(lambda: read_rollout_jsonl(path, max_rows=max_rows))
+def read_outcome(path: Path, max_rows: int, max_bytes: int = MAX_ROLLOUT_BYTES) -> tuple[Any, ...]:
+    return outcome(lambda: read_rollout_jsonl(path, max_rows=max_rows, max_bytes=max_bytes))
 
 
-def normalise_outcome(src: Path, dst: Path, max_rows: int) -> tuple[Any, ...]:
+def normalise_outcome(
+    src: Path, dst: Path, max_rows: int, max_bytes: int = MAX_ROLLOUT_BYTES
+) -> tuple[Any, ...]:
     before = dst.read_bytes()
-    result = outcome(lambda: normalise_rollout_file(src, dst, max_rows=max_rows))
+    result = outcome(
+        lambda: normalise_rollout_file(src, dst, max_rows=max_rows, max_bytes=max_bytes)
+    )
     written = dst.read_bytes()
     dst.write_bytes(before)
     if result[0] == "error":
@@ -509,6 +514,29 @@ def test_broken_files_fail_alike_on_both_engines(
         assert read_result[0] == normalise_result[0], name
         if read_result[0] == "error":
             assert read_result == normalise_result, name
+    assert len(set(map(repr, seen.values()))) == 1, seen
+    assert leftovers(workdir) == []
+
+
+@given(data=corrupted(), max_rows=st.integers(1, 6), compressed=st.booleans(), pick=st.data())
+def test_the_byte_limit_cuts_alike_on_both_engines(
+    workdir: Path, data: bytes, max_rows: int, compressed: bool, pick: st.DataObject
+) -> None:
+    """Any ``max_bytes``: the same rows, or the same first error (the limit's, or a line's)."""
+    max_bytes = pick.draw(st.integers(1, len(data) + 2), label="max_bytes")
+    src = workdir / ("cut.jsonl.gz" if compressed else "cut.jsonl")
+    src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
+    dst = workdir / "kept.jsonl"
+    dst.write_bytes(b"previous content\n")
+    seen = {}
+    for name in ENGINES:
+        with use_engine(name):
+            seen[name] = (
+                read_outcome(src, max_rows, max_bytes),
+                normalise_outcome(src, dst, max_rows, max_bytes),
+            )
+        if max_bytes >= len(data):  # the limit is not reached: as without one
+            assert seen[name][0] == read_outcome(src, max_rows), name
     assert len(set(map(repr, seen.values()))) == 1, seen
     assert leftovers(workdir) == []
 

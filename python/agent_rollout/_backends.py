@@ -51,6 +51,19 @@ def int_digits_limit() -> int:
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """The longest JSONL line accepted, in bytes (without its newline)."""
 
+MAX_ROLLOUT_BYTES = 4 * 1024**3
+"""Default cap on the bytes one rollout file may hold, after gzip decompression (4 GiB).
+
+Chosen for real files: 100,000 rows (the default row cap) of long multi-turn
+agent trajectories (a 20-turn episode with tool output and the dropped extra
+keys kept by loggers, about 40 KiB a row) come to about 3.8 GiB, while the
+rows users normalise most (a few turns, under 5 KiB) stay far below. It stops
+a small ``.jsonl.gz`` that expands without end (or to blank lines) long before
+memory or the disk runs out. Blank lines count.
+"""
+MAX_BYTES_LIMIT = 2**40
+"""The largest ``max_bytes`` a caller may ask for (1 TiB)."""
+
 # ------------------------------------------------------------ config files
 
 MAX_CONFIG_BYTES = 1024 * 1024

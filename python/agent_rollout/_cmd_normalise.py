@@ -1,23 +1,25 @@
-"""``agent-rollout normalise IN [-o OUT] [--max-rows N]``: a rollout JSONL file, made canonical.
+"""``agent-rollout normalise IN [-o OUT] [--max-rows N] [--max-bytes B]``: canonical rows.
 
 Reads ``IN`` (``-``: standard input; ``.jsonl.gz`` works), checks every row
 and writes canonical JSONL to ``OUT`` (default ``-``: standard output) with
 :func:`agent_rollout.normalise_rollout_file`. A file ``OUT`` is written aside
-and renamed into place only when every row passed, so an error or Ctrl-C
-leaves no partial file. On a terminal, a progress line on standard error;
-always, a one-line summary there at the end.
+and renamed into place only when every row passed, so an error, Ctrl-C,
+SIGTERM or SIGHUP leaves no partial file (a device, a named pipe or
+``/dev/stdout`` is written in place). On a terminal, a progress line on
+standard error; always, a one-line summary there at the end.
 
 Exit status: 0 done, 1 invalid input (the message names file:line), 2 usage
-or I/O error, 130 interrupted.
+or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any, Optional
 
-__all__ = ["add_arguments", "positive_rows", "run", "summary_line"]
+__all__ = ["add_arguments", "byte_count", "positive_rows", "run", "summary_line"]
 
 PROG = "agent-rollout normalise"
 
@@ -35,8 +37,27 @@ def positive_rows(text: str) -> int:
     return value
 
 
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_BYTES = re.compile(r"(\d+)\s*(?:([kmgt])(?:i?b)?)?", re.IGNORECASE)
+
+
+def byte_count(text: str) -> int:
+    """argparse type for ``--max-bytes``: a whole number of bytes, or with KiB/MiB/GiB/TiB."""
+    from agent_rollout._backends import MAX_BYTES_LIMIT
+
+    match = _BYTES.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes (e.g. 500000000, 512MiB, 8GiB), got {text!r}"
+        )
+    value = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+    if not 1 <= value <= MAX_BYTES_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [1, {MAX_BYTES_LIMIT:,}], got {value:,}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agent_rollout._backends import MAX_ROLLOUT_ROWS
+    from agent_rollout._backends import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
 
     parser.description = (
         "Check every row of a rollout JSONL file (.jsonl or .jsonl.gz) and write it as "
@@ -57,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=MAX_ROLLOUT_ROWS,
         metavar="N",
         help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=byte_count,
+        default=MAX_ROLLOUT_BYTES,
+        metavar="B",
+        help="refuse input of more than B bytes after gzip decompression, blank lines "
+        f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
     )
     parser.add_argument(
         "--prompt-kind",
@@ -86,7 +115,13 @@ def summary_line(report: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from agent_rollout import RolloutFileError, RolloutRowError, normalise_rollout_file
-    from agent_rollout._progress import Progress, end_on, input_position, input_size
+    from agent_rollout._progress import (
+        Progress,
+        Terminated,
+        end_on,
+        input_position,
+        input_size,
+    )
 
     source: str = args.input
     dest: str = args.output
@@ -102,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             source,
             dest,
             max_rows=args.max_rows,
+            max_bytes=args.max_bytes,
             progress=on_progress,
             prompt_kind=getattr(args, "prompt_kind", "auto"),
         )
@@ -109,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(f"{exc}\n")
         return 1
-    except (KeyboardInterrupt, OSError) as exc:
+    except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress)
     progress.finish()
     target = "" if dest == "-" else f" -> {dest}"

@@ -139,7 +139,7 @@ def read_prompts(path: str) -> list[Any]:
     def refuse(code: str, **where: Any) -> PromptFileError:
         return PromptFileError(str(file_error(code, source, MAX_ROWS_LIMIT, **where)))
 
-    stream, is_gzip = _jsonl._open_lines(path)
+    stream, is_gzip, _idle = _jsonl._open_lines(path)
     prompts: list[Any] = []
     try:
         number = 0
@@ -374,7 +374,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout._progress import Progress, end_on
+    from agent_rollout._progress import Progress, Terminated, end_on
 
     progress = Progress("run")
     try:
@@ -407,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(stop.message + "\n")
         return stop.code
-    except (KeyboardInterrupt, OSError) as exc:
+    except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"

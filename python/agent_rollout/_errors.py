@@ -50,8 +50,7 @@ INPUT_MESSAGES: dict[str, str] = {
     "mappings, got {fact}",
     "input_is_mapping": "rollout backend {backend!r} must return an iterable of row "
     "mappings, got a single {fact} (wrap one row in a list)",
-    "too_many_rows": "rollout backend {backend!r} produced more than {max_rows} rows "
-    "(max_rows={max_rows})",
+    "too_many_rows": "rollout backend {backend!r} produced more than {rows} (max_rows={max_rows})",
     "no_rows": "rollout backend {backend!r} produced no rows; refusing to train on an "
     "empty prompt set",
 }
@@ -132,7 +131,11 @@ def row_error(
 
 def input_error(code: str, backend: str, max_rows: int, fact: Optional[str] = None) -> ValueError:
     """Build the ``ValueError`` for a problem with the whole input."""
-    return ValueError(INPUT_MESSAGES[code].format(backend=backend, max_rows=max_rows, fact=fact))
+    return ValueError(
+        INPUT_MESSAGES[code].format(
+            backend=backend, max_rows=max_rows, rows=plural(max_rows, "row"), fact=fact
+        )
+    )
 
 
 def from_native(exc: Any, backend: str, max_rows: int) -> ValueError:
@@ -171,7 +174,10 @@ FILE_MESSAGES: dict[str, str] = {
     "utf8": "invalid UTF-8 at byte {fact} of the line",
     "line_too_long": f"line longer than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)",
     "gzip": "not a valid gzip file (corrupt or truncated)",
-    "file_too_many_rows": "more than {max_rows} rows (max_rows={max_rows})",
+    "file_too_many_rows": "more than {rows} (max_rows={max_rows}; raise the limit with "
+    "max_rows= or --max-rows)",
+    "file_too_large": "more than {bytes} after gzip decompression, blank lines included "
+    "(max_bytes={max_bytes}; raise the limit with max_bytes= or --max-bytes)",
     "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
     "prompt set",
 }
@@ -201,11 +207,17 @@ class RolloutFileError(ValueError):
         self.column = column
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def file_error(
     code: str,
     source: str,
     max_rows: int,
     *,
+    max_bytes: Optional[int] = None,
     fact: Optional[str] = None,
     line: Optional[int] = None,
     column: Optional[int] = None,
@@ -215,7 +227,14 @@ def file_error(
     if code == "json_syntax":
         reason = JSON_REASONS.get(fact or "", fact or "")
         reason = reason.replace("{int_digits}", str(int_digits_limit()))
-    body = FILE_MESSAGES[code].format(fact=fact, reason=reason, max_rows=max_rows)
+    body = FILE_MESSAGES[code].format(
+        fact=fact,
+        reason=reason,
+        max_rows=max_rows,
+        rows=plural(max_rows, "row"),
+        max_bytes=max_bytes,
+        bytes=plural(max_bytes or 0, "byte"),
+    )
     where = source
     if line is not None:
         where += f":{line}"
@@ -235,7 +254,9 @@ def os_error(errno_text: str, filename: str) -> OSError:
     return OSError(number, os.strerror(number), filename)
 
 
-def from_native_file(exc: Any, source: str, dest: Optional[str], max_rows: int) -> Exception:
+def from_native_file(
+    exc: Any, source: str, dest: Optional[str], max_rows: int, max_bytes: Optional[int] = None
+) -> Exception:
     """Turn a ``NativeRowError`` raised while handling a file into the user-facing error."""
     code, index, segments, fact, line, column = exc.args
     if index is not None:
@@ -244,4 +265,6 @@ def from_native_file(exc: Any, source: str, dest: Optional[str], max_rows: int) 
         return os_error(fact, source)
     if code == "io_write":
         return os_error(fact, dest or "<stdout>")
-    return file_error(code, source, max_rows, fact=fact, line=line, column=column)
+    return file_error(
+        code, source, max_rows, max_bytes=max_bytes, fact=fact, line=line, column=column
+    )

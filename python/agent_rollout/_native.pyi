@@ -19,16 +19,24 @@ class NativeRowError(ValueError):
 
 def normalise_rows(rows: Any, max_rows: int, max_depth: int) -> tuple[dict[str, Any], ...]: ...
 def read_jsonl(
-    path: str, max_rows: int, max_depth: int, json_depth: int, max_int_digits: int
+    path: str,
+    max_rows: int,
+    max_bytes: int,
+    max_depth: int,
+    json_depth: int,
+    max_int_digits: int,
 ) -> tuple[dict[str, Any], ...]: ...
 def normalise_file(
     src: str,
     dest: str,
+    dest_kind: str,
+    dest_fd: int,
     max_rows: int,
+    max_bytes: int,
     max_depth: int,
     json_depth: int,
     max_int_digits: int,
-    progress: Callable[[int, int], object] | None = None,
+    progress: Callable[[int, int, int], object] | None = None,
 ) -> _Stats: ...
 
 # Arrow buffers (rust/arrow.rs): (kind, rows, list_offsets | None, messages,
@@ -49,6 +57,7 @@ def rows_to_arrow(
 def read_jsonl_arrow(
     src: str,
     max_rows: int,
+    max_bytes: int,
     max_depth: int,
     json_depth: int,
     max_int_digits: int,

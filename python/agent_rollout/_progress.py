@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Optional, TextIO
 
-__all__ = ["Progress", "format_count", "format_rate", "input_position", "input_size"]
+__all__ = [
+    "Progress",
+    "Terminated",
+    "end_on",
+    "format_count",
+    "format_rate",
+    "input_position",
+    "input_size",
+]
 
 ERASE_LINE = "\r\x1b[K"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -247,17 +255,44 @@ class Progress:
             self.enabled = False  # the terminal went away: stop drawing, keep working
 
 
-def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
-    """The exit code for Ctrl-C (130) or an I/O error (2), after saying so on stderr.
+class Terminated(SystemExit):
+    """SIGTERM or SIGHUP arrived while output was being written.
 
-    A ``BrokenPipeError`` (the reader of standard output went away) is raised
-    again, for the dispatcher to end quietly; anything else is a bug here.
+    Raised from the signal handler the file writers install for the time they
+    write (see ``agent_rollout._jsonl``), so that the temporary file is
+    removed on the way out. A ``SystemExit`` whose status is 128 + the signal
+    number: uncaught, the process ends with the status a shell shows for a
+    process that signal killed.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+    def signal_name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+
+def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
+    """The exit code for Ctrl-C (130), SIGTERM/SIGHUP (128 + signal) or an I/O error (2).
+
+    Says so on stderr first. A ``BrokenPipeError`` (the reader of standard
+    output went away) is raised again, for the dispatcher to end quietly;
+    anything else is a bug here.
     """
     progress.finish()
+    left = "" if dest == "-" else f"; {dest} was not written"
     if isinstance(exc, KeyboardInterrupt):
-        left = "" if dest == "-" else f"; {dest} was not written"
         sys.stderr.write(f"{prog}: interrupted{left}\n")
         return 130
+    if isinstance(exc, Terminated):
+        sys.stderr.write(f"{prog}: terminated by {exc.signal_name()}{left}\n")
+        return 128 + exc.signum
     if isinstance(exc, BrokenPipeError):
         raise exc
     if isinstance(exc, OSError):

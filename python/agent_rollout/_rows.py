@@ -48,20 +48,26 @@ def _is_mapping(obj: object) -> bool:
 
 
 class GcPause:
-    """Pause the cyclic collector for a bulk build; restore the caller's state.
+    """Pause the cyclic collector for a bulk build; then turn it back on if we turned it off.
 
-    A collector the caller had turned off stays off; one that was on is turned
-    back on however the block ends.
+    The rule, the same as the Rust engine's: only a collector that was on when
+    the pause began is switched off, and it is switched back on at the end,
+    however the block ends. A collector the caller had turned off stays off;
+    one turned on meanwhile stays on. The switch is process-wide: callers keep
+    pauses short (one batch of rows, never while waiting for input), because a
+    ``gc.disable()`` another thread makes inside a pause cannot be told apart
+    from ours and ends with it.
     """
 
-    __slots__ = ("_was_enabled",)
+    __slots__ = ("_paused",)
 
     def __enter__(self) -> None:
-        self._was_enabled = gc.isenabled()
-        gc.disable()
+        self._paused = gc.isenabled()
+        if self._paused:
+            gc.disable()
 
     def __exit__(self, *exc: object) -> None:
-        if self._was_enabled:
+        if self._paused and not gc.isenabled():
             gc.enable()
 
 

@@ -39,6 +39,7 @@ from . import _engine, _jsonl, _rows
 from ._backends import (
     MAX_JSON_DEPTH,
     MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_BYTES,
     MAX_ROLLOUT_ROWS,
     int_digits_limit,
     validate_rollout_backend,
@@ -495,7 +496,7 @@ text in memory."""
 
 def _file_batches(
     src: str,
-    max_rows: int,
+    limits: _jsonl._Limits,
     prompt_kind: str,
     on_batch: Callable[[pa.RecordBatch], object],
     progress: Optional[_jsonl.Progress],
@@ -507,12 +508,14 @@ def _file_batches(
     0: the caller knows what it wrote.
     """
     source = _jsonl._source_name(src) if source is None else source
+    max_rows = limits.max_rows
     if _engine.implementation() == "rust":
         native = _engine._native
         try:
             rows, lines, blank, dropped, bytes_in, _ = native.read_jsonl_arrow(
                 src,
                 max_rows,
+                limits.max_bytes,
                 MAX_MESSAGE_DEPTH,
                 MAX_JSON_DEPTH,
                 int_digits_limit(),
@@ -521,101 +524,127 @@ def _file_batches(
                 progress,
             )
         except native.NativeRowError as exc:
-            raise from_native_file(exc, source, None, max_rows) from None
+            raise from_native_file(exc, source, None, max_rows, limits.max_bytes) from None
         return rows, lines, blank, dropped, bytes_in, 0
     opened = _jsonl._open_lines(src)
     tally = _jsonl._Tally()
     builder = TableBuilder(prompt_kind)
     try:
-        with _rows.GcPause():
-            for index, row in enumerate(
-                _jsonl._python_rows(src, max_rows, tally, progress, opened)
-            ):
-                builder.add(row, index, line=tally.lines, source=source)
-                while builder.batches:
-                    on_batch(builder.batches.pop(0))
-            builder.flush()
+        index = 0
+        for batch in _jsonl._python_batches(src, limits, tally, opened, progress, partial=True):
+            with _rows.GcPause():
+                for row, line in zip(batch, tally.batch_lines, strict=True):
+                    builder.add(row, index, line=line, source=source)
+                    index += 1
             while builder.batches:
                 on_batch(builder.batches.pop(0))
+        builder.flush()
+        while builder.batches:
+            on_batch(builder.batches.pop(0))
     finally:
         opened[0].close()
     return tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, 0
 
 
 def read_rollout_table(
-    path: Any, *, max_rows: int = MAX_ROLLOUT_ROWS, prompt_kind: PromptKind = "auto"
+    path: Any,
+    *,
+    max_rows: int = MAX_ROLLOUT_ROWS,
+    max_bytes: int = MAX_ROLLOUT_BYTES,
+    prompt_kind: PromptKind = "auto",
 ) -> pa.Table:
     """Read a rollout JSONL file straight into a ``pyarrow.Table`` of the rollout schema.
 
     The Rust engine parses and checks the lines on worker threads and builds
-    the Arrow buffers there: no Python row objects are made. Same rules and
-    errors as :func:`agent_rollout.read_rollout_jsonl`, plus the prompt-kind
-    rule of :func:`rows_to_arrow` (the error names the file and line).
-    ``read_rollout_jsonl(path, as_arrow=True)`` calls this.
+    the Arrow buffers there: no Python row objects are made. Same rules,
+    limits and errors as :func:`agent_rollout.read_rollout_jsonl`, plus the
+    prompt-kind rule of :func:`rows_to_arrow` (the error names the file and
+    line). ``read_rollout_jsonl(path, as_arrow=True)`` calls this.
     """
     text = _jsonl._path_text(path, "path")
-    max_rows = _engine.check_max_rows(max_rows)
+    limits = _jsonl._Limits(_engine.check_max_rows(max_rows), _jsonl.check_max_bytes(max_bytes))
     prompt_kind = check_prompt_kind(prompt_kind)
     batches: list[pa.RecordBatch] = []
-    _file_batches(text, max_rows, prompt_kind, batches.append, None)
+    _file_batches(text, limits, prompt_kind, batches.append, None)
     return pa.Table.from_batches(batches, schema=batches[0].schema)
 
 
 def write_parquet(
     src: str,
     dest: str,
-    max_rows: int,
+    where: _jsonl.Destination,
+    limits: _jsonl._Limits,
     progress: Optional[_jsonl.Progress],
     prompt_kind: str = "auto",
 ) -> tuple[int, int, int, int, int, int]:
     """Normalise the rollout JSONL file ``src`` into the zstd Parquet file ``dest``.
 
     Row groups of at most ``ROW_GROUP_ROWS`` rows are written as they fill, so
-    memory does not grow with the file. ``dest`` is written beside itself and
-    renamed into place only when every row passed (as for JSONL output); on
-    any error, Ctrl-C included, it is left as it was. Returns the counts of
-    ``NormaliseReport`` in its field order.
+    memory does not grow with the file. ``where`` is where ``dest`` really
+    goes (``_jsonl.destination``): a regular file (or a new one) is written
+    beside itself and renamed into place only when every row passed, as for
+    JSONL output, so on any error (Ctrl-C, SIGTERM and SIGHUP included) it is
+    left as it was and no temporary file remains; a device, named pipe or
+    one of our descriptors is written in place, streamed. Returns the counts
+    of ``NormaliseReport`` in its field order.
     """
     import pyarrow.parquet as pq
 
     prompt_kind = check_prompt_kind(prompt_kind)
-    state: dict[str, Any] = {"aside": None, "writer": None, "pending_rows": 0, "pending_bytes": 0}
+    state: dict[str, Any] = {"aside": None, "sink": None, "writer": None}
     pending: list[pa.RecordBatch] = []
+    sizes = {"rows": 0, "bytes": 0}
 
     def write_pending() -> None:
         if pending:
             state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
             pending.clear()
-            state["pending_rows"] = 0
-            state["pending_bytes"] = 0
+            sizes["rows"] = sizes["bytes"] = 0
 
     def on_batch(batch: pa.RecordBatch) -> None:
         if state["writer"] is None:
             # Made on the first rows, so a bad source is reported before the
             # destination is touched (as for JSONL output).
-            state["aside"] = _jsonl._Aside(dest)
-            state["writer"] = pq.ParquetWriter(
-                state["aside"].temp, batch.schema, compression="zstd"
-            )
+            if where.kind == "file":
+                state["aside"] = _jsonl._Aside(dest, where.path)
+                target: Any = state["aside"].temp  # pyarrow writes the temporary by path
+            else:
+                target = state["sink"] = _jsonl._open_in_place(where, dest)
+            state["writer"] = pq.ParquetWriter(target, batch.schema, compression="zstd")
         pending.append(batch)
-        state["pending_rows"] += batch.num_rows
-        state["pending_bytes"] += batch.nbytes
-        if state["pending_rows"] >= ROW_GROUP_ROWS or state["pending_bytes"] >= ROW_GROUP_BYTES:
+        sizes["rows"] += batch.num_rows
+        sizes["bytes"] += batch.nbytes
+        if sizes["rows"] >= ROW_GROUP_ROWS or sizes["bytes"] >= ROW_GROUP_BYTES:
             write_pending()
 
     try:
-        counts = _file_batches(src, max_rows, prompt_kind, on_batch, progress)
+        counts = _file_batches(src, limits, prompt_kind, on_batch, progress)
         write_pending()
         state["writer"].close()
-        bytes_out = os.path.getsize(state["aside"].temp)
-        state["aside"].commit()
-    except BaseException:
-        if state["writer"] is not None:
-            try:
-                state["writer"].close()
-            except Exception:
-                pass
         if state["aside"] is not None:
-            state["aside"].abandon()
+            bytes_out = os.path.getsize(state["aside"].temp)
+            state["aside"].commit()
+        else:
+            bytes_out = state["sink"].tell()
+            state["sink"].close()
+    except OSError as err:
+        _abandon(state)
+        if err.filename is None and err.errno is not None:
+            raise OSError(err.errno, err.strerror, dest) from None
+        raise
+    except BaseException:
+        _abandon(state)
         raise
     return (*counts[:5], bytes_out)
+
+
+def _abandon(state: dict[str, Any]) -> None:
+    """Close the Parquet writer and sink, and remove the temporary file (a failed write)."""
+    for name in ("writer", "sink"):
+        if state[name] is not None:
+            try:
+                state[name].close()
+            except Exception:
+                pass  # already failing: the first error is the one reported
+    if state["aside"] is not None:
+        state["aside"].abandon()

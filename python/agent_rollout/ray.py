@@ -30,8 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _engine
-from ._backends import MAX_ROLLOUT_ROWS
+from . import _engine, _jsonl
+from ._backends import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
 from .arrow import PromptKind, _file_batches, check_prompt_kind, rows_to_arrow
 
 _WORKER_ERROR = re.compile(r"agent_rollout\._errors\.(RolloutRowError|RolloutFileError): ([^\n]*)")
@@ -48,7 +48,8 @@ def _shard_table(data: bytes, shard: str, max_rows: int, prompt_kind: str) -> pa
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         batches: list[pa.RecordBatch] = []
-        _file_batches(temp, max_rows, prompt_kind, batches.append, None, source=shard)
+        limits = _jsonl._Limits(max_rows, MAX_ROLLOUT_BYTES)
+        _file_batches(temp, limits, prompt_kind, batches.append, None, source=shard)
     finally:
         os.unlink(temp)
     return pa.Table.from_batches(batches, schema=batches[0].schema)

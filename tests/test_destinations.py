@@ -1,0 +1,404 @@
+"""Where output goes: regular files are replaced atomically, nothing else is ever replaced.
+
+Covers ``normalise_rollout_file`` (both engines), the shared writer behind
+``run -o`` (``write_canonical``) and both commands end to end: devices (a
+null device node of the test's own, as /dev/null is; ``/dev/full``), named
+pipes, sockets, ``/dev/stdout``-like paths, symlinks (live, dangling,
+loops) and a full disk (a 1 MiB tmpfs mounted for the test; skipped where
+mounting is not allowed).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_rollout import normalise_rollout_file
+from agent_rollout._jsonl import destination, write_canonical
+from test_cli_normalise import ENGINES, cli, cli_argv, cli_env, temp_files
+from test_cli_run import BUNDLED_PROMPTS, OFFLINE, expected_offline_bytes, write_config
+
+ROWS = b'{"prompt":"q","answer":"a","id":1}\n' * 3
+EXPECTED = b'{"prompt":"q","answer":"a"}\n' * 3
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(ROWS)
+    return path
+
+
+@pytest.fixture
+def null_device(tmp_path: Path) -> Path:
+    """A null device of our own (major 1, minor 3: what /dev/null is).
+
+    The machine's /dev/null is shared with every other process; a node of
+    our own shows what happens to a character device without depending on
+    (or disturbing) it. Falls back to /dev/null where mknod is not allowed.
+    """
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        return Path("/dev/null")
+    return node
+
+
+def is_char_device(path: Path) -> bool:
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+def dev_debris(folder: Path) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
+
+
+# ---- devices ---------------------------------------------------------------------------------
+
+
+def test_a_null_device_is_written_not_replaced(engine: str, src: Path, null_device: Path) -> None:
+    before = os.stat(null_device)
+    report = normalise_rollout_file(src, null_device)
+    assert (report.rows, report.bytes_out) == (3, len(EXPECTED))
+    after = os.stat(null_device)
+    assert is_char_device(null_device)
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert dev_debris(null_device.parent) == []
+
+
+def test_a_null_device_through_the_shared_writer(null_device: Path) -> None:
+    assert write_canonical([{"prompt": "q"}], str(null_device)) == len(b'{"prompt":"q"}\n')
+    assert is_char_device(null_device)
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_normalise_command_to_a_null_device(src: Path, null_device: Path, engine_name: str) -> None:
+    result = cli("normalise", str(src), "-o", str(null_device), engine=engine_name)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode().endswith(f" -> {null_device}\n")
+    assert is_char_device(null_device)
+    assert dev_debris(null_device.parent) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_run_command_to_a_null_device(tmp_path: Path, null_device: Path, engine_name: str) -> None:
+    config = write_config(tmp_path, OFFLINE)
+    result = cli(
+        "run",
+        str(config),
+        "--prompts",
+        str(BUNDLED_PROMPTS),
+        "-o",
+        str(null_device),
+        engine=engine_name,
+    )
+    assert result.returncode == 0, result.stderr
+    assert is_char_device(null_device)
+    assert dev_debris(null_device.parent) == []
+
+
+def test_dev_full_is_a_clear_error_naming_it(engine: str, src: Path) -> None:
+    with pytest.raises(OSError) as info:
+        normalise_rollout_file(src, "/dev/full")
+    assert info.value.errno == errno.ENOSPC
+    assert str(info.value) == "[Errno 28] No space left on device: '/dev/full'"
+    assert is_char_device(Path("/dev/full"))
+    with pytest.raises(OSError) as again:
+        write_canonical([{"prompt": "q"}], "/dev/full")
+    assert str(again.value) == str(info.value)
+
+
+# ---- named pipes -----------------------------------------------------------------------------
+
+
+class PipeReader:
+    """Reads a named pipe to its end on a thread, as a consumer process would."""
+
+    def __init__(self, path: Path) -> None:
+        self.data: list[bytes] = []
+        self.thread = threading.Thread(target=self._read, args=(path,), daemon=True)
+        self.thread.start()
+
+    def _read(self, path: Path) -> None:
+        with open(path, "rb") as pipe:
+            self.data.append(pipe.read())
+
+    def result(self) -> bytes:
+        self.thread.join(timeout=20)
+        assert not self.thread.is_alive()
+        return b"".join(self.data)
+
+
+def test_a_named_pipe_destination_gets_the_rows(engine: str, src: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    reader = PipeReader(fifo)
+    report = normalise_rollout_file(src, fifo)
+    assert reader.result() == EXPECTED
+    assert report.bytes_out == len(EXPECTED)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert temp_files(tmp_path) == []
+
+
+def test_a_named_pipe_through_the_shared_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    reader = PipeReader(fifo)
+    write_canonical([{"prompt": "q", "answer": "a"}] * 3, str(fifo))
+    assert reader.result() == EXPECTED
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_run_command_to_a_named_pipe(tmp_path: Path, engine_name: str) -> None:
+    config = write_config(tmp_path, OFFLINE)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    reader = PipeReader(fifo)
+    result = cli(
+        "run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(fifo), engine=engine_name
+    )
+    assert result.returncode == 0, result.stderr
+    assert reader.result() == expected_offline_bytes()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_socket_is_refused_not_replaced(engine: str, src: Path, tmp_path: Path) -> None:
+    path = tmp_path / "sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(path))
+        with pytest.raises(OSError) as info:
+            normalise_rollout_file(src, path)
+        assert info.value.errno == errno.ENXIO
+        assert info.value.filename == str(path)
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
+    finally:
+        server.close()
+    assert temp_files(tmp_path) == []
+
+
+# ---- /dev/stdout and friends -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+def test_dev_stdout_is_our_standard_output(src: Path, engine_name: str, name: str) -> None:
+    result = cli("normalise", str(src), "-o", name, engine=engine_name)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == EXPECTED
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_dev_stdout_appends_to_a_file_opened_for_append(
+    src: Path, tmp_path: Path, engine_name: str
+) -> None:
+    """``>> log`` keeps its content and its inode: the descriptor is written, not the path."""
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"earlier\n")
+    inode = log.stat().st_ino
+    with open(log, "ab") as out:
+        code = subprocess.run(
+            cli_argv("normalise", str(src), "-o", "/dev/stdout"),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env=cli_env(engine_name),
+            timeout=60,
+            check=False,
+        ).returncode
+    assert code == 0
+    assert log.read_bytes() == b"earlier\n" + EXPECTED
+    assert log.stat().st_ino == inode
+    assert temp_files(tmp_path) == []
+
+
+def test_a_closed_descriptor_is_a_clear_error(engine: str, src: Path) -> None:
+    fd = os.open(os.devnull, os.O_RDONLY)
+    os.close(fd)  # now certainly not open
+    name = f"/proc/self/fd/{fd}"
+    assert destination(name).kind == "fd"
+    with pytest.raises(OSError) as info:
+        normalise_rollout_file(src, name)
+    assert info.value.errno == errno.EBADF
+    assert info.value.filename == name
+
+
+def test_destination_kinds(tmp_path: Path) -> None:
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    assert destination("-") == destination("-")
+    assert (destination("-").kind, destination("-").fd) == ("fd", 1)
+    assert (destination("/dev/stderr").kind, destination("/dev/stderr").fd) == ("fd", 2)
+    assert destination(f"/proc/{os.getpid()}/fd/1").fd == 1
+    assert destination("/dev/null").kind == "stream"
+    assert destination(str(fifo)).kind == "stream"
+    assert destination(str(tmp_path / "new.jsonl")).kind == "file"
+    (tmp_path / "7").write_bytes(b"")  # a file whose name is a number is just a file
+    assert destination(str(tmp_path / "7")).kind == "file"
+
+
+# ---- symlinks --------------------------------------------------------------------------------
+
+
+def test_a_dangling_symlink_is_written_through(engine: str, src: Path, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to("sub/target.jsonl")  # relative, and the target does not exist yet
+    middle = tmp_path / "middle.jsonl"
+    middle.symlink_to(link)  # a chain of two
+    normalise_rollout_file(src, middle)
+    assert middle.is_symlink() and link.is_symlink()
+    assert os.readlink(link) == "sub/target.jsonl"
+    assert (tmp_path / "sub" / "target.jsonl").read_bytes() == EXPECTED
+    assert temp_files(tmp_path) == temp_files(tmp_path / "sub") == []
+
+
+def test_a_live_symlink_keeps_the_link_and_the_mode(engine: str, src: Path, tmp_path: Path) -> None:
+    target = tmp_path / "target.jsonl"
+    target.write_bytes(b"old\n")
+    target.chmod(0o640)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    normalise_rollout_file(src, link)
+    assert link.is_symlink()
+    assert target.read_bytes() == EXPECTED
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def make_loop(tmp_path: Path) -> Path:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.symlink_to(second)
+    second.symlink_to(first)
+    return first
+
+
+def test_a_symlink_loop_is_refused(engine: str, src: Path, tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    selfish = tmp_path / "self.jsonl"
+    selfish.symlink_to(selfish)
+    for dest in (loop, selfish, loop / "inside.jsonl"):
+        with pytest.raises(OSError) as info:
+            normalise_rollout_file(src, dest)
+        assert info.value.errno == errno.ELOOP
+        assert info.value.filename == str(dest)
+    with pytest.raises(OSError) as shared:
+        write_canonical([{"prompt": "q"}], str(loop))
+    assert shared.value.errno == errno.ELOOP
+    assert str(shared.value) == f"[Errno 40] Too many levels of symbolic links: '{loop}'"
+    assert loop.is_symlink() and selfish.is_symlink()
+    assert os.readlink(loop) == str(tmp_path / "b.jsonl")
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_a_symlink_loop_exits_2(src: Path, tmp_path: Path, engine_name: str) -> None:
+    loop = make_loop(tmp_path)
+    result = cli("normalise", str(src), "-o", str(loop), engine=engine_name)
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        f"agent-rollout normalise: [Errno 40] Too many levels of symbolic links: '{loop}'\n"
+    )
+    config = write_config(tmp_path, OFFLINE)
+    ran = cli(
+        "run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(loop), engine=engine_name
+    )
+    assert ran.returncode == 2
+    assert ran.stderr.decode().endswith(f"Too many levels of symbolic links: '{loop}'\n")
+    assert loop.is_symlink()
+
+
+# ---- a full disk -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs: writing more than that fails with ENOSPC, for real."""
+    where = tmp_path / "disk"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def big_source(tmp_path: Path) -> Path:
+    path = tmp_path / "big.jsonl"
+    path.write_bytes((b'{"prompt":"' + b"y" * 1000 + b'","answer":"z"}\n') * 3000)  # 3 MB
+    return path
+
+
+def free_blocks(folder: Path) -> int:
+    return os.statvfs(folder).f_bfree
+
+
+def test_a_full_disk_leaves_nothing_and_names_the_destination(
+    engine: str, small_disk: Path, tmp_path: Path
+) -> None:
+    src = big_source(tmp_path)
+    out = small_disk / "out.jsonl"
+    out.write_bytes(b"old\n")
+    free = free_blocks(small_disk)
+    with pytest.raises(OSError) as info:
+        normalise_rollout_file(src, out)
+    assert info.value.errno == errno.ENOSPC
+    assert str(info.value) == f"[Errno 28] No space left on device: '{out}'"
+    assert out.read_bytes() == b"old\n"
+    assert os.listdir(small_disk) == ["out.jsonl"]
+    assert free_blocks(small_disk) == free
+
+
+def test_a_full_disk_through_the_shared_writer(small_disk: Path) -> None:
+    out = small_disk / "rows.jsonl"
+    free = free_blocks(small_disk)
+    with pytest.raises(OSError) as info:
+        write_canonical(({"prompt": "p" * 1000} for _ in range(3000)), str(out))
+    assert str(info.value) == f"[Errno 28] No space left on device: '{out}'"
+    assert os.listdir(small_disk) == []
+    assert free_blocks(small_disk) == free
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_commands_on_a_full_disk_exit_2(small_disk: Path, tmp_path: Path, engine_name: str) -> None:
+    src = big_source(tmp_path)
+    out = small_disk / "out.jsonl"
+    result = cli("normalise", str(src), "-o", str(out), engine=engine_name)
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        f"agent-rollout normalise: [Errno 28] No space left on device: '{out}'\n"
+    )
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "big_rollout.py").write_text(
+        "def rollout(prompts):\n    return [{'prompt': 'p' * 1000, 'answer': 'a'}] * 3000\n",
+        encoding="utf-8",
+    )
+    config = write_config(tmp_path, "big_rollout:rollout")
+    ran = cli(
+        "run",
+        str(config),
+        "--prompts",
+        str(BUNDLED_PROMPTS),
+        "-o",
+        str(out),
+        engine=engine_name,
+        extra_path=mods,
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert ran.stderr.decode().endswith(f"[Errno 28] No space left on device: '{out}'\n")
+    assert os.listdir(small_disk) == []

@@ -1,0 +1,202 @@
+"""The input limits of rollout files: ``max_bytes`` (after decompression) and ``max_rows``.
+
+Both engines, both file functions and the ``normalise`` command; the texts
+name the file, the line, the limit and how to raise it.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from agent_rollout import (
+    RolloutFileError,
+    normalise_rollout_file,
+    normalise_rollout_rows,
+    read_rollout_jsonl,
+)
+from agent_rollout._backends import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES
+from test_cli_normalise import ENGINES, cli, temp_files
+
+ROW = b'{"prompt":"a"}\n'  # 15 bytes
+
+
+def too_large(src: Path, line: int, limit: int) -> str:
+    noun = "byte" if limit == 1 else "bytes"
+    return (
+        f"{src}:{line}: more than {limit} {noun} after gzip decompression, blank lines "
+        f"included (max_bytes={limit}; raise the limit with max_bytes= or --max-bytes)"
+    )
+
+
+def refused(src: Path, dst: Path, **limits: int) -> tuple[str, str]:
+    """Both functions refuse ``src``; their two texts (the destination stays as it was)."""
+    dst.write_bytes(b"old\n")
+    with pytest.raises(RolloutFileError) as read:
+        read_rollout_jsonl(src, **limits)
+    with pytest.raises(RolloutFileError) as normalised:
+        normalise_rollout_file(src, dst, **limits)
+    assert dst.read_bytes() == b"old\n"
+    assert temp_files(dst.parent) == []
+    return str(read.value), str(normalised.value)
+
+
+def test_the_default_is_4_gib() -> None:
+    assert MAX_ROLLOUT_BYTES == 4 * 1024**3
+    assert MAX_BYTES_LIMIT == 2**40
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_exactly_at_the_limit_is_accepted_one_byte_less_is_not(
+    engine: str, tmp_path: Path, compressed: bool
+) -> None:
+    data = ROW * 3
+    src = tmp_path / ("rows.jsonl.gz" if compressed else "rows.jsonl")
+    src.write_bytes(gzip.compress(data) if compressed else data)
+    assert len(read_rollout_jsonl(src, max_bytes=len(data))) == 3
+    report = normalise_rollout_file(src, tmp_path / "out.jsonl", max_bytes=len(data))
+    assert (report.rows, report.bytes_in) == (3, len(data))
+    for limit, line in ((len(data) - 1, 3), (30, 3), (29, 2), (15, 2), (14, 1), (1, 1)):
+        texts = refused(src, tmp_path / "kept.jsonl", max_bytes=limit)
+        assert texts == (too_large(src, line, limit),) * 2
+
+
+def test_blank_lines_count(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "blank.jsonl"
+    src.write_bytes(ROW + b"\n" * 100 + ROW)
+    assert len(read_rollout_jsonl(src, max_bytes=130)) == 2
+    assert refused(src, tmp_path / "kept.jsonl", max_bytes=129)[0] == too_large(src, 102, 129)
+
+
+def test_a_bad_row_before_the_limit_is_reported_first(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW + b'{"prompt":1}\n' + ROW * 10)
+    expected = f"{src}:2: row 1: prompt: must be a str or a list of chat messages, got 'int'"
+    with pytest.raises(ValueError) as read:
+        read_rollout_jsonl(src, max_bytes=40)
+    with pytest.raises(ValueError) as normalised:
+        normalise_rollout_file(src, tmp_path / "out.jsonl", max_bytes=40)
+    assert str(read.value) == str(normalised.value) == expected
+
+
+def test_the_row_cap_within_the_limit_is_reported_first(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 10)
+    texts = refused(src, tmp_path / "kept.jsonl", max_rows=2, max_bytes=100)
+    assert texts[0] == (
+        f"{src}:3: more than 2 rows (max_rows=2; raise the limit with max_rows= or --max-rows)"
+    )
+
+
+def test_a_gzip_bomb_of_blank_lines_is_stopped(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "bomb.jsonl.gz"
+    src.write_bytes(gzip.compress(ROW + b"\n" * 200_000_000, compresslevel=9))
+    assert src.stat().st_size < 300_000  # a small file that expands to 200 MB
+    texts = refused(src, tmp_path / "kept.jsonl", max_bytes=5_000_000)
+    assert texts == (too_large(src, 4_999_987, 5_000_000),) * 2
+
+
+def test_a_gzip_bomb_of_rows_writes_nothing(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl.gz"
+    src.write_bytes(gzip.compress(ROW * 1_000_000))  # 15 MB of valid rows
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(RolloutFileError) as info:
+        normalise_rollout_file(src, out, max_rows=10_000_000, max_bytes=1_000_000)
+    assert str(info.value) == too_large(src, 66_667, 1_000_000)
+    assert not out.exists()
+    assert temp_files(tmp_path) == []
+
+
+def test_a_long_line_at_the_limit(engine: str, tmp_path: Path) -> None:
+    """A line cut by the limit is refused for the limit, not looked at."""
+    src = tmp_path / "long.jsonl"
+    src.write_bytes(ROW + b'{"prompt":"' + b"x" * 3_000_000 + b'"}\n')
+    assert refused(src, tmp_path / "kept.jsonl", max_bytes=2_000_000)[1] == too_large(
+        src, 2, 2_000_000
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (0, ValueError, f"max_bytes must be in [1, {MAX_BYTES_LIMIT}], got 0"),
+        (MAX_BYTES_LIMIT + 1, ValueError, f"max_bytes must be in [1, {MAX_BYTES_LIMIT}], got "),
+        (True, TypeError, "max_bytes must be an int, got bool"),
+        ("10", TypeError, "max_bytes must be an int, got str"),
+        (1.5, TypeError, "max_bytes must be an int, got float"),
+    ],
+)
+def test_bad_max_bytes_values(
+    engine: str, tmp_path: Path, value: object, error: type[Exception], message: str
+) -> None:
+    missing = tmp_path / "absent.jsonl"  # checked before the file is opened
+    for call in (
+        lambda: read_rollout_jsonl(missing, max_bytes=value),  # type: ignore[arg-type]
+        lambda: normalise_rollout_file(missing, tmp_path / "o", max_bytes=value),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(error) as info:
+            call()
+        assert str(info.value).startswith(message)
+
+
+def test_singular_limits(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 2)
+    texts = refused(src, tmp_path / "kept.jsonl", max_rows=1)
+    assert texts[0] == (
+        f"{src}:2: more than 1 row (max_rows=1; raise the limit with max_rows= or --max-rows)"
+    )
+    assert refused(src, tmp_path / "kept.jsonl", max_bytes=1)[0] == too_large(src, 1, 1)
+    with pytest.raises(ValueError) as info:
+        normalise_rollout_rows([{"prompt": "a"}] * 2, max_rows=1)
+    assert str(info.value) == "rollout backend 'openenv' produced more than 1 row (max_rows=1)"
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_max_bytes_on_the_command_line(tmp_path: Path, engine_name: str) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 100)  # 1,500 bytes
+    ok = cli("normalise", str(src), "--max-bytes", "2KiB", engine=engine_name)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout == ROW * 100
+    over = cli("normalise", str(src), "--max-bytes", "1000", engine=engine_name)
+    assert over.returncode == 1
+    assert over.stderr.decode() == too_large(src, 67, 1000) + "\n"
+    rows = cli("normalise", str(src), "--max-rows", "1", engine=engine_name)
+    assert rows.returncode == 1
+    assert "more than 1 row (max_rows=1; raise the limit with max_rows= or --max-rows)" in (
+        rows.stderr.decode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0", "must be in [1, 1,099,511,627,776], got 0"),
+        ("2TiB", "must be in [1, 1,099,511,627,776], got 2,199,023,255,552"),
+        ("1.5GiB", "expected a number of bytes (e.g. 500000000, 512MiB, 8GiB), got '1.5GiB'"),
+        ("10 bytes", "expected a number of bytes"),
+        ("-5", "expected a number of bytes"),
+    ],
+)
+def test_bad_max_bytes_on_the_command_line(tmp_path: Path, value: str, message: str) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW)
+    result = cli("normalise", str(src), f"--max-bytes={value}")
+    assert result.returncode == 2
+    assert message in result.stderr.decode()
+
+
+def test_byte_count_units() -> None:
+    from agent_rollout._cmd_normalise import byte_count
+
+    assert byte_count("123") == 123
+    assert byte_count("4k") == byte_count("4KiB") == 4096
+    assert byte_count("512MiB") == 512 * 1024**2
+    assert byte_count("8G") == byte_count("8gib") == 8 * 1024**3
+    assert byte_count("1TiB") == 1024**4

@@ -1,0 +1,361 @@
+"""Signals, stalled inputs and the collector switch, on both engines.
+
+- SIGTERM and SIGHUP mid-run end like Ctrl-C: the destination keeps its old
+  content, no temporary file remains, the exit status is 128 + the signal.
+- A named pipe nobody writes to: the call waits without holding the
+  interpreter (other threads run) and Ctrl-C ends it at once.
+- Standard input read twice in one process: a failed first read leaves the
+  rest of the input to the second.
+- The collector is paused only while rows are built, never while a call
+  waits for input, and a ``gc.disable()`` made meanwhile is kept.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from agent_rollout import normalise_rollout_file, read_rollout_jsonl
+from test_cli_normalise import ENGINES, SMALL_ROW, _FifoFeeder, cli_argv, cli_env, temp_files
+
+ROW = b'{"prompt":"a"}\n'
+
+
+def python_argv(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def wait_for(
+    condition: object, proc: subprocess.Popen[bytes], what: str, limit: float = 20
+) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():  # type: ignore[operator]
+        assert proc.poll() is None, f"the process ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+def finish(proc: subprocess.Popen[bytes], limit: float) -> tuple[Optional[int], str]:
+    try:
+        code: Optional[int] = proc.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        code = None
+        proc.kill()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None
+    return code, proc.stderr.read().decode()
+
+
+# ---- SIGTERM and SIGHUP ----------------------------------------------------------------------
+
+TERMINATING = [("SIGTERM", 143), ("SIGHUP", 129)]
+
+
+@pytest.mark.parametrize(("name", "status"), TERMINATING)
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_normalise_ends_cleanly_on_sigterm_and_sighup(
+    tmp_path: Path, engine_name: str, name: str, status: int
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    out = work / "out.jsonl"
+    out.write_bytes(b"old content\n")
+    proc = subprocess.Popen(
+        cli_argv("normalise", str(fifo), "-o", str(out), "--max-rows", "10000000"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(engine_name),
+    )
+    feeder = _FifoFeeder(fifo, keep_writing=True)  # hundreds of MB if nothing stops it
+    try:
+        assert feeder.started.wait(20)
+        wait_for(lambda: temp_files(work), proc, "the temporary file")
+        time.sleep(0.2)
+        proc.send_signal(getattr(signal, name))
+        code, err = finish(proc, limit=5)
+    finally:
+        feeder.close()
+    assert code == status, err
+    assert err == f"agent-rollout normalise: terminated by {name}; {out} was not written\n"
+    assert out.read_bytes() == b"old content\n"
+    assert temp_files(work) == []
+
+
+@pytest.mark.parametrize(("name", "status"), TERMINATING)
+def test_the_shared_writer_of_run_ends_cleanly(tmp_path: Path, name: str, status: int) -> None:
+    """``run -o`` writes with ``write_canonical``: a signal mid-write leaves no temporary file."""
+    out = tmp_path / "rows.jsonl"
+    out.write_bytes(b"old content\n")
+    script = f"""
+        import time
+        from agent_rollout._jsonl import write_canonical
+
+        def rows():
+            for i in range(100_000):
+                if i % 100 == 0:
+                    time.sleep(0.01)
+                yield {{"prompt": "p" * 100}}
+
+        write_canonical(rows(), {str(out)!r})
+    """
+    proc = subprocess.Popen(
+        python_argv(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env()
+    )
+    wait_for(lambda: temp_files(tmp_path), proc, "the temporary file")
+    time.sleep(0.2)
+    proc.send_signal(getattr(signal, name))
+    code, err = finish(proc, limit=5)
+    assert code == status, err
+    assert out.read_bytes() == b"old content\n"
+    assert temp_files(tmp_path) == []
+
+
+def test_a_handler_the_caller_set_is_left_alone(engine: str, tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW)
+    seen: list[int] = []
+
+    def mine(signum: int, frame: object) -> None:
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        normalise_rollout_file(src, tmp_path / "out.jsonl")
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL  # restored after the call
+
+
+# ---- a named pipe nobody opens ---------------------------------------------------------------
+
+
+@contextmanager
+def writer_later(fifo: Path, data: bytes) -> Iterator[None]:
+    """On leaving, open ``fifo`` for writing, write ``data`` and close: a blocked reader ends."""
+    try:
+        yield
+    finally:
+        with open(fifo, "wb") as pipe:
+            pipe.write(data)
+
+
+def test_waiting_for_a_writer_lets_other_threads_run(engine: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    got: list[object] = []
+    call = threading.Thread(target=lambda: got.append(read_rollout_jsonl(fifo)), daemon=True)
+    with writer_later(fifo, ROW * 2):
+        call.start()
+        time.sleep(0.2)  # the call is now waiting for a writer
+        counted = 0
+        until = time.monotonic() + 0.3
+        while time.monotonic() < until:
+            counted += 1
+        assert call.is_alive()
+    call.join(timeout=20)
+    assert got == [({"prompt": "a"},) * 2]
+    assert counted > 10_000  # this thread ran all along, not once per switch interval
+
+
+CTRL_C_SCRIPTS = {
+    "read": """
+        import sys, time
+        from agent_rollout import read_rollout_jsonl
+        print("calling", flush=True)
+        try:
+            read_rollout_jsonl(sys.argv[1])
+        except KeyboardInterrupt:
+            print(time.monotonic(), flush=True)
+            sys.exit(130)
+    """,
+    "normalise": """
+        import sys, time
+        from agent_rollout import normalise_rollout_file
+        print("calling", flush=True)
+        try:
+            normalise_rollout_file(sys.argv[1], sys.argv[2])
+        except KeyboardInterrupt:
+            print(time.monotonic(), flush=True)
+            sys.exit(130)
+    """,
+}
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@pytest.mark.parametrize(
+    ("what", "stalled"),
+    [("read", "input"), ("normalise", "input"), ("normalise", "output")],
+)
+def test_ctrl_c_ends_a_wait_for_a_named_pipe_at_once(
+    tmp_path: Path, engine_name: str, what: str, stalled: str
+) -> None:
+    """Nobody opens the other end of the pipe; Ctrl-C ends the call within half a second."""
+    fifo = tmp_path / "pipe.fifo"
+    os.mkfifo(fifo)
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW)
+    args = [str(fifo), str(tmp_path / "out.jsonl")] if stalled == "input" else [str(src), str(fifo)]
+    proc = subprocess.Popen(
+        [*python_argv(CTRL_C_SCRIPTS[what]), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(engine_name),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == b"calling\n"
+    time.sleep(0.4)  # well inside the blocking open (or the wait for a reader)
+    assert proc.poll() is None
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    code, err = finish(proc, limit=10)
+    assert code == 130, err
+    caught = float(proc.stdout.read().decode().strip())
+    assert caught - sent < 0.5
+    assert temp_files(tmp_path) == []
+
+
+# ---- standard input, read twice --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_a_failed_read_of_stdin_leaves_the_rest_to_the_next(engine_name: str) -> None:
+    script = """
+        from agent_rollout import RolloutFileError, read_rollout_jsonl
+        try:
+            read_rollout_jsonl("-")
+        except RolloutFileError as err:
+            print("first:", err.code, flush=True)
+        print("second:", len(read_rollout_jsonl("-")), flush=True)
+    """
+    proc = subprocess.Popen(
+        python_argv(script),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(engine_name),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    watchdog = threading.Timer(30, proc.kill)  # a hung read fails the test, not the run
+    watchdog.start()
+    try:
+        proc.stdin.write(b"not json\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == b"first: json_syntax\n"
+        time.sleep(0.2)  # a reader left behind would be waiting by now
+        proc.stdin.write(ROW * 3)
+        proc.stdin.close()
+        assert proc.stdout.readline() == b"second: 3\n"
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        watchdog.cancel()
+    code, err = finish(proc, limit=10)
+    assert code == 0, err
+
+
+# ---- the collector switch --------------------------------------------------------------------
+
+
+class SlowWriter:
+    """Writes two rows into a named pipe, then waits for ``release`` before the rest."""
+
+    def __init__(self, fifo: Path) -> None:
+        self.release = threading.Event()
+        self.thread = threading.Thread(target=self._write, args=(fifo,), daemon=True)
+        self.thread.start()
+
+    def _write(self, fifo: Path) -> None:
+        with open(fifo, "wb") as pipe:
+            pipe.write(SMALL_ROW * 2)
+            pipe.flush()
+            self.release.wait(20)
+            pipe.write(SMALL_ROW * 3)
+
+    def finish(self) -> None:
+        self.release.set()
+        self.thread.join(timeout=20)
+
+
+def read_in_thread(fifo: Path) -> tuple[threading.Thread, list[object]]:
+    got: list[object] = []
+    call = threading.Thread(target=lambda: got.append(read_rollout_jsonl(fifo)), daemon=True)
+    call.start()
+    return call, got
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_the_collector_runs_while_a_read_waits_for_input(engine: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = SlowWriter(fifo)
+    call, got = read_in_thread(fifo)
+    try:
+        time.sleep(0.4)  # the first rows are in; the call waits for the rest
+        assert call.is_alive()
+        assert gc.isenabled()
+    finally:
+        writer.finish()
+    call.join(timeout=20)
+    assert len(got[0]) == 5  # type: ignore[arg-type]
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_disable_made_while_a_read_waits_is_kept(engine: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = SlowWriter(fifo)
+    call, got = read_in_thread(fifo)
+    try:
+        time.sleep(0.4)
+        assert call.is_alive()
+        gc.disable()  # another thread's choice, made while the call is in flight
+    finally:
+        writer.finish()
+    call.join(timeout=20)
+    assert len(got[0]) == 5  # type: ignore[arg-type]
+    assert not gc.isenabled()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_callers_setting_is_kept(engine: str, tmp_path: Path, enabled: bool) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 50_000)  # several batches
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert len(read_rollout_jsonl(src)) == 50_000
+        assert gc.isenabled() is enabled
+        normalise_rollout_file(src, tmp_path / "out.jsonl")
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            read_rollout_jsonl(src, max_rows=10)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
