@@ -405,7 +405,7 @@ fn copy_flat_dict<'py>(dict: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, 
                 || ffi::PyBool_Check(value_ptr) != 0
                 || value_ptr == ffi::Py_None()
                 || (ffi::PyFloat_CheckExact(value_ptr) != 0
-                    && ffi::PyFloat_AS_DOUBLE(value_ptr).is_finite());
+                    && ffi::PyFloat_AsDouble(value_ptr).is_finite());
             if !flat {
                 return Ok(None);
             }
