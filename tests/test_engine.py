@@ -190,12 +190,14 @@ else:
 
 
 def _package_copy(tmp_path: Path) -> Path:
-    """A copy of the installed package with no native module in it; returns its parent."""
+    """A copy of the installed package with no native module (a broken install); its parent."""
     root = tmp_path / "site"
     shutil.copytree(
         PACKAGE_DIR,
         root / "agent_rollout",
-        ignore=shutil.ignore_patterns("__pycache__", "_native.*.so", "_native.*.pyd", "_native.so"),
+        ignore=shutil.ignore_patterns(
+            "__pycache__", "_native.*.so", "_native.*.pyd", "_native.so", _engine.PURE_WHEEL_MARKER
+        ),
     )
     for leftover in (root / "agent_rollout").glob("_native*"):
         if leftover.suffix != ".pyi":

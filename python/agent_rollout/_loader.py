@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -581,7 +582,10 @@ def _even_backslashes(text: str, end: int) -> bool:
 
 
 def _parse_toml(text: str) -> _Parsed:
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the same parser, published as tomli (a dependency on 3.10)
+        import tomli as tomllib
 
     try:
         root = tomllib.loads(text)
