@@ -22,8 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from _common import best_settled, message_rows, string_rows
-from agent_rollout import _engine, normalise_rollout_file, normalise_rollout_rows
-from agent_rollout import read_rollout_jsonl
+from agent_rollout import (
+    _engine,
+    normalise_rollout_file,
+    normalise_rollout_rows,
+    read_rollout_jsonl,
+)
 
 
 def load_native(path: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, Union
 
 import msgspec
 from pydantic import TypeAdapter
-from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - 3.10 has no typing.NotRequired
+from typing_extensions import NotRequired, TypedDict  # 3.10 has no typing.NotRequired
 
 import agent_rollout
 from _common import best_settled, load_reference, message_rows, peak_bytes, string_rows

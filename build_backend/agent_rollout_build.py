@@ -222,12 +222,15 @@ def _dist_info_name(project: Mapping[str, Any]) -> str:
 def _dist_info_files(project: Mapping[str, Any]) -> Iterator[tuple[str, bytes]]:
     """(name inside the .dist-info directory, content), RECORD excepted."""
     yield "METADATA", metadata_text(project).encode("utf-8")
-    yield "WHEEL", (
-        "Wheel-Version: 1.0\n"
-        "Generator: agent_rollout_build (pure-Python wheel)\n"
-        "Root-Is-Purelib: true\n"
-        "Tag: py3-none-any\n"
-    ).encode()
+    yield (
+        "WHEEL",
+        (
+            b"Wheel-Version: 1.0\n"
+            b"Generator: agent_rollout_build (pure-Python wheel)\n"
+            b"Root-Is-Purelib: true\n"
+            b"Tag: py3-none-any\n"
+        ),
+    )
     scripts = project.get("scripts", {})
     if scripts:
         entries = "".join(f"{name} = {target}\n" for name, target in scripts.items())

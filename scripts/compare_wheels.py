@@ -59,7 +59,7 @@ def payload(archive: zipfile.ZipFile) -> dict[str, bytes]:
             continue
         if path.parts[0] == info:
             if path.parts[1] != "licenses":
-                continue  # METADATA, WHEEL, RECORD, entry points, SBOM: compared apart or not at all
+                continue  # METADATA, WHEEL, RECORD, entry points, SBOM: compared apart or not
             name = "/".join(("<dist-info>", *path.parts[1:]))
         elif path.parts[0] == "agent_rollout" and path.name.startswith("_native"):
             continue
