@@ -39,8 +39,8 @@ clippy:
 	cargo clippy --all-targets --locked -- -D warnings
 
 ruff: setup
-	$(BIN)/ruff check python tests benches
-	$(BIN)/ruff format --check python tests benches
+	$(BIN)/ruff check python tests benches build_backend scripts
+	$(BIN)/ruff format --check python tests benches build_backend scripts
 
 mypy: setup
 	$(BIN)/mypy
