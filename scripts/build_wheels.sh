@@ -30,7 +30,7 @@ mkdir -p "$OUT"
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 step "sdist (through the in-tree backend)"
-"$TOOLS_PYTHON" -m build --sdist --no-isolation --outdir "$OUT" . | tail -n 1
+"$TOOLS_PYTHON" -m build --sdist --no-isolation --outdir "$OUT" . 2>&1 | tail -n 1
 
 step "pure-Python wheel (the documented command)"
 "$TOOLS_PYTHON" -m pip wheel . --no-deps --quiet --wheel-dir "$OUT" --config-settings pure=true
