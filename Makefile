@@ -1,6 +1,9 @@
 # One entry point per check. Everything runs inside .venv, made on first use.
-#   make demo   set up, then run the whole job on the bundled example
-#   make test   set up, build, lint, then run the test suite (both engines)
+#   make demo         set up, then run the whole job on the bundled example
+#   make test         set up, build, lint, then run the test suite (both engines)
+#   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
+#   make wheels       sdist, pure wheel and the Linux abi3 wheels into dist/, checked
+#   make test-wheels  those wheels installed and tested on CPython 3.10-3.13; offline sdist
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +12,8 @@ NEMO_GYM_DATA ?= $(HOME)/.cache/agent_rollout/nemo_gym-0.4.0
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
 
-.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest pytest test bench
+.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest workflows pytest test bench \
+	pure-wheel wheels test-wheels
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +39,8 @@ clippy:
 	cargo clippy --all-targets --locked -- -D warnings
 
 ruff: setup
-	$(BIN)/ruff check python tests benches
-	$(BIN)/ruff format --check python tests benches
+	$(BIN)/ruff check python tests benches build_backend scripts
+	$(BIN)/ruff format --check python tests benches build_backend scripts
 
 mypy: setup
 	$(BIN)/mypy
@@ -44,7 +48,12 @@ mypy: setup
 stubtest: build
 	$(BIN)/python -m mypy.stubtest agent_rollout._native
 
-lint: fmt-check clippy ruff mypy stubtest
+# The release workflow: valid YAML, and valid against the GitHub Actions schema.
+workflows: setup
+	$(BIN)/yamllint --strict -d "{extends: default, rules: {line-length: {max: 120}, document-start: disable, truthy: {check-keys: false}}}" .github
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+lint: fmt-check clippy ruff mypy stubtest workflows
 
 # NeMo Gym's example data (the wheel is downloaded and unpacked, never installed).
 nemo-gym-data: setup
@@ -58,3 +67,14 @@ test: lint pytest
 
 bench: build
 	$(BIN)/python benches/bench_rows.py
+
+# The one command for the pure-Python wheel (any pip >= 23.1 with network for maturin).
+pure-wheel:
+	$(PYTHON) -m pip wheel . --no-deps --wheel-dir dist --config-settings pure=true
+
+wheels:
+	bash scripts/build_wheels.sh dist
+
+test-wheels: wheels
+	bash scripts/check_sdist_offline.sh dist
+	AGENT_ROLLOUT_NEMO_GYM_DATA=$(NEMO_GYM_DATA) bash scripts/test_wheels.sh dist

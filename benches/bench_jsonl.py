@@ -29,7 +29,7 @@ from typing import Any, Union
 
 import msgspec
 import orjson
-from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic wants these
+from typing_extensions import NotRequired, TypedDict  # pydantic wants these on 3.10-3.11
 
 from _common import best_settled, load_reference
 from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl

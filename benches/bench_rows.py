@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NotRequired, Union
+from typing import Any, Union
 
 import msgspec
 from pydantic import TypeAdapter
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict  # 3.10 has no typing.NotRequired
 
 import agent_rollout
 from _common import best_settled, load_reference, message_rows, peak_bytes, string_rows

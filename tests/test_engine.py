@@ -24,6 +24,9 @@ from agent_rollout import _engine
 PACKAGE_DIR = Path(agent_rollout.__file__).parent
 NATIVE_BUILT = importlib.util.find_spec("agent_rollout._native") is not None
 needs_native = pytest.mark.skipif(not NATIVE_BUILT, reason="the Rust extension is not built")
+# The pure-Python wheel carries a marker and never tries the engine's import.
+PURE_WHEEL = (PACKAGE_DIR / _engine.PURE_WHEEL_MARKER).exists()
+tries_native_import = pytest.mark.skipif(PURE_WHEEL, reason="the pure wheel never imports _native")
 
 FALLBACK_WARNING = (
     "agent_rollout: the Rust engine could not be imported ({reason}); "
@@ -139,6 +142,7 @@ def test_env_one_forces_python(tmp_path: Path) -> None:
 # ---- the native module cannot be imported ----------------------------------------
 
 
+@tries_native_import
 def test_unimportable_native_falls_back_and_warns_once(tmp_path: Path) -> None:
     code = block_native('ImportError("blocked for the test", name="agent_rollout._native")')
     out = report(run_child(code + USE_PACKAGE, tmp_path))
@@ -172,6 +176,7 @@ except agent_rollout.RolloutRowError as exc:
     )
 
 
+@tries_native_import
 def test_unrelated_import_error_is_not_swallowed(tmp_path: Path) -> None:
     code = (
         block_native('ImportError("numpy is missing", name="numpy")')
@@ -190,12 +195,14 @@ else:
 
 
 def _package_copy(tmp_path: Path) -> Path:
-    """A copy of the installed package with no native module in it; returns its parent."""
+    """A copy of the installed package with no native module (a broken install); its parent."""
     root = tmp_path / "site"
     shutil.copytree(
         PACKAGE_DIR,
         root / "agent_rollout",
-        ignore=shutil.ignore_patterns("__pycache__", "_native.*.so", "_native.*.pyd", "_native.so"),
+        ignore=shutil.ignore_patterns(
+            "__pycache__", "_native.*.so", "_native.*.pyd", "_native.so", _engine.PURE_WHEEL_MARKER
+        ),
     )
     for leftover in (root / "agent_rollout").glob("_native*"):
         if leftover.suffix != ".pyi":
@@ -221,6 +228,20 @@ def test_broken_native_file_falls_back(tmp_path: Path) -> None:
     assert out["implementation"] == "python"
     assert out["rows"] == EXPECTED_ROWS
     assert len(out["runtime_warnings"]) == 1
+
+
+def test_pure_wheel_marker_means_python_without_a_warning(tmp_path: Path) -> None:
+    # A broken native file next to the marker: it would warn if the import were tried.
+    root = _package_copy(tmp_path)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (root / "agent_rollout" / f"_native{suffix}").write_bytes(b"not a shared library\n")
+    (root / "agent_rollout" / _engine.PURE_WHEEL_MARKER).write_text("pure wheel\n")
+    out = report(run_child(USE_PACKAGE, tmp_path, PYTHONPATH=str(root)))
+    assert Path(out["file"]).is_relative_to(root)
+    assert out["implementation"] == "python"
+    assert out["native_imported"] is False
+    assert out["rows"] == EXPECTED_ROWS
+    assert out["runtime_warnings"] == []
 
 
 # ---- the public surface -----------------------------------------------------------

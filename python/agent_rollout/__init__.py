@@ -37,6 +37,7 @@ from ._launch import (
 )
 
 if TYPE_CHECKING:
+    __version__: str
     from .arrow import arrow_to_rows as arrow_to_rows
     from .arrow import rows_to_arrow as rows_to_arrow
     from .arrow import to_dataset as to_dataset
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
         load_config,
     )
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "RolloutSettings": "config",
@@ -67,7 +67,21 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    # The version lives in Cargo.toml alone; the installed metadata carries it
+    # (read on first use: importlib.metadata costs more than the package import).
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-rollout")
+    except PackageNotFoundError:  # the source tree, not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,8 +2,10 @@
 
 The Rust engine (``agent_rollout._native``) is used when it imports; setting
 ``AGENT_ROLLOUT_PURE_PYTHON=1`` (read once, at import) forces the pure-Python
-twin. If the native module is missing or broken the twin takes over and a
-``RuntimeWarning`` says so once.
+twin. The pure-Python wheel (``py3-none-any``) has no native module by design:
+a marker file it carries (``_pure_python_wheel``) makes it use the twin without
+a word. Anywhere else, a missing or broken native module is a broken install:
+the twin takes over and a ``RuntimeWarning`` says so once.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ Engine = Literal["rust", "python"]
 
 PURE_PYTHON_ENV = "AGENT_ROLLOUT_PURE_PYTHON"
 
+PURE_WHEEL_MARKER = "_pure_python_wheel"
+
 _native: Any = None
-if os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
+_pure_wheel = os.path.exists(os.path.join(os.path.dirname(__file__), PURE_WHEEL_MARKER))
+if not _pure_wheel and os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
     try:
         _native = importlib.import_module(f"{__package__}._native")
     except ImportError as exc:

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Install the built wheels into fresh venvs, one per CPython, and run the test suite
+# against the *installed* package (pytest runs from outside the repository; the source
+# tree's python/ is never on sys.path, and each run checks where agent_rollout came from).
+#
+#   scripts/test_wheels.sh DIST [WORKDIR]
+#
+# DIST holds agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl and
+# agent_rollout-*-py3-none-any.whl (scripts/build_wheels.sh makes both). Per CPython:
+#   1. a fresh venv gets the platform wheel with its [test] extra; the package must import
+#      from that venv with implementation() == "rust" and no warning; then the suite;
+#   2. the same venv swaps in the pure-Python wheel (--no-deps: same requirements);
+#      implementation() == "python", no _native, no warning; then the suite again.
+# FULL_PYTHONS get the whole suite, the other PYTHONS the SMOKE subset. The extras
+# [art] and [openenv] are not installed: their tests skip (make test runs them on 3.11).
+# Hypothesis runs its quick profile here (make test runs the thorough one).
+set -euo pipefail
+DIST=$(cd "${1:?usage: test_wheels.sh DIST [WORKDIR]}" && pwd)
+WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-wheels.XXXXXX")}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
+FULL_PYTHONS=${FULL_PYTHONS:-"3.10 3.13"}
+SMOKE=${SMOKE:-"tests/test_engine.py tests/test_rows.py tests/test_parity.py tests/test_jsonl.py tests/test_loader.py tests/test_cli_check.py"}
+export HYPOTHESIS_PROFILE=${MATRIX_HYPOTHESIS_PROFILE:-quick}
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+unset AGENT_ROLLOUT_PURE_PYTHON PYTHONPATH
+
+platform_wheel=$(ls "$DIST"/agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl)
+pure_wheel=$(ls "$DIST"/agent_rollout-*-py3-none-any.whl)
+mkdir -p "$WORK"
+
+find_python() {  # an interpreter for version $1: under pyenv, else on PATH; it must run
+    local found=""
+    if command -v pyenv >/dev/null; then
+        found=$(ls -d "$(pyenv root)"/versions/"$1".*/bin/"python$1" 2>/dev/null | sort -V | tail -n 1)
+    fi
+    [[ -n "$found" ]] || found=$(command -v "python$1" 2>/dev/null || true)
+    if [[ -z "$found" ]] || ! "$found" -c pass 2>/dev/null; then
+        echo "test_wheels: no working CPython $1 found" >&2
+        return 1
+    fi
+    echo "$found"
+}
+
+# Imports the installed package from outside the repository and checks where it came from,
+# which engine it uses and that importing it warns about nothing.
+CHECK_INSTALL='
+import sys, sysconfig, warnings
+want = sys.argv[1]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import agent_rollout
+site = sysconfig.get_paths()["purelib"]
+assert agent_rollout.__file__.startswith(site), f"imported {agent_rollout.__file__}, not from {site}"
+assert not caught, [str(w.message) for w in caught]
+got = agent_rollout.implementation()
+assert got == want, f"implementation() is {got!r}, expected {want!r}"
+native = "agent_rollout._native" in sys.modules
+assert native == (want == "rust"), f"_native imported: {native}"
+print(f"  {sys.version.split()[0]}: agent_rollout {agent_rollout.__version__} from {site}: {got}")
+'
+
+run_suite() {  # $1 venv python, $2 version, $3 which wheel
+    local tests=()
+    if [[ " $FULL_PYTHONS " == *" $2 "* ]]; then
+        tests=("$REPO/tests")
+        echo "  full suite"
+    else
+        for t in $SMOKE; do tests+=("$REPO/$t"); done
+        echo "  smoke subset: $SMOKE"
+    fi
+    local log="$WORK/pytest-$2-$3.log"
+    if ! (cd "$WORK" && "$1" -m pytest -q -x -p no:cacheprovider -c "$REPO/pyproject.toml" \
+        --rootdir "$REPO" "${tests[@]}") >"$log" 2>&1; then
+        tail -n 80 "$log"
+        echo "test_wheels: the suite failed on CPython $2 with the $3 wheel (log: $log)" >&2
+        return 1
+    fi
+    tail -n 1 "$log"
+}
+
+for version in $PYTHONS; do
+    start=$SECONDS
+    base=$(find_python "$version")
+    venv="$WORK/venv-$version"
+    rm -rf "$venv"
+    "$base" -m venv "$venv"
+    py="$venv/bin/python"
+    echo "== CPython $version ($base)"
+    "$py" -m pip install --quiet --upgrade pip
+    "$py" -m pip install --quiet "$platform_wheel[test]"
+    (cd "$WORK" && "$py" -c "$CHECK_INSTALL" rust)
+    run_suite "$py" "$version" platform
+
+    "$py" -m pip install --quiet --force-reinstall --no-deps "$pure_wheel"
+    (cd "$WORK" && "$py" -c "$CHECK_INSTALL" python)
+    (cd "$WORK" && "$py" -c 'import importlib.util as u; assert u.find_spec("agent_rollout._native") is None')
+    run_suite "$py" "$version" pure
+    echo "  CPython $version: $((SECONDS - start)) s"
+done
