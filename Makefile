@@ -12,7 +12,7 @@ NEMO_GYM_DATA ?= $(HOME)/.cache/agent_rollout/nemo_gym-0.4.0
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
 
-.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest workflows pytest test bench \
+.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest workflows pytest test bench reliability \
 	pure-wheel wheels test-wheels
 
 $(BIN)/python:
@@ -21,6 +21,9 @@ $(BIN)/python:
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# TRL's data utilities only (its full install pulls in torch): the Arrow tests
+	# check that trl.data_utils.is_conversational recognises our rows.
+	$(BIN)/python -m pip install --quiet --no-deps "trl>=0.20"
 	touch $@
 
 setup: $(VENV)/.installed
@@ -37,6 +40,7 @@ fmt-check:
 
 clippy:
 	cargo clippy --all-targets --locked -- -D warnings
+	CARGO_TARGET_DIR=target/abi3 cargo clippy --all-targets --locked --features pyo3/abi3-py310 -- -D warnings
 
 ruff: setup
 	$(BIN)/ruff check python tests benches build_backend scripts
@@ -65,8 +69,20 @@ pytest: build nemo-gym-data
 
 test: lint pytest
 
+# Issue 8's second line of defence: the hostile-input, row, JSONL and float tests again
+# under CPython's debug allocator (a use-after-free faults instead of passing by luck),
+# then the differential fuzzer of both engines for a fixed time budget.
+FUZZ_SECONDS ?= 60
+reliability: build
+	PYTHONMALLOC=debug $(BIN)/python -X dev -m pytest -q -p no:cacheprovider \
+		tests/test_reentrancy.py tests/test_rows.py tests/test_jsonl.py tests/test_jsonl_parity.py \
+		tests/test_float_output.py tests/fuzz/test_fuzz.py
+	$(BIN)/python tests/fuzz/fuzz.py --seconds $(FUZZ_SECONDS)
+
 bench: build
 	$(BIN)/python benches/bench_rows.py
+	$(BIN)/python benches/bench_jsonl.py
+	$(BIN)/python benches/bench_arrow.py
 
 # The one command for the pure-Python wheel (any pip >= 23.1 with network for maturin).
 pure-wheel:

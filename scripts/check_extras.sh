@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Each backend extra installs from scratch and imports: a fresh venv per extra gets the
+# built platform wheel with that extra (pip resolves the extra's pins anew), then the
+# backend's own imports run. For [art] this includes the openai<3 pin that keeps
+# art.Model(...).openai_client() working (tests/test_backend_art.py calls it).
+#
+#   scripts/check_extras.sh DIST
+set -euo pipefail
+DIST=$(cd "${1:?usage: check_extras.sh DIST}" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-extras.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+wheel=$(ls "$DIST"/agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl)
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+unset PYTHONPATH AGENT_ROLLOUT_PURE_PYTHON
+
+check() {  # $1 extra, $2 python code to run in that venv
+    local venv="$WORK/$1"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet "${wheel}[$1]"
+    (cd "$WORK" && "$venv/bin/python" -c "$2")
+    echo "  [$1]: installs and imports"
+}
+
+check art '
+import openai, art
+import agent_rollout.backends.art, agent_rollout.examples.art_rollout
+major = int(openai.__version__.split(".")[0])
+assert major < 3, f"openai {openai.__version__}: ART needs openai 2 (the [art] pin)"
+print("  openai", openai.__version__, "art", getattr(art, "__version__", "?"))
+'
+check openenv '
+import openenv
+import agent_rollout.examples.openenv_drill.server
+print("  openenv-core imports")
+'
+check arrow '
+import pyarrow, agent_rollout
+table = agent_rollout.rows_to_arrow([{"prompt": "2+2?", "answer": "4"}])
+assert table.num_rows == 1
+print("  pyarrow", pyarrow.__version__)
+'
