@@ -88,12 +88,13 @@ BACKENDS_WITH_FUNC: tuple[str, ...] = ("art", "openenv", "ruler")
 # Which backends each optional key applies to (the key is an error elsewhere).
 _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_func": BACKENDS_WITH_FUNC,
-    "rollout_group_size": ("art", "ruler"),
+    "rollout_group_size": ("art", "ruler", "nemo_gym"),
     "rollout_judge_model": ("ruler",),
     "rollout_judge_base_url": ("ruler",),
-    "rollout_policy_model": ("art", "ruler"),
-    "rollout_policy_base_url": ("art", "ruler"),
+    "rollout_policy_model": ("art", "ruler", "nemo_gym"),
+    "rollout_policy_base_url": ("art", "ruler", "nemo_gym"),
     "rollout_source": ("art", "nemo_gym"),
+    "rollout_gym_config": ("nemo_gym",),
 }
 # What each backend cannot run without: every group needs exactly one of its
 # keys set (art runs a rollout_func or reads an ART trajectory file).
@@ -269,7 +270,8 @@ PolicyModel = Annotated[
             "allOf": [_NO_NUL],
             "description": (
                 "The policy model the rollouts sample from, as its OpenAI-compatible server "
-                "names it (art and ruler: passed to rollout_func as an art.Model)."
+                "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
+                "with rollout_gym_config: the model Gym's policy server asks for)."
             ),
             "examples": ["Qwen/Qwen2.5-0.5B-Instruct"],
         }
@@ -288,7 +290,8 @@ PolicyBaseUrl = Annotated[
             "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
             "allOf": [_NO_NEWLINE],
             "description": (
-                "Base URL of the OpenAI-compatible server of rollout_policy_model (art and ruler)."
+                "Base URL of the OpenAI-compatible server of rollout_policy_model "
+                "(art, ruler, and nemo_gym with rollout_gym_config)."
             ),
             "examples": ["http://127.0.0.1:8000/v1"],
         }
@@ -310,6 +313,29 @@ SourcePath = Annotated[
     ),
 ]
 
+GymConfigPaths = Annotated[
+    str,
+    PlainValidator(
+        _text_checker("rollout_gym_config", MAX_SOURCE_LEN), json_schema_input_type=str
+    ),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_SOURCE_LEN,
+            "allOf": [_NO_NUL],
+            "description": (
+                "NeMo Gym config files (comma-separated) naming a resources server and an "
+                "agent: nemo_gym then runs Gym live against rollout_policy_base_url "
+                "(needs nemo-gym, Python 3.12+)."
+            ),
+            "examples": [
+                "resources_servers/example_single_tool_call/configs/example_single_tool_call.yaml"
+            ],
+        }
+    ),
+]
+
 ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_backend",
     "rollout_func",
@@ -320,6 +346,7 @@ ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_policy_model",
     "rollout_policy_base_url",
     "rollout_source",
+    "rollout_gym_config",
 )
 
 # ---------------------------------------------------------------- look-alikes
@@ -528,6 +555,20 @@ def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
                     input=data[present[-1]],
                 )
             )
+    if backend == "nemo_gym":  # the live keys mean nothing without a Gym config to run
+        live = _is_set(data, "rollout_gym_config")
+        for key in ("rollout_policy_model", "rollout_policy_base_url", "rollout_group_size"):
+            if not live and _is_set(data, key):
+                kind, message = "rollout_cross_field", (
+                    f"{key} needs rollout_gym_config when rollout_backend is 'nemo_gym'"
+                )
+            elif live and key != "rollout_group_size" and not _is_set(data, key):
+                kind, message = "rollout_missing", f"{key} is required when rollout_gym_config is set"
+            else:
+                continue
+            errors.append(
+                InitErrorDetails(type=_custom(kind, message), loc=(key,), input=data.get(key))
+            )
     return errors
 
 
@@ -566,7 +607,10 @@ class RolloutSettings(BaseModel):
         strict=True,
         ge=1,
         le=MAX_GROUP_SIZE,
-        description="Trajectories gathered per prompt (art and ruler only).",
+        description=(
+            "Trajectories gathered per prompt (art and ruler; nemo_gym with "
+            "rollout_gym_config: Gym's num_repeats)."
+        ),
         examples=[DEFAULT_GROUP_SIZE],
     )
     rollout_judge_model: Optional[JudgeModel] = None
@@ -574,6 +618,7 @@ class RolloutSettings(BaseModel):
     rollout_policy_model: Optional[PolicyModel] = None
     rollout_policy_base_url: Optional[PolicyBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
+    rollout_gym_config: Optional[GymConfigPaths] = None
 
     @model_validator(mode="wrap")
     @classmethod
@@ -620,7 +665,11 @@ class RolloutSettings(BaseModel):
         if backend == "ruler":
             options["judge_model"] = self.rollout_judge_model
             options["judge_base_url"] = self.rollout_judge_base_url
-        if backend in ("art", "ruler") and (
+        live_gym = backend == "nemo_gym" and self.rollout_gym_config is not None
+        if live_gym:
+            options["gym_config"] = self.rollout_gym_config
+            options["group_size"] = self.rollout_group_size
+        if (backend in ("art", "ruler") or live_gym) and (
             self.rollout_policy_model is not None or self.rollout_policy_base_url is not None
         ):
             options["policy_model"] = self.rollout_policy_model
