@@ -90,12 +90,19 @@ def test_live_without_gym_names_the_package() -> None:
     ("options", "message"),
     [
         ({"gym_config": GYM_CONFIG, "policy_model": "m"}, "needs rollout_policy_base_url"),
-        ({"gym_config": GYM_CONFIG, "policy_base_url": "http://h/v1"}, "needs rollout_policy_model"),
+        (
+            {"gym_config": GYM_CONFIG, "policy_base_url": "http://h/v1"},
+            "needs rollout_policy_model",
+        ),
         ({"gym_config": 3, "policy_base_url": "http://h/v1", "policy_model": "m"}, "gym_config"),
         ({"gym_config": " , ", "policy_base_url": "http://h/v1", "policy_model": "m"}, "at least"),
         (
-            {"gym_config": GYM_CONFIG, "policy_base_url": "http://h/v1", "policy_model": "m",
-             "group_size": 0},
+            {
+                "gym_config": GYM_CONFIG,
+                "policy_base_url": "http://h/v1",
+                "policy_model": "m",
+                "group_size": 0,
+            },
             "at least 1",
         ),
     ],
@@ -226,7 +233,7 @@ def test_running_servers_are_reused_and_left_alone(tmp_path: Path) -> None:
     ]
 
     class Head(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             body = json.dumps(instances).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))

@@ -315,9 +315,7 @@ SourcePath = Annotated[
 
 GymConfigPaths = Annotated[
     str,
-    PlainValidator(
-        _text_checker("rollout_gym_config", MAX_SOURCE_LEN), json_schema_input_type=str
-    ),
+    PlainValidator(_text_checker("rollout_gym_config", MAX_SOURCE_LEN), json_schema_input_type=str),
     WithJsonSchema(
         {
             "type": "string",
@@ -559,11 +557,15 @@ def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
         live = _is_set(data, "rollout_gym_config")
         for key in ("rollout_policy_model", "rollout_policy_base_url", "rollout_group_size"):
             if not live and _is_set(data, key):
-                kind, message = "rollout_cross_field", (
-                    f"{key} needs rollout_gym_config when rollout_backend is 'nemo_gym'"
+                kind, message = (
+                    "rollout_cross_field",
+                    (f"{key} needs rollout_gym_config when rollout_backend is 'nemo_gym'"),
                 )
             elif live and key != "rollout_group_size" and not _is_set(data, key):
-                kind, message = "rollout_missing", f"{key} is required when rollout_gym_config is set"
+                kind, message = (
+                    "rollout_missing",
+                    f"{key} is required when rollout_gym_config is set",
+                )
             else:
                 continue
             errors.append(

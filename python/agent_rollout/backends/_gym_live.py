@@ -47,7 +47,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:
+    from agent_rollout.backends._ranking import BackendRows
 
 __all__ = [
     "GymLiveError",
@@ -105,7 +108,9 @@ def task_rows(prompts: Sequence[Any]) -> list[dict[str, Any]]:
         elif isinstance(prompt, str):
             if not prompt:
                 raise ValueError(f"row {index}: prompt must not be empty")
-            rows.append({"responses_create_params": {"input": [{"role": "user", "content": prompt}]}})
+            rows.append(
+                {"responses_create_params": {"input": [{"role": "user", "content": prompt}]}}
+            )
         elif isinstance(prompt, list):
             if not prompt:
                 raise ValueError(f"row {index}: prompt must not be an empty message list")
@@ -132,14 +137,14 @@ def _gym_executable() -> str:
 
 
 def _get_json(url: str, timeout: float = 5.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 (http only)
+    with urllib.request.urlopen(url, timeout=timeout) as reply:
         return json.loads(reply.read().decode("utf-8"))
 
 
 def _answers(url: str) -> bool:
     """True when an HTTP server answers at ``url`` (any status counts, as Gym polls)."""
     try:
-        with urllib.request.urlopen(url, timeout=5):  # noqa: S310
+        with urllib.request.urlopen(url, timeout=5):
             return True
     except urllib.error.HTTPError:
         return True
@@ -345,7 +350,7 @@ def collect_rollouts(
     if not tasks:
         raise ValueError("nemo_gym live: no tasks to collect (give prompts or rollout_source)")
     keep = settings.log_dir is not None
-    work = Path(settings.log_dir) if keep else Path(tempfile.mkdtemp(prefix="agent-rollout-gym-"))
+    work = Path(settings.log_dir or tempfile.mkdtemp(prefix="agent-rollout-gym-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         tasks_path = work / "tasks.jsonl"
@@ -431,17 +436,19 @@ def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:
         value: Union[Any, None] = options.get(option)
         if value is None:
             continue
-        if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
             raise ValueError(f"{option} has the wrong type: {type(value).__name__}")
         kwargs[name] = value
     if kwargs.get("num_repeats", 1) < 1:
         raise ValueError("group_size (Gym num_repeats) must be at least 1")
-    return GymLiveSettings(gym_config=config, policy_base_url=base_url, policy_model=model, **kwargs)
+    return GymLiveSettings(
+        gym_config=config, policy_base_url=base_url, policy_model=model, **kwargs
+    )
 
 
 def launch_live(
     prompts: Sequence[Any] | None, options: Mapping[str, Any], *, answer_from_response: bool
-) -> Any:
+) -> BackendRows:
     """``launch_rollout("nemo_gym")`` with ``gym_config`` set: collect, then convert.
 
     The tasks are the rows of ``options["source"]`` when it is set, else the

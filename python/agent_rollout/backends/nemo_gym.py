@@ -521,7 +521,7 @@ def launch(
     if options.get("gym_config") is not None:  # live: run Gym, then convert what it collected
         from agent_rollout.backends._gym_live import launch_live
 
-        return launch_live(prompts, options, answer_from_response=from_response)  # type: ignore[no-any-return]
+        return launch_live(prompts, options, answer_from_response=from_response)
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
