@@ -147,8 +147,12 @@ def test_config_keys_reach_launch_options() -> None:
 
 
 @needs_gym
-def test_live_collects_converts_and_stops(tmp_path: Path) -> None:
+def test_live_collects_converts_and_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = _gym_tasks(2)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    logs = tmp_path / "logs"
     head_port = _free_port()
     with serve("policy") as (policy_url, seen):
         started = time.monotonic()
@@ -161,7 +165,7 @@ def test_live_collects_converts_and_stops(tmp_path: Path) -> None:
                 "policy_model": "scripted",
                 "group_size": 2,
                 "gym_head_port": head_port,
-                "gym_log_dir": str(tmp_path),
+                "gym_log_dir": str(logs),
             },
         )
         elapsed = time.monotonic() - started
@@ -169,7 +173,7 @@ def test_live_collects_converts_and_stops(tmp_path: Path) -> None:
     assert seen, "the scripted policy never received a request"
     collected = [
         json.loads(line)
-        for line in (tmp_path / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+        for line in (logs / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     assert len(collected) == 4
     assert all("response" in row and "reward" in row for row in collected)
@@ -182,6 +186,7 @@ def test_live_collects_converts_and_stops(tmp_path: Path) -> None:
     # Everything it started is gone: head server closed, no child process left.
     assert not _answers(head_port)
     assert _children() == []
+    assert list(cwd.iterdir()) == []  # Gym's Hydra wrote nothing into the caller's directory
     print(f"live nemo_gym: 4 rollouts collected and converted in {elapsed:.1f} s")
 
 

@@ -326,6 +326,7 @@ def _gym_servers(settings: GymLiveSettings, work: Path) -> Iterator[list[dict[st
         f"+policy_api_key={settings.policy_api_key}",
         f"+policy_model_name={settings.policy_model}",
         *_head_overrides(settings),
+        f"hydra.run.dir={work / 'hydra-env-start'}",  # not ./outputs in the caller's directory
     ]
     if settings.shared_venv:
         venv_dir = work / "venvs"
@@ -371,6 +372,7 @@ def collect_rollouts(
                 f"+output_jsonl_fpath={out_path}",
                 f"+num_repeats={settings.num_repeats}",
                 *_head_overrides(settings),
+                f"hydra.run.dir={work / 'hydra-eval-run'}",
             ]
             process = _spawn(args, log, work)
             try:
