@@ -270,3 +270,38 @@ def test_running_servers_are_reused_and_left_alone(tmp_path: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "ok"),
+    [
+        ({"rollout_policy_model": "m"}, False),  # a policy key without a Gym config
+        ({"rollout_group_size": 2}, False),
+        ({"rollout_gym_config": GYM_CONFIG}, False),  # a Gym config without the policy
+        ({"rollout_gym_config": GYM_CONFIG, "rollout_policy_model": "m"}, False),
+        (
+            {
+                "rollout_gym_config": GYM_CONFIG,
+                "rollout_policy_model": "m",
+                "rollout_policy_base_url": "http://127.0.0.1:1/v1",
+                "rollout_group_size": 3,
+            },
+            True,
+        ),
+        ({"rollout_source": "tasks.jsonl"}, True),
+    ],
+)
+def test_live_keys_rules_model_and_schema_agree(extra: dict[str, Any], ok: bool) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from pydantic import ValidationError
+
+    from agent_rollout.config import training_config_schema
+
+    data = {"rollout_backend": "nemo_gym", **extra}
+    schema_ok = jsonschema.Draft7Validator(training_config_schema(None)).is_valid(data)
+    try:
+        RolloutSettings.model_validate(data)
+        model_ok = True
+    except ValidationError:
+        model_ok = False
+    assert (model_ok, schema_ok) == (ok, ok)

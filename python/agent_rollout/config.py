@@ -487,6 +487,20 @@ def _rules_schema() -> list[dict[str, Any]]:
                     "then": need,
                 }
             )
+    nemo_gym = {
+        "required": ["rollout_backend"],
+        "properties": {"rollout_backend": {"const": "nemo_gym"}},
+    }
+    policy = ("rollout_policy_model", "rollout_policy_base_url")
+    rules.append(  # nemo_gym live: the policy keys and group size only with rollout_gym_config
+        {
+            "if": {"allOf": [nemo_gym, {"not": _set("rollout_gym_config")}]},
+            "then": {
+                "properties": {key: {"type": "null"} for key in (*policy, "rollout_group_size")}
+            },
+            "else": {"if": nemo_gym, "then": {"allOf": [_set(key) for key in policy]}},
+        }
+    )
     return rules
 
 
