@@ -94,6 +94,10 @@ class RolloutBackendSpec:
 
     ``required_package`` is the pip name to install (``None`` when nothing is
     needed); ``import_name`` is the module whose presence proves it is there.
+    ``live_wired`` says ``launch_rollout`` can generate rollouts with the
+    backend (not only convert data); when that live mode needs another package
+    than the default mode, ``live_package``/``live_import_name`` name it
+    (``nemo_gym``: converting files needs nothing, running Gym needs nemo-gym).
     """
 
     name: str
@@ -102,6 +106,8 @@ class RolloutBackendSpec:
     live_wired: bool
     import_name: Optional[str] = None
     extra: Optional[str] = None
+    live_package: Optional[str] = None
+    live_import_name: Optional[str] = None
 
 
 _BACKEND_METADATA: Mapping[str, RolloutBackendSpec] = types.MappingProxyType(
@@ -124,11 +130,16 @@ _BACKEND_METADATA: Mapping[str, RolloutBackendSpec] = types.MappingProxyType(
         ),
         "nemo_gym": RolloutBackendSpec(
             name="nemo_gym",
-            description="NVIDIA NeMo Gym task and rollout data converted to rows",
+            description=(
+                "NVIDIA NeMo Gym: task and rollout data converted to rows, or rollouts "
+                "collected live by Gym's servers (rollout_gym_config; needs nemo-gym)"
+            ),
             required_package=None,
             live_wired=True,
             import_name=None,
             extra="nemo-gym",
+            live_package="nemo-gym",
+            live_import_name="nemo_gym",
         ),
         "openenv": RolloutBackendSpec(
             name="openenv",
@@ -179,9 +190,16 @@ def get_rollout_backend_spec(name: str) -> RolloutBackendSpec:
     return _BACKEND_METADATA[validate_rollout_backend(name)]
 
 
-def required_rollout_package(name: str) -> Optional[str]:
-    """The pip package a backend needs, or ``None`` when it needs none."""
-    return get_rollout_backend_spec(name).required_package
+def required_rollout_package(name: str, *, live: bool = False) -> Optional[str]:
+    """The pip package a backend needs, or ``None`` when it needs none.
+
+    ``live=True`` asks about the mode that generates rollouts, where that
+    differs (``nemo_gym``: ``None`` to convert Gym files, ``'nemo-gym'`` to run Gym).
+    """
+    spec = get_rollout_backend_spec(name)
+    if live and spec.live_package is not None:
+        return spec.live_package
+    return spec.required_package
 
 
 def validate_rollout_func(value: object) -> Optional[str]:
@@ -243,12 +261,16 @@ def _module_available(import_name: str) -> bool:
         return False
 
 
-def require_backend_package(name: str) -> None:
-    """Raise a friendly ``ImportError`` when a backend's package is missing."""
+def require_backend_package(name: str, *, live: bool = False) -> None:
+    """Raise a friendly ``ImportError`` when a backend's package (for the mode) is missing."""
     spec = get_rollout_backend_spec(name)
-    if spec.import_name is None or _module_available(spec.import_name):
+    package, import_name = spec.required_package, spec.import_name
+    if live and spec.live_package is not None:
+        package, import_name = spec.live_package, spec.live_import_name
+    if import_name is None or _module_available(import_name):
         return
+    mode = " live" if live and spec.live_package is not None else ""
     raise ImportError(
-        f"rollout_backend={spec.name!r} requires the {spec.required_package!r} package: "
-        f"pip install {spec.required_package} (or pip install 'agent-rollout[{spec.extra}]')"
+        f"rollout_backend={spec.name!r}{mode} requires the {package!r} package: "
+        f"pip install {package} (or pip install 'agent-rollout[{spec.extra}]')"
     )

@@ -111,12 +111,13 @@ BACKENDS_WITH_FUNC: tuple[str, ...] = ("art", "openenv", "ruler")
 # Which backends each optional key applies to (the key is an error elsewhere).
 _KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {
     "rollout_func": BACKENDS_WITH_FUNC,
-    "rollout_group_size": ("art", "ruler"),
+    "rollout_group_size": ("art", "ruler", "nemo_gym"),
     "rollout_judge_model": ("ruler",),
     "rollout_judge_base_url": ("ruler",),
-    "rollout_policy_model": ("art", "ruler"),
-    "rollout_policy_base_url": ("art", "ruler"),
+    "rollout_policy_model": ("art", "ruler", "nemo_gym"),
+    "rollout_policy_base_url": ("art", "ruler", "nemo_gym"),
     "rollout_source": ("art", "nemo_gym"),
+    "rollout_gym_config": ("nemo_gym",),
 }
 # What each backend cannot run without, whoever runs it (error). None today:
 # every backend can be completed at run time (see _EXPECTED_KEYS).
@@ -145,6 +146,7 @@ _OPTION_NAMES: Mapping[str, str] = {
     "rollout_policy_model": "policy_model",
     "rollout_policy_base_url": "policy_base_url",
     "rollout_source": "source",
+    "rollout_gym_config": "gym_config",
 }
 
 # A URL: http or https, a host part, then anything without spaces or control
@@ -359,7 +361,8 @@ PolicyModel = Annotated[
             "allOf": [_NO_NUL],
             **_doc(
                 "The policy model the rollouts sample from, as its OpenAI-compatible server "
-                "names it (art and ruler: passed to rollout_func as an art.Model).",
+                "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
+                "with rollout_gym_config: the model Gym's policy server asks for).",
                 "rollout_policy_model: Qwen/Qwen2.5-0.5B-Instruct",
             ),
             "examples": ["Qwen/Qwen2.5-0.5B-Instruct"],
@@ -379,7 +382,8 @@ PolicyBaseUrl = Annotated[
             "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
             "allOf": [_NO_NEWLINE],
             **_doc(
-                "Base URL of the OpenAI-compatible server of rollout_policy_model (art and ruler).",
+                "Base URL of the OpenAI-compatible server of rollout_policy_model "
+                "(art, ruler, and nemo_gym with rollout_gym_config).",
                 "rollout_policy_base_url: http://127.0.0.1:8000/v1",
             ),
             "examples": ["http://127.0.0.1:8000/v1"],
@@ -408,6 +412,29 @@ SourcePath = Annotated[
     ),
 ]
 
+GymConfigPaths = Annotated[
+    str,
+    PlainValidator(_text_checker("rollout_gym_config", MAX_SOURCE_LEN), json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_SOURCE_LEN,
+            "allOf": [_NO_NUL],
+            **_doc(
+                "NeMo Gym config files (comma-separated) naming a resources server and an "
+                "agent: nemo_gym then runs Gym live against rollout_policy_base_url "
+                "(needs nemo-gym, Python 3.12+).",
+                "rollout_gym_config: resources_servers/example_single_tool_call/configs/"
+                "example_single_tool_call.yaml",
+            ),
+            "examples": [
+                "resources_servers/example_single_tool_call/configs/example_single_tool_call.yaml"
+            ],
+        }
+    ),
+]
+
 ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_backend",
     "rollout_func",
@@ -418,6 +445,7 @@ ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_policy_model",
     "rollout_policy_base_url",
     "rollout_source",
+    "rollout_gym_config",
 )
 
 # ---------------------------------------------------------------- look-alikes
@@ -607,6 +635,20 @@ def _rules_schema() -> list[dict[str, Any]]:
                 "then": need,
             }
         )
+    nemo_gym = {
+        "required": ["rollout_backend"],
+        "properties": {"rollout_backend": _backend_in(["nemo_gym"])},
+    }
+    policy = ("rollout_policy_model", "rollout_policy_base_url")
+    rules.append(  # nemo_gym live: the policy keys and group size only with rollout_gym_config
+        {
+            "if": {"allOf": [nemo_gym, {"not": _set("rollout_gym_config")}]},
+            "then": {
+                "properties": {key: {"type": "null"} for key in (*policy, "rollout_group_size")}
+            },
+            "else": {"if": nemo_gym, "then": {"allOf": [_set(key) for key in policy]}},
+        }
+    )
     return rules
 
 
@@ -693,6 +735,24 @@ def _rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
                 InitErrorDetails(
                     type=_custom("rollout_missing", message), loc=(group[0],), input=None
                 )
+            )
+    if backend == "nemo_gym":  # the live keys mean nothing without a Gym config to run
+        live = _is_set(data, "rollout_gym_config")
+        for key in ("rollout_policy_model", "rollout_policy_base_url", "rollout_group_size"):
+            if not live and _is_set(data, key):
+                kind, message = (
+                    "rollout_cross_field",
+                    (f"{key} needs rollout_gym_config when rollout_backend is 'nemo_gym'"),
+                )
+            elif live and key != "rollout_group_size" and not _is_set(data, key):
+                kind, message = (
+                    "rollout_missing",
+                    f"{key} is required when rollout_gym_config is set",
+                )
+            else:
+                continue
+            errors.append(
+                InitErrorDetails(type=_custom(kind, message), loc=(key,), input=data.get(key))
             )
     return errors
 
@@ -849,7 +909,10 @@ class RolloutFields(BaseModel):
         strict=True,
         ge=1,
         le=MAX_GROUP_SIZE,
-        description="Trajectories gathered per prompt (art and ruler only).",
+        description=(
+            "Trajectories gathered per prompt (art and ruler; nemo_gym with "
+            "rollout_gym_config: Gym's num_repeats)."
+        ),
         examples=[DEFAULT_GROUP_SIZE],
         json_schema_extra=_doc(
             "Trajectories gathered per seed prompt (art and ruler only): an int in "
@@ -862,6 +925,7 @@ class RolloutFields(BaseModel):
     rollout_policy_model: Optional[PolicyModel] = None
     rollout_policy_base_url: Optional[PolicyBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
+    rollout_gym_config: Optional[GymConfigPaths] = None
 
     @property
     def rollout_warnings(self) -> tuple[RolloutWarning, ...]:
@@ -936,6 +1000,10 @@ class RolloutFields(BaseModel):
             value = getattr(self, key)
             if backend in _KEY_BACKENDS[key] and value is not None:
                 options[option] = value
+        if backend == "nemo_gym" and self.rollout_gym_config is None:
+            # File mode: the live keys are refused by the rules; the group size
+            # keeps its default but means nothing here.
+            options.pop("group_size", None)
         return {
             "name": backend,
             "rollout_func": self.rollout_func,

@@ -503,6 +503,10 @@ def launch(
 ) -> BackendRows:
     """Backend entry point for ``launch_rollout("nemo_gym", ...)``.
 
+    With ``options["gym_config"]`` set (config key ``rollout_gym_config``) it
+    runs NeMo Gym live (``agent_rollout.backends._gym_live``, needs nemo-gym):
+    Gym collects rollouts for the tasks below against the policy at
+    ``options["policy_base_url"]``, and they are converted as follows.
     The rows come from ``options["source"]`` (a Gym JSONL path) when it is set,
     otherwise from ``prompts`` (each a Gym row mapping), through
     :func:`convert_gym_rows` (``options["answer_from_response"]``, default
@@ -520,6 +524,10 @@ def launch(
     from_response = options.get("answer_from_response", False)
     if not isinstance(from_response, bool):
         raise ValueError(f"answer_from_response must be a bool, got {_type_name(from_response)}")
+    if options.get("gym_config") is not None:  # live: run Gym, then convert what it collected
+        from agent_rollout.backends._gym_live import launch_live
+
+        return launch_live(prompts, options, answer_from_response=from_response)
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
