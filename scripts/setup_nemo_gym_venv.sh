@@ -10,8 +10,9 @@
 #   PIP_CACHE_DIR  pip's cache (default ~/.cache/pip); keep it between CI runs.
 #
 # The venv itself can be cached too: when VENV_DIR already holds nemo-gym of
-# the pinned range, only the project is reinstalled (a maturin build of the
-# Rust extension, non-editable, as a user's `pip install` would do).
+# the pinned range, only the project is reinstalled, non-editable, as a user's
+# `pip install` would do: PROJECT_DIR may be the source tree (a maturin build)
+# or a built wheel (what .ci/run passes).
 set -euo pipefail
 
 venv=${1:?usage: setup_nemo_gym_venv.sh VENV_DIR [PROJECT_DIR]}

@@ -171,7 +171,10 @@ def test_file_errors_are_the_same_on_both_engines(tmp_path: Path) -> None:
             "messages_then_text": f"{src}:2: row 1: prompt: a str in a table of chat-message",
             "rule_before_kind": f"{src}:2: row 1: prompt: must be a str or a list",
             "kind_before_rule": f"{src}:2: row 1: prompt: a list of chat messages",
-            "over_the_cap": f"{src}:3: more than 2 rows (max_rows=2; raise the limit with max_rows= or --max-rows)",
+            "over_the_cap": (
+                f"{src}:3: more than 2 rows "
+                "(max_rows=2; raise the limit with max_rows= or --max-rows)"
+            ),
         }[name]
         assert message.startswith(expected), (name, message)
         assert error_type == ("RolloutFileError" if name == "over_the_cap" else "RolloutRowError")
@@ -308,3 +311,44 @@ def test_random_files_read_the_same_on_both_engines(data: list, kind: str) -> No
             assert len(back) == len(rows[1])
     else:
         assert all(r == results[0] for r in results), results
+
+
+# ---- Parquet to destinations that are not regular files --------------------------------------
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_parquet_into_a_named_pipe_is_streamed_and_counted(
+    tmp_path: Path, engine_name: str
+) -> None:
+    import threading
+
+    src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
+    fifo = tmp_path / "out.parquet"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            received.append(f.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    kind, report = outcome(engine_name, normalise_rollout_file, src, fifo)
+    reader.join(timeout=30)
+    assert kind == "ok", report
+    assert fifo.is_fifo()  # written in place, never replaced
+    assert report.bytes_out == len(received[0]) > 0
+    table = pq.read_table(pa.BufferReader(received[0]))
+    assert table.num_rows == len(MESSAGE_ROWS)
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_parquet_rename_failure_names_the_destination(tmp_path: Path, engine_name: str) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
+    dest = tmp_path / "out.parquet"
+    dest.mkdir()  # a folder cannot be renamed over
+    kind, (error_type, message) = outcome(engine_name, normalise_rollout_file, src, dest)
+    assert kind == "error" and error_type == "IsADirectoryError"
+    assert message == f"[Errno 21] Is a directory: '{dest}'"
+    assert leftovers(tmp_path) == []

@@ -68,7 +68,8 @@ def test_the_global_cap_holds(cluster: None, tmp_path: Path) -> None:
         agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages", max_rows=25)
     assert str(info.value) == "the rollout shards hold 30 rows, more than max_rows=25 (max_rows=25)"
     # A shard alone over the cap stops at row max_rows + 1, naming the shard and line.
-    with pytest.raises(ValueError, match=r"part-\d\.jsonl:6: more than 5 rows \(max_rows=5; raise the limit"):
+    over = r"part-\d\.jsonl:6: more than 5 rows \(max_rows=5; raise the limit"
+    with pytest.raises(ValueError, match=over):
         agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages", max_rows=5)
 
 

@@ -414,8 +414,8 @@ class _GzipOwningFile(gzip.GzipFile):
     """A gzip reader that also closes the file it reads (``GzipFile`` leaves a given one open)."""
 
     def __init__(self, raw: Any) -> None:
+        self._raw = raw  # first: close() must find it even if the constructor fails
         super().__init__(fileobj=raw, mode="rb")
-        self._raw = raw
 
     def close(self) -> None:
         try:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
 try:
@@ -591,13 +592,14 @@ def write_parquet(
     import pyarrow.parquet as pq
 
     prompt_kind = check_prompt_kind(prompt_kind)
-    state: dict[str, Any] = {"aside": None, "sink": None, "writer": None}
+    state: dict[str, Any] = {"aside": None, "sink": None, "counted": None, "writer": None}
     pending: list[pa.RecordBatch] = []
     sizes = {"rows": 0, "bytes": 0}
 
     def write_pending() -> None:
         if pending:
-            state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
+            with _naming(dest):
+                state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
             pending.clear()
             sizes["rows"] = sizes["bytes"] = 0
 
@@ -609,8 +611,11 @@ def write_parquet(
                 state["aside"] = _jsonl._Aside(dest, where.path)
                 target: Any = state["aside"].temp  # pyarrow writes the temporary by path
             else:
-                target = state["sink"] = _jsonl._open_in_place(where, dest)
-            state["writer"] = pq.ParquetWriter(target, batch.schema, compression="zstd")
+                state["sink"] = _jsonl._open_in_place(where, dest)
+                # Counts what it writes: a pipe or terminal has no position to ask.
+                target = state["counted"] = pa.PythonFile(state["sink"], mode="w")
+            with _naming(dest):
+                state["writer"] = pq.ParquetWriter(target, batch.schema, compression="zstd")
         pending.append(batch)
         sizes["rows"] += batch.num_rows
         sizes["bytes"] += batch.nbytes
@@ -620,22 +625,29 @@ def write_parquet(
     try:
         counts = _file_batches(src, limits, prompt_kind, on_batch, progress)
         write_pending()
-        state["writer"].close()
-        if state["aside"] is not None:
-            bytes_out = os.path.getsize(state["aside"].temp)
-            state["aside"].commit()
-        else:
-            bytes_out = state["sink"].tell()
-            state["sink"].close()
-    except OSError as err:
-        _abandon(state)
-        if err.filename is None and err.errno is not None:
-            raise OSError(err.errno, err.strerror, dest) from None
-        raise
+        with _naming(dest):
+            state["writer"].close()
+            if state["aside"] is not None:
+                bytes_out = os.path.getsize(state["aside"].temp)
+                state["aside"].commit()
+            else:
+                bytes_out = state["counted"].tell()
+                state["sink"].close()
     except BaseException:
         _abandon(state)
         raise
     return (*counts[:5], bytes_out)
+
+
+@contextmanager
+def _naming(dest: str) -> Iterator[None]:
+    """An ``OSError`` from writing ``dest`` names ``dest`` (not our temporary file)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno is None:
+            raise OSError(f"{dest}: {err}") from None
+        raise OSError(err.errno, err.strerror, dest) from None
 
 
 def _abandon(state: dict[str, Any]) -> None:

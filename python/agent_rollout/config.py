@@ -230,7 +230,8 @@ def _backend_in(names: Iterable[str]) -> dict[str, Any]:
 _BACKEND_HELP = {
     "art": "OpenPipe ART: `rollout_func` plays one episode per call, gathered in groups "
     "of `rollout_group_size`; or `rollout_source` names an ART trajectory file.",
-    "nemo_gym": "NVIDIA NeMo Gym data (`rollout_source`, a Gym JSONL file) converted to rows.",
+    "nemo_gym": "NVIDIA NeMo Gym data (`rollout_source`, a Gym JSONL file) converted to rows; "
+    "with `rollout_gym_config`, Gym run live against `rollout_policy_base_url`.",
     "openenv": "OpenEnv protocol: `rollout_func` gets the seed prompts and returns the rows.",
     "ruler": "ART groups ranked by an LLM judge (`rollout_judge_model`), RULER.",
 }
@@ -909,14 +910,10 @@ class RolloutFields(BaseModel):
         strict=True,
         ge=1,
         le=MAX_GROUP_SIZE,
-        description=(
-            "Trajectories gathered per prompt (art and ruler; nemo_gym with "
-            "rollout_gym_config: Gym's num_repeats)."
-        ),
         examples=[DEFAULT_GROUP_SIZE],
         json_schema_extra=_doc(
-            "Trajectories gathered per seed prompt (art and ruler only): an int in "
-            f"[1, {MAX_GROUP_SIZE}].",
+            "Trajectories gathered per seed prompt (art and ruler; nemo_gym with "
+            f"rollout_gym_config: Gym's num_repeats): an int in [1, {MAX_GROUP_SIZE}].",
             "rollout_group_size: 8",
         ),
     )
