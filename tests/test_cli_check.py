@@ -369,10 +369,13 @@ def test_bundled_example_has_a_modeline_that_resolves() -> None:
     first = example.read_text(encoding="utf-8").splitlines()[0]
     prefix = "# yaml-language-server: $schema="
     assert first.startswith(prefix)
-    target = (example.parent / first[len(prefix) :]).resolve()
-    repo_schema = Path(__file__).resolve().parent.parent / "schema" / "training-config.schema.json"
-    assert target == repo_schema.resolve() and target.is_file()
     assert cli("check", str(example)).returncode == 0
+    repo = Path(__file__).resolve().parent.parent
+    if PACKAGE_ROOT != repo / "python":
+        pytest.skip("an installed package: the modeline's relative path points into a clone")
+    target = (example.parent / first[len(prefix) :]).resolve()
+    repo_schema = repo / "schema" / "training-config.schema.json"
+    assert target == repo_schema.resolve() and target.is_file()
 
 
 @pytest.mark.parametrize(
