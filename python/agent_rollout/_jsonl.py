@@ -477,19 +477,20 @@ def _python_batches(
     opened: tuple[Any, bool, Callable[[], bool]],
     on_progress: Optional[Progress] = None,
     partial: bool = False,
+    source: Optional[str] = None,
 ) -> Iterator[list[dict]]:
     """Yield the file's rows a batch at a time; raise on the first problem.
 
     With ``partial``, a problem in a line first yields the rows before it (the
     Arrow builder checks them for a rule of its own, which comes first when
-    its row does).
+    its row does). Errors name ``source`` (default: ``path``; ``<stdin>`` for ``-``).
 
     Each batch is read with the collector as the caller has it (so it is
     never paused while the input stalls), then built with it paused. Read
     problems (bad gzip, the byte limit) are reported after the whole lines
     before them, as on the Rust engine.
     """
-    source = _source_name(path)
+    source = _source_name(path) if source is None else source
     stream, is_gzip, idle = opened
     max_rows = limits.max_rows
     rows = 0

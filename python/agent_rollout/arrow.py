@@ -532,7 +532,10 @@ def _file_batches(
     builder = TableBuilder(prompt_kind)
     try:
         index = 0
-        for batch in _jsonl._python_batches(src, limits, tally, opened, progress, partial=True):
+        batches = _jsonl._python_batches(
+            src, limits, tally, opened, progress, partial=True, source=source
+        )
+        for batch in batches:
             with _rows.GcPause():
                 for row, line in zip(batch, tally.batch_lines, strict=True):
                     builder.add(row, index, line=line, source=source)
