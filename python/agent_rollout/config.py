@@ -195,15 +195,19 @@ def _text_checker(key: str, max_len: int) -> Callable[[object], str]:
     return check
 
 
-def _check_url(value: object) -> str:
-    url = _text_checker("rollout_judge_base_url", MAX_URL_LEN)(value)
-    if _URL_RE.fullmatch(url) is None:
-        raise _custom(
-            "rollout_judge_base_url",
-            f"rollout_judge_base_url={url!r} must be an http:// or https:// URL "
-            "with a host and no spaces",
-        )
-    return url
+def _url_checker(key: str) -> Callable[[object], str]:
+    """The check of a base-URL key: a bounded string, http(s) with a host, no spaces."""
+    text = _text_checker(key, MAX_URL_LEN)
+
+    def check(value: object) -> str:
+        url = text(value)
+        if _URL_RE.fullmatch(url) is None:
+            raise _custom(
+                key, f"{key}={url!r} must be an http:// or https:// URL with a host and no spaces"
+            )
+        return url
+
+    return check
 
 
 _NO_NEWLINE = {"not": {"pattern": "\n"}}
@@ -295,100 +299,77 @@ RolloutFunc = Annotated[
 ]
 """A ``module.path:function_name`` spec, checked without importing anything."""
 
+
+def _model_schema(key: str, text: str, example: str) -> WithJsonSchema:
+    """The schema of a model-name key: a bounded string without NUL."""
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_JUDGE_MODEL_LEN,
+            "allOf": [_NO_NUL],
+            **_doc(text, f"{key}: {example}"),
+            "examples": [example],
+        }
+    )
+
+
+def _url_schema(key: str, text: str) -> WithJsonSchema:
+    """The schema of a base-URL key of an OpenAI-compatible server."""
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_URL_LEN,
+            "pattern": f"^{_URL_CORE}$",
+            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
+            "allOf": [_NO_NEWLINE],
+            **_doc(text, f"{key}: http://127.0.0.1:8000/v1"),
+            "examples": ["http://127.0.0.1:8000/v1"],
+        }
+    )
+
+
+def _validator(check: Callable[[object], str]) -> PlainValidator:
+    return PlainValidator(check, json_schema_input_type=str)
+
+
 JudgeModel = Annotated[
     str,
-    PlainValidator(
-        _text_checker("rollout_judge_model", MAX_JUDGE_MODEL_LEN), json_schema_input_type=str
-    ),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_JUDGE_MODEL_LEN,
-            "allOf": [_NO_NUL],
-            **_doc(
-                "The LLM judge RULER ranks trajectories with (ruler only; the built-in "
-                "adapter needs it).",
-                "rollout_judge_model: openai/o4-mini",
-            ),
-            "examples": ["openai/o4-mini"],
-        }
+    _validator(_text_checker("rollout_judge_model", MAX_JUDGE_MODEL_LEN)),
+    _model_schema(
+        "rollout_judge_model",
+        "The LLM judge RULER ranks trajectories with (ruler only; the built-in adapter needs it).",
+        "openai/o4-mini",
     ),
 ]
-
 JudgeBaseUrl = Annotated[
     str,
-    PlainValidator(_check_url, json_schema_input_type=str),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_URL_LEN,
-            "pattern": f"^{_URL_CORE}$",
-            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
-            "allOf": [_NO_NEWLINE],
-            **_doc(
-                "Base URL of an OpenAI-compatible server for the judge (ruler only); "
-                "unset means the judge model's provider default.",
-                "rollout_judge_base_url: http://127.0.0.1:8000/v1",
-            ),
-            "examples": ["http://127.0.0.1:8000/v1"],
-        }
+    _validator(_url_checker("rollout_judge_base_url")),
+    _url_schema(
+        "rollout_judge_base_url",
+        "Base URL of an OpenAI-compatible server for the judge (ruler only); "
+        "unset means the judge model's provider default.",
     ),
 ]
-
-
-def _check_policy_url(value: object) -> str:
-    url = _text_checker("rollout_policy_base_url", MAX_URL_LEN)(value)
-    if _URL_RE.fullmatch(url) is None:
-        raise _custom(
-            "rollout_policy_base_url",
-            f"rollout_policy_base_url={url!r} must be an http:// or https:// URL "
-            "with a host and no spaces",
-        )
-    return url
-
-
 PolicyModel = Annotated[
     str,
-    PlainValidator(
-        _text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN), json_schema_input_type=str
-    ),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_JUDGE_MODEL_LEN,
-            "allOf": [_NO_NUL],
-            **_doc(
-                "The policy model the rollouts sample from, as its OpenAI-compatible server "
-                "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
-                "with rollout_gym_config: the model Gym's policy server asks for).",
-                "rollout_policy_model: Qwen/Qwen2.5-0.5B-Instruct",
-            ),
-            "examples": ["Qwen/Qwen2.5-0.5B-Instruct"],
-        }
+    _validator(_text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN)),
+    _model_schema(
+        "rollout_policy_model",
+        "The policy model the rollouts sample from, as its OpenAI-compatible server "
+        "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
+        "with rollout_gym_config: the model Gym's policy server asks for).",
+        "Qwen/Qwen2.5-0.5B-Instruct",
     ),
 ]
-
 PolicyBaseUrl = Annotated[
     str,
-    PlainValidator(_check_policy_url, json_schema_input_type=str),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_URL_LEN,
-            "pattern": f"^{_URL_CORE}$",
-            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
-            "allOf": [_NO_NEWLINE],
-            **_doc(
-                "Base URL of the OpenAI-compatible server of rollout_policy_model "
-                "(art, ruler, and nemo_gym with rollout_gym_config).",
-                "rollout_policy_base_url: http://127.0.0.1:8000/v1",
-            ),
-            "examples": ["http://127.0.0.1:8000/v1"],
-        }
+    _validator(_url_checker("rollout_policy_base_url")),
+    _url_schema(
+        "rollout_policy_base_url",
+        "Base URL of the OpenAI-compatible server of rollout_policy_model "
+        "(art, ruler, and nemo_gym with rollout_gym_config).",
     ),
 ]
 
