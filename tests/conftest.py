@@ -25,11 +25,11 @@ ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run the test with the given engine active; restore the default afterwards."""
-    previous = _engine._set_engine(request.param)
+    previous = _engine.set_engine(request.param)
     try:
         yield request.param
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -23,13 +23,13 @@ ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
 
 
 def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
-    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
     try:
         return "ok", fn(*args, **kwargs)
     except Exception as exc:
         return "error", (type(exc).__name__, str(exc), getattr(exc, "index", None))
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 def typed(value: Any) -> Any:

@@ -36,13 +36,13 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
-    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
     try:
         return "ok", fn(*args, **kwargs)
     except Exception as exc:
         return "error", (type(exc).__name__, str(exc))
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -216,12 +216,12 @@ def test_ctrl_c_leaves_nothing_behind(engine: str, tmp_path: Path) -> None:
         calls.append(rows)
         raise KeyboardInterrupt
 
-    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
     try:
         with pytest.raises(KeyboardInterrupt):
             normalise_rollout_file(src, dest, progress=progress)
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
     assert calls and not dest.exists()
     assert leftovers(tmp_path) == []
 

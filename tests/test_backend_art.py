@@ -78,7 +78,7 @@ def test_choices_and_tool_calls_become_plain_dicts() -> None:
     assert row == {"prompt": OPENING, "answer": "You are welcome."}
     assert all(type(m) is dict for m in row["prompt"])
     # The converted assistant turn (used by the ruler backend and error paths) is JSON-like.
-    message = art_backend._to_message(trajectory.messages_and_choices[2], "m")
+    message = art_backend.to_message(trajectory.messages_and_choices[2], "m")
     assert message == {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]}
     json.dumps(message)
 
@@ -404,7 +404,7 @@ def test_reads_arts_sft_jsonl(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"messages": []}\n{oops\n', r"bad\.jsonl:2: invalid JSON"),
+        ('{"messages": []}\n{oops\n', r"bad\.jsonl:2:2: invalid JSON: expected a string key"),
         ('{"trajectories": 3}\n', r"bad\.jsonl:1: 'trajectories' must be a list"),
         (
             '{"trajectories": [{"reward": 1}]}\n',

@@ -503,15 +503,14 @@ def test_reader_errors_carry_path_and_line(tmp_path: Path) -> None:
 
 def test_reader_refuses_invalid_json(tmp_path: Path) -> None:
     path = write(tmp_path, line(gym("a")) + "<PLACEHOLDER ROW>\n")
-    with pytest.raises(
-        ValueError, match=r"rows\.jsonl:2: invalid JSON: Expecting value \(column 1\)"
-    ):
+    # The package's one JSONL reader: its message, with line and column.
+    with pytest.raises(ValueError, match=r"rows\.jsonl:2:1: invalid JSON: expected a JSON value"):
         read_gym_jsonl(path)
 
 
 def test_reader_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     path = write(tmp_path, line(gym("a")).encode() + b'{"x": "\xff"}\n')
-    with pytest.raises(ValueError, match=r"rows\.jsonl:2: not UTF-8"):
+    with pytest.raises(ValueError, match=r"rows\.jsonl:2: invalid UTF-8 at byte 8 of the line"):
         read_gym_jsonl(path)
 
 
@@ -530,9 +529,18 @@ def test_reader_caps_the_row_count(tmp_path: Path) -> None:
         read_gym_jsonl(path, max_rows=2)
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, 2.0])
-def test_reader_checks_max_rows(tmp_path: Path, bad: Any) -> None:
-    with pytest.raises(ValueError, match="max_rows must be a positive int"):
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (0, ValueError, r"max_rows must be in \[1, 10000000\], got 0"),
+        (-1, ValueError, r"max_rows must be in \[1, 10000000\], got -1"),
+        (True, TypeError, "max_rows must be an int, got bool"),
+        (2.0, TypeError, "max_rows must be an int, got float"),
+    ],
+)
+def test_reader_checks_max_rows(tmp_path: Path, bad: Any, error: type, message: str) -> None:
+    # The same check (and text) as read_rollout_jsonl's max_rows.
+    with pytest.raises(error, match=message):
         read_gym_jsonl(write(tmp_path, line(gym("a"))), max_rows=bad)
 
 
@@ -638,7 +646,7 @@ _AGENT_BUILDS = (
 )
 _NO_REQUEST = "responses_create_params: missing"
 _PROFILE = "a reward-profiling summary (mean/max/... metrics), not a row"
-_PLACEHOLDER = "invalid JSON: Expecting value (column 1)"
+_PLACEHOLDER = ":1:1: invalid JSON: expected a JSON value"
 EXPECTED_FAILURES: dict[str, tuple[str, str]] = {
     # Placeholder files: every line is the text '<PLACEHOLDER ROW>', not JSON.
     **{

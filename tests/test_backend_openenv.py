@@ -274,15 +274,15 @@ def test_unreachable_server_names_the_setting(monkeypatch: pytest.MonkeyPatch) -
 def test_server_stops_when_the_block_ends(drill_url: str) -> None:
     with serve_drill_env() as url:
         assert url != drill_url
-        assert openenv_rollout._health(url, timeout_s=2.0)
-    assert not openenv_rollout._health(url, timeout_s=2.0)
+        assert openenv_rollout.health(url, timeout_s=2.0)
+    assert not openenv_rollout.health(url, timeout_s=2.0)
 
 
 @needs_openenv
 def test_server_stops_when_the_block_raises() -> None:
     with pytest.raises(KeyError), serve_drill_env() as url:
         raise KeyError("boom")
-    assert not openenv_rollout._health(url, timeout_s=2.0)
+    assert not openenv_rollout.health(url, timeout_s=2.0)
 
 
 @needs_openenv

@@ -188,7 +188,7 @@ def test_spec_is_frozen() -> None:
 
 _PROBE = """
 import json
-from agent_rollout._backends import require_backend_package
+from agent_rollout.backends import require_backend_package
 out = {}
 for name in ("art", "ruler", "openenv", "nemo_gym"):
     try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent_rollout._loader import load_config
+from agent_rollout.config import load_config
 from test_cli_normalise import cli, cli_argv, cli_env
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "examples"

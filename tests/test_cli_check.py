@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import agent_rollout
-from agent_rollout._cmd_check import github_annotation
-from agent_rollout._loader import ConfigIssue
+from agent_rollout.cli.check import github_annotation
+from agent_rollout.config import ConfigIssue
 
 PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
 
@@ -323,7 +323,7 @@ def test_schema_command_prints_and_writes(tmp_path: Path) -> None:
 def test_check_imports_stay_light() -> None:
     code = (
         "import sys, argparse\n"
-        "import agent_rollout._cmd_check as c, agent_rollout._cmd_schema as s\n"
+        "import agent_rollout.cli.check as c, agent_rollout.cli.schema as s\n"
         "heavy = [m for m in ('pydantic', 'yaml', 'jsonschema') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
@@ -410,7 +410,7 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     # Standard input that never ends (a pipe kept open after 2 MiB): check stops
     # reading past the limit and reports it, instead of waiting for EOF with
     # everything held in memory.
-    from agent_rollout._backends import MAX_CONFIG_BYTES
+    from agent_rollout._limits import MAX_CONFIG_BYTES
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))

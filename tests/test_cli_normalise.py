@@ -25,8 +25,8 @@ import pytest
 
 import agent_rollout
 from agent_rollout import _engine
-from agent_rollout._progress import ERASE_LINE, Progress, input_position, input_size
 from agent_rollout.cli import main
+from agent_rollout.cli._progress import ERASE_LINE, Progress, input_position, input_size
 
 PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
 ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]

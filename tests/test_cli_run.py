@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from agent_rollout import normalise_rollout_rows
-from agent_rollout._progress import ERASE_LINE
 from agent_rollout.cli import main
+from agent_rollout.cli._progress import ERASE_LINE
 from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, offline_rollout
 from test_cli_normalise import cli, cli_argv, cli_env, run_in_pty, temp_files
 
@@ -474,7 +474,7 @@ class HideArt(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, HideArt())
-from agent_rollout._progress import ERASE_LINE
+from agent_rollout.cli._progress import ERASE_LINE
 from agent_rollout.cli import main
 sys.exit(main(sys.argv[1:]))
 """

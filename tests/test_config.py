@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import agent_rollout
-from agent_rollout._backends import (
-    BACKEND_NAMES,
-    MAX_ROLLOUT_FUNC_LEN,
-    MAX_ROLLOUT_STEPS,
-    validate_rollout_backend,
-    validate_rollout_func,
-)
+from agent_rollout._limits import MAX_ROLLOUT_FUNC_LEN, MAX_ROLLOUT_STEPS
+from agent_rollout.backends import BACKEND_NAMES, validate_rollout_backend, validate_rollout_func
 from agent_rollout.config import (
     ROLLOUT_KEYS,
     RolloutBackend,

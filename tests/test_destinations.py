@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from agent_rollout import normalise_rollout_file
-from agent_rollout._jsonl import destination, write_canonical
+from agent_rollout._files import destination
+from agent_rollout._jsonl import write_canonical
 from test_cli_normalise import ENGINES, cli, cli_argv, cli_env, temp_files
 from test_cli_run import BUNDLED_PROMPTS, OFFLINE, expected_offline_bytes, write_config
 

@@ -467,13 +467,13 @@ def outcomes(call: Callable[[], Any]) -> tuple[Any, ...]:
     """("same",) when both engines return equal values or raise the same error; else both."""
     seen = []
     for name in ("python", "rust"):
-        previous = _engine._set_engine(name)
+        previous = _engine.set_engine(name)
         try:
             seen.append(("ok", call()))
         except Exception as exc:  # the error itself is compared
             seen.append((type(exc).__name__, str(exc)))
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
     return ("same",) if seen[0] == seen[1] else tuple(seen)
 
 
@@ -667,7 +667,7 @@ def test_max_rows_at_its_limits(engine: str, tmp_path: Path) -> None:
 CHILD = """
 import json, sys
 from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl
-_engine._set_engine(sys.argv[1])
+_engine.set_engine(sys.argv[1])
 try:
     if sys.argv[2] == "read":
         rows = read_rollout_jsonl("-")
@@ -765,13 +765,13 @@ def test_a_moderately_large_file_gives_identical_bytes(tmp_path: Path) -> None:
     outputs = {}
     reports = {}
     for name in ("python", "rust"):
-        previous = _engine._set_engine(name)  # type: ignore[arg-type]
+        previous = _engine.set_engine(name)  # type: ignore[arg-type]
         try:
             dst = tmp_path / f"{name}.jsonl"
             reports[name] = normalise_rollout_file(src, dst, max_rows=50_000)
             outputs[name] = dst.read_bytes()
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
     assert outputs["python"] == outputs["rust"]
     assert outputs["rust"].count(b"\n") == 50_000
     assert (
@@ -807,7 +807,7 @@ def test_errors_deep_in_a_large_file(
     dst = write(tmp_path, "out.jsonl", b"previous\n")
     texts = []
     for name in ("python", "rust"):
-        previous = _engine._set_engine(name)  # type: ignore[arg-type]
+        previous = _engine.set_engine(name)  # type: ignore[arg-type]
         try:
             for call in (
                 lambda: read_rollout_jsonl(src, max_rows=max_rows),
@@ -817,7 +817,7 @@ def test_errors_deep_in_a_large_file(
                     call()
                 texts.append(str(info.value))
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
     assert texts == [f"{src}{message}"] * 4
     assert dst.read_bytes() == b"previous\n"
     assert temp_files(tmp_path) == []

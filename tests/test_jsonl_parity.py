@@ -30,8 +30,8 @@ from agent_rollout import (
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
-from agent_rollout._backends import MAX_ROLLOUT_BYTES
-from agent_rollout._jsonl import _scan
+from agent_rollout._json import scan
+from agent_rollout._limits import MAX_ROLLOUT_BYTES
 
 ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
 ERROR_ATTRS = ("line", "column", "index", "path", "code", "source", "errno", "filename")
@@ -39,11 +39,11 @@ ERROR_ATTRS = ("line", "column", "index", "path", "code", "source", "errno", "fi
 
 @contextmanager
 def use_engine(name: str) -> Iterator[None]:
-    previous = _engine._set_engine(name)  # type: ignore[arg-type]
+    previous = _engine.set_engine(name)  # type: ignore[arg-type]
     try:
         yield
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 def typed(value: Any) -> Any:
@@ -598,19 +598,19 @@ def test_scan_agrees_with_json_loads_on_corrupted_lines(data: bytes) -> None:
         except UnicodeDecodeError:
             continue
         if comparable(text):
-            assert (_scan(text) is None) == json_loads_accepts(text), text
+            assert (scan(text) is None) == json_loads_accepts(text), text
 
 
 @given(text=json_ish)
 def test_scan_agrees_with_json_loads_on_random_text(text: str) -> None:
     assume(comparable(text))
-    assert (_scan(text) is None) == json_loads_accepts(text)
+    assert (scan(text) is None) == json_loads_accepts(text)
 
 
 @given(rows=row_lines(max_size=2))
 def test_scan_accepts_every_generated_line(rows: list[str]) -> None:
     for line in rows:
-        assert _scan(line) is None, line
+        assert scan(line) is None, line
 
 
 @pytest.mark.parametrize(
@@ -630,4 +630,4 @@ def test_scan_accepts_every_generated_line(rows: list[str]) -> None:
 def test_scan_on_what_json_loads_takes_but_json_does_not(
     text: str, problem: tuple[str, int] | None
 ) -> None:
-    assert _scan(text) == problem
+    assert scan(text) == problem

@@ -17,7 +17,7 @@ from agent_rollout import (
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
-from agent_rollout._backends import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES
+from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES
 from test_cli_normalise import ENGINES, cli, temp_files
 
 ROW = b'{"prompt":"a"}\n'  # 15 bytes
@@ -193,7 +193,7 @@ def test_bad_max_bytes_on_the_command_line(tmp_path: Path, value: str, message: 
 
 
 def test_byte_count_units() -> None:
-    from agent_rollout._cmd_normalise import byte_count
+    from agent_rollout.cli._args import byte_count
 
     assert byte_count("123") == 123
     assert byte_count("4k") == byte_count("4KiB") == 4096

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_rollout._loader import (
+from agent_rollout.config import (
     MAX_CONFIG_BYTES,
     MAX_NESTING_DEPTH,
     MAX_YAML_EXPANDED_NODES,
@@ -565,7 +565,7 @@ def test_known_keys_through_the_loader(tmp_path: Path) -> None:
 
 
 def test_skip_unrelated_in_the_api() -> None:
-    from agent_rollout._loader import check_bytes
+    from agent_rollout.config import check_bytes
 
     assert check_bytes("on: push\n", skip_unrelated=True).skipped
     assert check_bytes("{", format="json", skip_unrelated=True).skipped  # no word of ours
@@ -580,7 +580,7 @@ def test_skip_unrelated_in_the_api() -> None:
 def test_skip_unrelated_keys_that_merely_hold_the_word() -> None:
     """verl's own configs (``actor_rollout_ref: {rollout: ...}``) are not ours: a key that
     only contains "rollout" somewhere is not a rollout_* key, so the hook skips the file."""
-    from agent_rollout._loader import check_bytes
+    from agent_rollout.config import check_bytes
 
     verl = "actor_rollout_ref:\n  rollout:\n    name: vllm\n    n: 4\ntrainer:\n  epochs: 1\n"
     assert check_bytes(verl, skip_unrelated=True).skipped

@@ -22,8 +22,8 @@ import pytest
 
 import agent_rollout
 from agent_rollout import launch_rollout
-from agent_rollout.backends import _gym_live
 from agent_rollout.backends.nemo_gym import gym_row_to_row
+from agent_rollout.backends.nemo_gym import live as gym_live
 from agent_rollout.config import RolloutSettings
 from agent_rollout.examples.scripted_servers import serve
 
@@ -49,7 +49,7 @@ def _answers(port: int) -> bool:
 
 
 def _gym_tasks(limit: int) -> list[dict[str, Any]]:
-    root = _gym_live._gym_root()
+    root = gym_live.gym_root()
     path = root / "resources_servers/example_single_tool_call/data/example.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines[:limit]]
@@ -109,19 +109,19 @@ def test_live_without_gym_names_the_package() -> None:
 )
 def test_live_settings_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        _gym_live.settings_from_options(options)
+        gym_live.settings_from_options(options)
 
 
 def test_task_rows_from_seed_prompts() -> None:
-    rows = _gym_live.task_rows(["What is 2 + 3?", [{"role": "user", "content": "x"}]])
+    rows = gym_live.task_rows(["What is 2 + 3?", [{"role": "user", "content": "x"}]])
     assert rows[0] == {
         "responses_create_params": {"input": [{"role": "user", "content": "What is 2 + 3?"}]}
     }
     assert rows[1]["responses_create_params"]["input"] == [{"role": "user", "content": "x"}]
     with pytest.raises(ValueError, match="row 0: a Gym task row needs"):
-        _gym_live.task_rows([{"input": "x"}])
+        gym_live.task_rows([{"input": "x"}])
     with pytest.raises(ValueError, match="row 1: prompt must be a string"):
-        _gym_live.task_rows(["a", 5])
+        gym_live.task_rows(["a", 5])
 
 
 def test_config_keys_reach_launch_options() -> None:
@@ -252,7 +252,7 @@ def test_running_servers_are_reused_and_left_alone(tmp_path: Path) -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        with pytest.raises(_gym_live.GymLiveError, match="'other' is not among the running agents"):
+        with pytest.raises(gym_live.GymLiveError, match="'other' is not among the running agents"):
             launch_rollout(
                 "nemo_gym",
                 prompts=["What is 2 + 3?"],

@@ -104,7 +104,7 @@ def rows(odd: bool) -> st.SearchStrategy[Any]:
 
 
 def run(engine: str, data: Any, max_rows: int) -> tuple[str, Any]:
-    previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
     try:
         return "ok", normalise_rollout_rows(data, max_rows=max_rows)
     except Exception as exc:
@@ -115,7 +115,7 @@ def run(engine: str, data: Any, max_rows: int) -> tuple[str, Any]:
             getattr(exc, "path", None),
         )
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 def typed(value: Any) -> Any:

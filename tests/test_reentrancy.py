@@ -749,9 +749,9 @@ def test_case(engine: str, name: str) -> None:
 def test_engines_agree(name: str) -> None:
     results = []
     for engine in ("python", "rust"):
-        previous = _engine._set_engine(engine)
+        previous = _engine.set_engine(engine)
         try:
             results.append(outcome(CASES[name].make()))
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
     assert results[0] == results[1]

@@ -22,12 +22,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
-from agent_rollout._backends import BACKEND_NAMES
-from agent_rollout._cmd_schema import render_schema
-from agent_rollout._loader import ConfigError, load_config_bytes
+from agent_rollout.backends import BACKEND_NAMES
+from agent_rollout.cli.schema import render_schema
 from agent_rollout.config import (
     LOOKALIKE_NEAR_PATTERN,
     ROLLOUT_KEYS,
+    ConfigError,
+    load_config_bytes,
     lookalike_key,
     training_config_schema,
 )

@@ -82,11 +82,11 @@ def test_corpus_keys_that_are_ours_are_read_as_ours() -> None:
 
 def test_nearest_miss_in_the_corpus_is_three_edits_away() -> None:
     # A margin worth knowing: how close the closest real key comes to the rule.
-    from agent_rollout.config import _fold, _levenshtein
+    from agent_rollout.config._lookalike import edit_distance, fold_key
 
     def distance(key: str) -> int:
-        folded = _fold(key).replace("-", "_")
-        return min(_levenshtein(folded, ours, 9) for ours in ROLLOUT_KEYS)
+        folded = fold_key(key).replace("-", "_")
+        return min(edit_distance(folded, ours, 9) for ours in ROLLOUT_KEYS)
 
     keys = {key for trainer in CORPUS for key in corpus_keys(trainer)} - set(ROLLOUT_KEYS)
     closest = min(distance(key) for key in keys)

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._backends import (
+from agent_rollout._engine import implementation, normalise_rollout_rows
+from agent_rollout._errors import RolloutFileError, RolloutRowError
+from agent_rollout._io import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
+from agent_rollout._launch import (
+    RolloutDrop,
+    RolloutResult,
+    launch_rollout,
+    register_rollout_runner,
+    unregister_rollout_runner,
+)
+from agent_rollout._limits import (
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
     MAX_MESSAGE_DEPTH,
@@ -17,6 +27,8 @@ from ._backends import (
     MAX_ROLLOUT_ROWS,
     MAX_ROLLOUT_STEPS,
     MAX_ROWS_LIMIT,
+)
+from agent_rollout.backends import (
     SUPPORTED_ROLLOUT_BACKENDS,
     RolloutBackendSpec,
     get_rollout_backend_spec,
@@ -26,23 +38,13 @@ from ._backends import (
     validate_rollout_backend,
     validate_rollout_func,
 )
-from ._engine import implementation, normalise_rollout_rows
-from ._errors import RolloutFileError, RolloutRowError
-from ._jsonl import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
-from ._launch import (
-    RolloutDrop,
-    RolloutResult,
-    launch_rollout,
-    register_rollout_runner,
-    unregister_rollout_runner,
-)
 
 if TYPE_CHECKING:
     __version__: str
-    from .arrow import arrow_to_rows as arrow_to_rows
-    from .arrow import rows_to_arrow as rows_to_arrow
-    from .arrow import to_dataset as to_dataset
-    from .config import (
+    from agent_rollout.arrow import arrow_to_rows as arrow_to_rows
+    from agent_rollout.arrow import rows_to_arrow as rows_to_arrow
+    from agent_rollout.arrow import to_dataset as to_dataset
+    from agent_rollout.config import (
         ConfigError,
         ConfigIssue,
         RolloutBackend,

@@ -16,9 +16,18 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Literal
 
-from . import _rows
-from ._backends import MAX_MESSAGE_DEPTH, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT, validate_rollout_backend
-from ._errors import from_native
+from agent_rollout import _rows
+from agent_rollout._errors import from_native
+from agent_rollout._jsonl import FileCounts
+from agent_rollout._limits import (
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
+    MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_ROWS,
+    check_max_rows,
+    int_digits_limit,
+)
+from agent_rollout.backends import validate_rollout_backend
 
 Engine = Literal["rust", "python"]
 
@@ -26,11 +35,12 @@ PURE_PYTHON_ENV = "AGENT_ROLLOUT_PURE_PYTHON"
 
 PURE_WHEEL_MARKER = "_pure_python_wheel"
 
-_native: Any = None
+native: Any = None
+"""The Rust engine's module (``agent_rollout._native``), or None where it is not there."""
 _pure_wheel = os.path.exists(os.path.join(os.path.dirname(__file__), PURE_WHEEL_MARKER))
 if not _pure_wheel and os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
     try:
-        _native = importlib.import_module(f"{__package__}._native")
+        native = importlib.import_module(f"{__package__}._native")
     except ImportError as exc:
         # Fall back only when the native module itself is absent or broken (a
         # file that is missing, truncated or built for another interpreter);
@@ -46,7 +56,7 @@ if not _pure_wheel and os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
             stacklevel=2,
         )
 
-_active: Engine = "rust" if _native is not None else "python"
+_active: Engine = "rust" if native is not None else "python"
 
 
 def implementation() -> Engine:
@@ -56,13 +66,13 @@ def implementation() -> Engine:
 
 def native_available() -> bool:
     """Whether the Rust engine was imported (it may still be switched off)."""
-    return _native is not None
+    return native is not None
 
 
-def _set_engine(engine: Engine) -> Engine:
-    """Switch engines (tests use this to run both in one process); returns the old one."""
+def set_engine(engine: Engine) -> Engine:
+    """Switch engines (tests and benchmarks run both in one process); returns the old one."""
     global _active
-    if engine == "rust" and _native is None:
+    if engine == "rust" and native is None:
         raise RuntimeError("the Rust engine is not available")
     if engine not in ("rust", "python"):
         raise ValueError(f"unknown engine {engine!r}")
@@ -70,19 +80,10 @@ def _set_engine(engine: Engine) -> Engine:
     return previous
 
 
-def check_max_rows(max_rows: object) -> int:
-    """``max_rows`` must be an int (not a bool) in [1, MAX_ROWS_LIMIT]."""
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int):
-        raise TypeError(f"max_rows must be an int, got {type(max_rows).__name__}")
-    if not 1 <= max_rows <= MAX_ROWS_LIMIT:
-        raise ValueError(f"max_rows must be in [1, {MAX_ROWS_LIMIT}], got {max_rows}")
-    return int(max_rows)
-
-
 def _rust_rows(rows: Any, backend: str, max_rows: int) -> tuple[dict, ...]:
     try:
-        result: tuple[dict, ...] = _native.normalise_rows(rows, max_rows, MAX_MESSAGE_DEPTH)
-    except _native.NativeRowError as exc:
+        result: tuple[dict, ...] = native.normalise_rows(rows, max_rows, MAX_MESSAGE_DEPTH)
+    except native.NativeRowError as exc:
         raise from_native(exc, backend, max_rows) from None
     return result
 
@@ -117,3 +118,30 @@ def normalise_rollout_rows(
     backend = validate_rollout_backend(backend)
     max_rows = check_max_rows(max_rows)
     return _RUNNERS[_active](rows, backend, max_rows)
+
+
+# ---- the Rust engine's file functions ------------------------------------------------
+
+
+def file_limits(max_rows: int, max_bytes: int) -> Any:
+    """The limits of one file run, as the Rust engine takes them (``_native.FileLimits``)."""
+    return native.FileLimits(
+        max_rows=max_rows,
+        max_bytes=max_bytes,
+        max_depth=MAX_MESSAGE_DEPTH,
+        json_depth=MAX_JSON_DEPTH,
+        max_int_digits=int_digits_limit(),
+        max_line_bytes=MAX_LINE_BYTES,
+    )
+
+
+def file_counts(stats: Any) -> FileCounts:
+    """The Rust engine's ``FileStats`` as ``FileCounts``."""
+    return FileCounts(
+        stats.rows,
+        stats.lines,
+        stats.blank_lines,
+        stats.dropped_keys,
+        stats.bytes_in,
+        stats.bytes_out,
+    )

@@ -1,16 +1,26 @@
-"""Every user-facing text of the row rules, in one table, for both engines.
+"""Every exception class users catch, and every text of the row and file rules.
 
 Both engines report a broken rule as a *code* plus facts (row index, path
 segments, a type name or value, a file line). This module turns those facts
-into the exception users see; neither engine formats a message itself.
+into the exception users see; neither engine formats a message itself. The
+Rust engine's codes are one enum (``rust/errors.rs``), exported as
+``agent_rollout._native.CODES`` and ``JSON_REASONS``; a test holds them equal to
+the tables here.
+
+The other errors of the package live here too, so that a caller finds every
+class it may catch in one place: ``ConfigError`` (with its ``ConfigIssue``
+records), ``GymRowError``, ``GymLiveError``, ``NonFiniteReward``,
+``PromptFileError`` and ``Terminated``.
 """
 
 from __future__ import annotations
 
 import re
+import reprlib
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from ._backends import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digits_limit
+from ._limits import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digits_limit
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
@@ -54,6 +64,11 @@ INPUT_MESSAGES: dict[str, str] = {
     "no_rows": "rollout backend {backend!r} produced no rows; refusing to train on an "
     "empty prompt set",
 }
+
+PYTHON_ONLY_CODES = frozenset({"extra_json"})
+"""Row codes only the Python side raises (reading an Arrow table back)."""
+IO_CODES = ("io_read", "io_write")
+"""Codes the Rust engine raises for an ``OSError`` (the fact is the errno)."""
 
 PathSegment = Union[int, str]
 
@@ -268,3 +283,128 @@ def from_native_file(
     return file_error(
         code, source, max_rows, max_bytes=max_bytes, fact=fact, line=line, column=column
     )
+
+
+# ---- config files ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in one config file, with its 1-based position."""
+
+    path: str
+    line: int
+    col: int
+    location: str
+    """Dotted key path such as ``training.rollout_backend``; ``""`` for the file."""
+    message: str
+    kind: str
+    """``incomplete`` (a warning), ``unreadable`` (the file could not be read at all: missing, no
+    permission, a directory or another non-regular file), ``file``,
+    ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
+    ``cross_field``, ``value`` or ``resolve``."""
+    severity: str = "error"
+    """``error`` (the config cannot be right) or ``warning`` (it is incomplete
+    for the built-in adapter; a registered runner may complete it)."""
+
+    def format(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        level = "warning: " if self.severity == "warning" else ""
+        return f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "col": self.col,
+            "location": self.location,
+            "message": self.message,
+            "kind": self.kind,
+            "severity": self.severity,
+        }
+
+
+class ConfigError(ValueError):
+    """A config file is invalid; ``issues`` lists every problem found, in order."""
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = sorted(issues, key=lambda issue: (issue.path, issue.line, issue.col))
+        super().__init__("\n".join(issue.format() for issue in self.issues))
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` for messages: short, and safe on any value a parser can build."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = 60
+        self.maxother = 60
+        self.maxlist = self.maxtuple = 6
+        self.maxdict = 4
+
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() of an int past the interpreter's digit limit raises, and a
+        # hex literal of any length builds one: describe it instead.
+        if x.bit_length() > 200:
+            return f"<int of {x.bit_length()} bits>"
+        return repr(x)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: object) -> str:
+    """A bounded ``repr`` of a value read from a file, for error messages."""
+    try:
+        return _SHOWN.repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+
+
+# ---- backends and the command line -----------------------------------------------------------
+
+
+class NonFiniteReward(ValueError):
+    """A rollout's reward is NaN or infinite; the message names the prompt and rollout."""
+
+
+class GymRowError(ValueError):
+    """A NeMo Gym row that cannot be mapped; ``field`` is the dotted path at fault."""
+
+    def __init__(self, where: str, field: str, why: str) -> None:
+        self.where = where
+        self.field = field
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{field}: {why}")
+
+
+class GymLiveError(RuntimeError):
+    """NeMo Gym's servers failed to start, answer or collect (the message has a log tail)."""
+
+
+class PromptFileError(ValueError):
+    """A seed prompt file cannot be used; the message starts with ``file:line``."""
+
+
+class Terminated(SystemExit):
+    """SIGTERM or SIGHUP arrived while output was being written.
+
+    Raised from the signal handler the file writers install for the time they
+    write (``agent_rollout._files.signals_end_cleanly``), so that the temporary
+    file is removed on the way out. A ``SystemExit`` whose status is 128 + the
+    signal number: uncaught, the process ends with the status a shell shows
+    for a process that signal killed.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+    def signal_name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from ._backends import (
+from agent_rollout._engine import normalise_rollout_rows
+from agent_rollout._limits import (
     DEFAULT_ROLLOUT_STEPS,
     MAX_ROLLOUT_ROWS,
     MAX_ROLLOUT_STEPS,
     MAX_ROWS_LIMIT,
+    check_int,
+    check_max_rows,
+)
+from agent_rollout.backends import (
+    adapter,
     require_backend_package,
-    resolve_rollout_func,
     validate_rollout_backend,
     validate_rollout_func,
 )
-from ._engine import check_max_rows, normalise_rollout_rows
-from .backends._ranking import BackendRows, RolloutDrop, refuse_all_dropped
+from agent_rollout.backends._ranking import BackendRows, RolloutDrop, refuse_all_dropped
 
 __all__ = [
     "RolloutDrop",
@@ -123,44 +125,6 @@ class RolloutResult:
         return dict(Counter(drop.reason for drop in self.drops))
 
 
-def _check_steps(max_steps: object) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int):
-        raise TypeError(f"max_steps must be an int, got {type(max_steps).__name__}")
-    if not 1 <= max_steps <= MAX_ROLLOUT_STEPS:
-        raise ValueError(f"max_steps must be in [1, {MAX_ROLLOUT_STEPS}], got {max_steps}")
-    return int(max_steps)
-
-
-_OPENENV_EXTRAS = ("model", "tokenizer", "max_steps")
-
-
-def _call_openenv(fn: Callable[..., Any], prompts: list[Any], extras: dict[str, Any]) -> Any:
-    """``fn(prompts)``, plus ``model``/``tokenizer``/``max_steps`` its signature names.
-
-    A function that takes ``**kwargs`` gets all three; one that names none of
-    them is called as ``fn(prompts)``, the seed's contract. A named parameter
-    with a default keeps it when the caller gave no ``model``/``tokenizer``
-    (``None``): the seed called ``fn(prompts)``, so that default was in force.
-    """
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: the plain contract
-        return fn(prompts)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return fn(prompts, **extras)
-    named = {
-        p.name: p.default is not inspect.Parameter.empty
-        for p in parameters
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
-    chosen = {
-        key: value
-        for key, value in extras.items()
-        if key in named and not (value is None and named[key])
-    }
-    return fn(prompts, **chosen)
-
-
 def _rollout_callable(rollout_func: object) -> Union[str, Callable[..., Any], None]:
     if rollout_func is None or isinstance(rollout_func, str):
         return validate_rollout_func(rollout_func)
@@ -192,8 +156,9 @@ def launch_rollout(
       them (or takes ``**kwargs``); it returns the rows.
     - ``art``, ``ruler``, ``nemo_gym``: a runner registered with
       :func:`register_rollout_runner` if there is one, else the built-in
-      adapter in ``agent_rollout.backends``. A missing backend package raises
-      ``ImportError`` naming what to ``pip install``.
+      adapter in ``agent_rollout.backends`` (``openenv`` has one too, and no
+      runner). A missing backend package raises ``ImportError`` naming what to
+      ``pip install``.
 
     ``rollout_func`` may be a callable instead of a spec, for programmatic
     use; runners receive it as given.
@@ -202,7 +167,7 @@ def launch_rollout(
     Prompts a backend ranked away or collapsed are in ``RolloutResult.drops``.
     """
     backend = validate_rollout_backend(name)
-    steps = _check_steps(max_steps)
+    steps = check_int(max_steps, "max_steps", MAX_ROLLOUT_STEPS)
     max_rows = check_max_rows(max_rows)
     if prompts is not None and (
         isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence)
@@ -214,31 +179,20 @@ def launch_rollout(
     seed_prompts = list(prompts or [])
     settings = dict(options or {})
 
-    if backend == "openenv":
-        if func_spec is None:
-            raise ValueError(
-                "rollout_backend='openenv' requires training.rollout_func "
-                "('module.path:function_name')"
-            )
-        fn = resolve_rollout_func(func_spec) if isinstance(func_spec, str) else func_spec
-        extras = {"model": model, "tokenizer": tokenizer, "max_steps": steps}
-        raw = _call_openenv(fn, seed_prompts, extras)
-    else:
-        with _runners_lock:
-            runner = _runners.get(backend)
-        if runner is None:
-            require_backend_package(backend)
-            adapter = importlib.import_module(f"{__package__}.backends.{backend}")
-            runner = adapter.launch
-        raw = runner(
-            prompts=seed_prompts,
-            model=model,
-            tokenizer=tokenizer,
-            reward_fn=reward_fn,
-            max_steps=steps,
-            rollout_func=func_spec,
-            options=settings,
-        )
+    with _runners_lock:
+        runner = _runners.get(backend)  # never openenv: it cannot be registered
+    if runner is None:
+        require_backend_package(backend)
+        runner = adapter(backend).launch
+    raw = runner(
+        prompts=seed_prompts,
+        model=model,
+        tokenizer=tokenizer,
+        reward_fn=reward_fn,
+        max_steps=steps,
+        rollout_func=func_spec,
+        options=settings,
+    )
     drops: tuple[RolloutDrop, ...] = ()
     unused: dict[str, int] = {}
     if isinstance(raw, BackendRows):

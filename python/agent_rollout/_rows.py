@@ -21,10 +21,10 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, Optional
 
-from ._errors import PathSegment, input_error, row_error
+from agent_rollout._errors import PathSegment, input_error, row_error
 
 
-class _Bad(Exception):
+class RuleBroken(Exception):
     """A broken rule below the row level; segments are added as it unwinds."""
 
     def __init__(self, code: str, fact: Optional[str] = None) -> None:
@@ -108,8 +108,8 @@ def normalise_rows(raw: Any, backend: str, max_rows: int, max_depth: int) -> tup
                         append({"prompt": prompt})
                         continue
             try:
-                append(_row(row, max_depth))
-            except _Bad as bad:
+                append(normalise_row(row, max_depth))
+            except RuleBroken as bad:
                 bad.rev_path.reverse()
                 raise row_error(bad.code, index, tuple(bad.rev_path), bad.fact) from None
     if not out:
@@ -121,33 +121,33 @@ def _get(row: Any, key: str) -> Any:
     return dict.get(row, key) if type(row) is dict else row.get(key)
 
 
-def _row(row: Any, max_depth: int) -> dict:
+def normalise_row(row: Any, max_depth: int) -> dict:
     if type(row) is not dict and not _is_mapping(row):
-        raise _Bad("row_not_mapping", _name(row))
+        raise RuleBroken("row_not_mapping", _name(row))
     prompt = _get(row, "prompt")
     try:
         if prompt is None:
-            raise _Bad("prompt_missing")
+            raise RuleBroken("prompt_missing")
         kind = type(prompt)
         if kind is str:
             if not prompt:
-                raise _Bad("prompt_empty")
+                raise RuleBroken("prompt_empty")
         elif issubclass(kind, list):
             prompt = _messages(prompt, max_depth)
         elif issubclass(kind, str):
             if str.__len__(prompt) == 0:
-                raise _Bad("prompt_empty")
+                raise RuleBroken("prompt_empty")
             prompt = str.__str__(prompt)
         else:
-            raise _Bad("prompt_type", _name(prompt))
-    except _Bad as bad:
+            raise RuleBroken("prompt_type", _name(prompt))
+    except RuleBroken as bad:
         bad.rev_path.append("prompt")
         raise
     out = {"prompt": prompt}
     answer = _get(row, "answer")
     if answer is not None:
         if not issubclass(type(answer), str):
-            wrong = _Bad("answer_type", _name(answer))
+            wrong = RuleBroken("answer_type", _name(answer))
             wrong.rev_path.append("answer")
             raise wrong
         if str.__len__(answer):
@@ -157,22 +157,22 @@ def _row(row: Any, max_depth: int) -> dict:
 
 def _messages(prompt: list, max_depth: int) -> list:
     if list.__len__(prompt) == 0:
-        raise _Bad("prompt_empty")
+        raise RuleBroken("prompt_empty")
     out = []
     items = prompt if type(prompt) is list else list.__iter__(prompt)
     for i, message in enumerate(items):
         try:
             converted = _mapping(message, 1, max_depth)
             if converted is None:
-                raise _Bad("message_not_mapping", _name(message))
+                raise RuleBroken("message_not_mapping", _name(message))
             role = converted.get("role")
             if role is None and "role" not in converted:
-                raise _Bad("role_missing")
+                raise RuleBroken("role_missing")
             if type(role) is not str or not role:
-                wrong = _Bad("role_empty" if type(role) is str else "role_type", _name(role))
+                wrong = RuleBroken("role_empty" if type(role) is str else "role_type", _name(role))
                 wrong.rev_path.append("role")
                 raise wrong
-        except _Bad as bad:
+        except RuleBroken as bad:
             bad.rev_path.append(i)
             raise
         out.append(converted)
@@ -180,7 +180,7 @@ def _messages(prompt: list, max_depth: int) -> list:
 
 
 def _fail_depth() -> NoReturn:
-    raise _Bad("too_deep")
+    raise RuleBroken("too_deep")
 
 
 def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
@@ -200,7 +200,7 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
     for key, value in entries:
         if type(key) is not str:
             if not issubclass(type(key), str):
-                raise _Bad("key_not_str", _name(key))
+                raise RuleBroken("key_not_str", _name(key))
             key = str.__str__(key)
         kind = type(value)
         if kind is str or kind is int or kind is bool or value is None:
@@ -208,7 +208,7 @@ def _mapping(obj: Any, level: int, max_depth: int) -> Optional[dict]:
             continue
         try:
             out[key] = _value(value, child, max_depth)
-        except _Bad as bad:
+        except RuleBroken as bad:
             bad.rev_path.append(key)
             raise
     return out
@@ -234,7 +234,7 @@ def _pairs(obj: Any) -> Iterator[tuple[Any, Any]]:
 
 def _finite(number: float) -> float:
     if number - number != 0.0:  # NaN or an infinity
-        raise _Bad("float_not_finite", repr(number))
+        raise RuleBroken("float_not_finite", repr(number))
     return number
 
 
@@ -258,7 +258,7 @@ def _value(value: Any, level: int, max_depth: int) -> Any:
         for i, item in enumerate(items):
             try:
                 out.append(_value(item, child, max_depth))
-            except _Bad as bad:
+            except RuleBroken as bad:
                 bad.rev_path.append(i)
                 raise
         return out
@@ -270,8 +270,8 @@ def _value(value: Any, level: int, max_depth: int) -> Any:
         return _finite(float.__float__(value))
     converted = _mapping(value, level, max_depth)
     if converted is None:
-        raise _Bad("value_type", _name(value))
+        raise RuleBroken("value_type", _name(value))
     return converted
 
 
-__all__ = ["GcPause", "normalise_rows"]
+__all__ = ["GcPause", "RuleBroken", "normalise_row", "normalise_rows"]

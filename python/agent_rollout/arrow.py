@@ -1,8 +1,10 @@
 """Rollout rows as Arrow: one schema, lossless, in the shapes trainers read.
 
-Needs ``pyarrow`` (``pip install 'agent-rollout[arrow]'``); the rest of the
-package never imports this module. The schema is written down once, here and
-in ``docs/arrow.md``:
+Needs ``pyarrow`` (``pip install 'agent-rollout[arrow]'``), so the package
+imports this module only when it is asked for (``agent_rollout.rows_to_arrow``
+and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
+``agent_rollout.ray``). The schema is written down once, here and in
+``docs/arrow.md``:
 
 * ``prompt`` is either a ``string`` column (TRL's *standard* format) or a
   ``list<struct<role, content, extra_json>>`` column (TRL's *conversational*
@@ -26,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
 try:
@@ -36,16 +37,25 @@ except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
         "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
     ) from exc
 
-from . import _engine, _jsonl, _rows
-from ._backends import (
-    MAX_JSON_DEPTH,
+from agent_rollout import _engine, _json, _jsonl, _rows
+from agent_rollout._errors import from_native_file, row_error
+from agent_rollout._files import (
+    Destination,
+    Output,
+    naming,
+    open_input,
+    path_text,
+    source_name,
+)
+from agent_rollout._jsonl import FileCounts, FileLimits, Progress, Tally
+from agent_rollout._limits import (
     MAX_MESSAGE_DEPTH,
     MAX_ROLLOUT_BYTES,
     MAX_ROLLOUT_ROWS,
-    int_digits_limit,
-    validate_rollout_backend,
+    check_max_bytes,
+    check_max_rows,
 )
-from ._errors import from_native_file, row_error
+from agent_rollout.backends import validate_rollout_backend
 
 if TYPE_CHECKING:
     import datasets
@@ -106,11 +116,6 @@ def check_prompt_kind(prompt_kind: object) -> PromptKind:
             f"prompt_kind must be one of {', '.join(PROMPT_KINDS)}; got {prompt_kind!r}"
         )
     return cast(PromptKind, prompt_kind)
-
-
-def _dumps(value: Any) -> str:
-    # Byte for byte what the canonical JSONL writer writes (and the Rust engine).
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 # ---- building (the pure-Python twin) -------------------------------------------------------
@@ -203,7 +208,7 @@ class TableBuilder:
         else:
             self.contents.append(None)
         if rest:
-            text = _dumps(rest)
+            text = _json.dumps(rest)  # as the canonical JSONL writer (and Rust) write it
             self.extras.append(text)
             self.size += len(text)
         else:
@@ -284,36 +289,42 @@ def not_utf8_error(rows: Any, start: int) -> Exception:
 # ---- building from the Rust engine's buffers -----------------------------------------------
 
 
-def _strings(count: int, column: tuple[Optional[bytes], bytes, bytes, int]) -> pa.Array:
-    validity, offsets, data, nulls = column
+def _strings(count: int, column: Any) -> pa.Array:
+    validity = column.validity
     buffers = [
         None if validity is None else pa.py_buffer(validity),
-        pa.py_buffer(offsets),
-        pa.py_buffer(data),
+        pa.py_buffer(column.offsets),
+        pa.py_buffer(column.data),
     ]
-    return pa.Array.from_buffers(pa.string(), count, buffers, null_count=nulls)
+    return pa.Array.from_buffers(pa.string(), count, buffers, null_count=column.null_count)
 
 
-def batch_from_buffers(parts: tuple) -> pa.RecordBatch:
+def batch_from_buffers(parts: Any) -> pa.RecordBatch:
     """Assemble the record batch the Rust engine laid out (no copy of the buffers).
 
-    ``parts`` is ``(kind, rows, list_offsets, messages, columns)``: ``kind``
-    ``"text"`` or ``"messages"``; ``columns`` the string columns as
-    ``(validity, offsets, data, null_count)``: prompt (or role), content,
-    extra_json (both None for text), answer.
+    ``parts`` is a ``_native.ArrowBatch``: ``kind`` ``"text"`` or
+    ``"messages"``, ``rows``, the message-list offsets and message count, and
+    the string columns (``_native.StringColumn``: validity, offsets, data,
+    null count) ``first`` (the prompt, or each message's role), ``content``
+    and ``extra`` (None for text) and ``answer``.
     """
-    kind, rows, list_offsets, messages, (first, content, extra, answer_col) = parts
-    answer = _strings(rows, answer_col)
-    if kind == "text":
-        return pa.RecordBatch.from_arrays([_strings(rows, first), answer], schema=TEXT_SCHEMA)
+    rows = parts.rows
+    answer = _strings(rows, parts.answer)
+    if parts.kind == "text":
+        return pa.RecordBatch.from_arrays([_strings(rows, parts.first), answer], schema=TEXT_SCHEMA)
+    messages = parts.messages
     struct = pa.StructArray.from_arrays(
-        [_strings(messages, first), _strings(messages, content), _strings(messages, extra)],
+        [
+            _strings(messages, parts.first),
+            _strings(messages, parts.content),
+            _strings(messages, parts.extra),
+        ],
         fields=list(MESSAGE_TYPE),
     )
     prompt = pa.Array.from_buffers(
         MESSAGES_SCHEMA.field("prompt").type,
         rows,
-        [None, pa.py_buffer(list_offsets)],
+        [None, pa.py_buffer(parts.list_offsets)],
         children=[struct],
     )
     return pa.RecordBatch.from_arrays([prompt, answer], schema=MESSAGES_SCHEMA)
@@ -325,7 +336,7 @@ _KIND_CODES = {"auto": 0, "text": 1, "messages": 2}
 def _native_batches(
     rows: Any, backend: str, max_rows: int, prompt_kind: str
 ) -> list[pa.RecordBatch]:
-    native = _engine._native
+    native = _engine.native
     code = _KIND_CODES[prompt_kind]
     # First pass: rows already in normalised form are built straight from the
     # input; anything else (None) goes through the row rules first.
@@ -367,7 +378,7 @@ def rows_to_arrow(
     prompt_kind = check_prompt_kind(prompt_kind)
     if _engine.implementation() == "rust":
         backend = validate_rollout_backend(backend)
-        max_rows = _engine.check_max_rows(max_rows)
+        max_rows = check_max_rows(max_rows)
         batches = _native_batches(rows, backend, max_rows, prompt_kind)
         schema = batches[0].schema
     else:
@@ -478,9 +489,13 @@ __all__ = [
     "TEXT_SCHEMA",
     "arrow_schema",
     "arrow_to_rows",
+    "batch_from_buffers",
+    "check_prompt_kind",
+    "file_batches",
     "read_rollout_table",
     "rows_to_arrow",
     "to_dataset",
+    "write_parquet",
 ]
 
 
@@ -495,46 +510,40 @@ long rows (multi-turn rollouts with tool output) do not hold 65,536 rows of
 text in memory."""
 
 
-def _file_batches(
+def file_batches(
     src: str,
-    limits: _jsonl._Limits,
+    limits: FileLimits,
     prompt_kind: str,
     on_batch: Callable[[pa.RecordBatch], object],
-    progress: Optional[_jsonl.Progress],
+    progress: Optional[Progress],
     source: Optional[str] = None,
-) -> tuple[int, int, int, int, int, int]:
+) -> FileCounts:
     """Stream a rollout JSONL file as record batches, in order; return the run's counts.
 
-    Errors name ``source`` (default: ``src``). The sixth count (bytes out) is
-    0: the caller knows what it wrote.
+    Errors name ``source`` (default: ``src``). ``bytes_out`` is 0: the
+    caller knows what it wrote.
     """
-    source = _jsonl._source_name(src) if source is None else source
+    source = source_name(src) if source is None else source
     max_rows = limits.max_rows
     if _engine.implementation() == "rust":
-        native = _engine._native
+        native = _engine.native
         try:
-            rows, lines, blank, dropped, bytes_in, _ = native.read_jsonl_arrow(
+            stats = native.read_jsonl_arrow(
                 src,
-                max_rows,
-                limits.max_bytes,
-                MAX_MESSAGE_DEPTH,
-                MAX_JSON_DEPTH,
-                int_digits_limit(),
+                _engine.file_limits(max_rows, limits.max_bytes),
                 _KIND_CODES[prompt_kind],
                 lambda parts: on_batch(batch_from_buffers(parts)),
                 progress,
             )
         except native.NativeRowError as exc:
             raise from_native_file(exc, source, None, max_rows, limits.max_bytes) from None
-        return rows, lines, blank, dropped, bytes_in, 0
-    opened = _jsonl._open_lines(src)
-    tally = _jsonl._Tally()
+        return _engine.file_counts(stats)
+    opened = open_input(src)
+    tally = Tally()
     builder = TableBuilder(prompt_kind)
     try:
         index = 0
-        batches = _jsonl._python_batches(
-            src, limits, tally, opened, progress, partial=True, source=source
-        )
+        batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True)
         for batch in batches:
             with _rows.GcPause():
                 for row, line in zip(batch, tally.batch_lines, strict=True):
@@ -546,8 +555,10 @@ def _file_batches(
         while builder.batches:
             on_batch(builder.batches.pop(0))
     finally:
-        opened[0].close()
-    return tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, 0
+        opened.stream.close()
+    return FileCounts(
+        tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, 0
+    )
 
 
 def read_rollout_table(
@@ -565,60 +576,62 @@ def read_rollout_table(
     prompt-kind rule of :func:`rows_to_arrow` (the error names the file and
     line). ``read_rollout_jsonl(path, as_arrow=True)`` calls this.
     """
-    text = _jsonl._path_text(path, "path")
-    limits = _jsonl._Limits(_engine.check_max_rows(max_rows), _jsonl.check_max_bytes(max_bytes))
+    text = path_text(path, "path")
+    limits = FileLimits(check_max_rows(max_rows), check_max_bytes(max_bytes))
     prompt_kind = check_prompt_kind(prompt_kind)
     batches: list[pa.RecordBatch] = []
-    _file_batches(text, limits, prompt_kind, batches.append, None)
+    file_batches(text, limits, prompt_kind, batches.append, None)
     return pa.Table.from_batches(batches, schema=batches[0].schema)
 
 
 def write_parquet(
     src: str,
     dest: str,
-    where: _jsonl.Destination,
-    limits: _jsonl._Limits,
-    progress: Optional[_jsonl.Progress],
+    where: Destination,
+    limits: FileLimits,
+    progress: Optional[Progress],
     prompt_kind: str = "auto",
-) -> tuple[int, int, int, int, int, int]:
+) -> FileCounts:
     """Normalise the rollout JSONL file ``src`` into the zstd Parquet file ``dest``.
 
     Row groups of at most ``ROW_GROUP_ROWS`` rows are written as they fill, so
     memory does not grow with the file. ``where`` is where ``dest`` really
-    goes (``_jsonl.destination``): a regular file (or a new one) is written
-    beside itself and renamed into place only when every row passed, as for
-    JSONL output, so on any error (Ctrl-C, SIGTERM and SIGHUP included) it is
-    left as it was and no temporary file remains; a device, named pipe or
-    one of our descriptors is written in place, streamed. Returns the counts
-    of ``NormaliseReport`` in its field order.
+    goes (``agent_rollout._files.destination``); the output is an
+    ``agent_rollout._files.Output``, as for JSONL: a regular file is written
+    beside itself and renamed into place only when every row passed, so on
+    any error (Ctrl-C, SIGTERM and SIGHUP included) it is left as it was and
+    no temporary file remains; a device, named pipe or one of our descriptors
+    is written in place, streamed.
     """
     import pyarrow.parquet as pq
 
     prompt_kind = check_prompt_kind(prompt_kind)
-    state: dict[str, Any] = {"aside": None, "sink": None, "counted": None, "writer": None}
+    output: Optional[Output] = None
+    writer: Any = None
+    counted: Any = None
     pending: list[pa.RecordBatch] = []
     sizes = {"rows": 0, "bytes": 0}
 
     def write_pending() -> None:
         if pending:
-            with _naming(dest):
-                state["writer"].write_table(pa.Table.from_batches(pending), row_group_size=None)
+            with naming(dest):
+                writer.write_table(pa.Table.from_batches(pending), row_group_size=None)
             pending.clear()
             sizes["rows"] = sizes["bytes"] = 0
 
     def on_batch(batch: pa.RecordBatch) -> None:
-        if state["writer"] is None:
+        nonlocal output, writer, counted
+        if writer is None:
             # Made on the first rows, so a bad source is reported before the
             # destination is touched (as for JSONL output).
-            if where.kind == "file":
-                state["aside"] = _jsonl._Aside(dest, where.path)
-                target: Any = state["aside"].temp  # pyarrow writes the temporary by path
+            output = Output(where, dest)
+            if output.temp is not None:
+                target: Any = output.temp  # pyarrow writes the temporary by path
             else:
-                state["sink"] = _jsonl._open_in_place(where, dest)
                 # Counts what it writes: a pipe or terminal has no position to ask.
-                target = state["counted"] = pa.PythonFile(state["sink"], mode="w")
-            with _naming(dest):
-                state["writer"] = pq.ParquetWriter(target, batch.schema, compression="zstd")
+                target = counted = pa.PythonFile(output.file, mode="w")
+            with naming(dest):
+                writer = pq.ParquetWriter(target, batch.schema, compression="zstd")
         pending.append(batch)
         sizes["rows"] += batch.num_rows
         sizes["bytes"] += batch.nbytes
@@ -626,40 +639,27 @@ def write_parquet(
             write_pending()
 
     try:
-        counts = _file_batches(src, limits, prompt_kind, on_batch, progress)
+        counts = file_batches(src, limits, prompt_kind, on_batch, progress)
         write_pending()
-        with _naming(dest):
-            state["writer"].close()
-            if state["aside"] is not None:
-                bytes_out = os.path.getsize(state["aside"].temp)
-                state["aside"].commit()
-            else:
-                bytes_out = state["counted"].tell()
-                state["sink"].close()
+        assert output is not None  # file_batches yields at least one batch or raises
+        with naming(dest):
+            writer.close()
+            bytes_out = counted.tell() if counted is not None else os.path.getsize(output.temp)
+        output.commit()
     except BaseException:
-        _abandon(state)
-        raise
-    return (*counts[:5], bytes_out)
-
-
-@contextmanager
-def _naming(dest: str) -> Iterator[None]:
-    """An ``OSError`` from writing ``dest`` names ``dest`` (not our temporary file)."""
-    try:
-        yield
-    except OSError as err:
-        if err.errno is None:
-            raise OSError(f"{dest}: {err}") from None
-        raise OSError(err.errno, err.strerror, dest) from None
-
-
-def _abandon(state: dict[str, Any]) -> None:
-    """Close the Parquet writer and sink, and remove the temporary file (a failed write)."""
-    for name in ("writer", "sink"):
-        if state[name] is not None:
+        if writer is not None:
             try:
-                state[name].close()
+                writer.close()
             except Exception:
                 pass  # already failing: the first error is the one reported
-    if state["aside"] is not None:
-        state["aside"].abandon()
+        if output is not None:
+            output.abandon()
+        raise
+    return FileCounts(
+        counts.rows,
+        counts.lines,
+        counts.blank_lines,
+        counts.dropped_keys,
+        counts.bytes_in,
+        bytes_out,
+    )

@@ -30,9 +30,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _engine, _jsonl
-from ._backends import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
-from .arrow import PromptKind, _file_batches, check_prompt_kind, rows_to_arrow
+from agent_rollout._jsonl import FileLimits
+from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, check_max_rows
+from agent_rollout.arrow import PromptKind, check_prompt_kind, file_batches, rows_to_arrow
 
 _WORKER_ERROR = re.compile(r"agent_rollout\._errors\.(RolloutRowError|RolloutFileError): ([^\n]*)")
 
@@ -48,8 +48,8 @@ def _shard_table(data: bytes, shard: str, max_rows: int, prompt_kind: str) -> pa
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         batches: list[pa.RecordBatch] = []
-        limits = _jsonl._Limits(max_rows, MAX_ROLLOUT_BYTES)
-        _file_batches(temp, limits, prompt_kind, batches.append, None, source=shard)
+        limits = FileLimits(max_rows, MAX_ROLLOUT_BYTES)
+        file_batches(temp, limits, prompt_kind, batches.append, None, source=shard)
     finally:
         os.unlink(temp)
     return pa.Table.from_batches(batches, schema=batches[0].schema)
@@ -70,7 +70,7 @@ def normalise_batch(
     (``ray.data.read_json``, ``from_items``...) is taken as rows with
     ``prompt`` and ``answer`` columns and normalised like ``rows_to_arrow``.
     """
-    max_rows = _engine.check_max_rows(max_rows)
+    max_rows = check_max_rows(max_rows)
     prompt_kind = check_prompt_kind(prompt_kind)
     names = batch.column_names
     if "bytes" in names and "prompt" not in names:
@@ -134,7 +134,7 @@ def normalise_shards(
             "normalise_shards needs prompt_kind='text' or 'messages' (each shard is "
             f"normalised apart, so the first row cannot decide for all); got {prompt_kind!r}"
         )
-    max_rows = _engine.check_max_rows(max_rows)
+    max_rows = check_max_rows(max_rows)
     read_args.setdefault("include_paths", True)
     shards = ray.data.read_binary_files(paths, **read_args)
     try:

@@ -106,11 +106,11 @@ def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
 
 
 def on_engine(name: str, call: Callable[[], Any]) -> Any:
-    previous = _engine._set_engine(name)  # type: ignore[arg-type]
+    previous = _engine.set_engine(name)  # type: ignore[arg-type]
     try:
         return call()
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
 
 
 # ---- hostile row structures -------------------------------------------------------------

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from agent_rollout._errors import NonFiniteReward
+
 __all__ = [
     "DROP_REASONS",
     "BackendRows",
@@ -95,10 +97,6 @@ class BackendRows(list):  # type: ignore[type-arg]
     def drop_counts(self) -> dict[str, int]:
         """Dropped prompts per reason."""
         return dict(Counter(drop.reason for drop in self.drops))
-
-
-class NonFiniteReward(ValueError):
-    """A rollout's reward is NaN or infinite; the message names the prompt and rollout."""
 
 
 @dataclass(frozen=True)

@@ -54,12 +54,16 @@ from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel
 
-from agent_rollout._backends import (
+from agent_rollout._jsonl import FileLimits, read_values
+from agent_rollout._limits import (
+    DEFAULT_GROUP_SIZE,
+    MAX_GROUP_SIZE,
     MAX_MESSAGE_DEPTH,
+    MAX_ROLLOUT_BYTES,
     MAX_ROLLOUT_ROWS,
-    require_backend_package,
-    resolve_rollout_func,
+    check_int,
 )
+from agent_rollout.backends import require_backend_package, resolve_rollout_func
 from agent_rollout.backends._ranking import (
     BackendRows,
     Candidate,
@@ -82,13 +86,11 @@ __all__ = [
     "read_trajectory_groups",
     "resolve_rollout",
     "run_sync",
+    "to_message",
     "trajectory_groups_to_rows",
     "trajectory_to_row",
 ]
 
-DEFAULT_GROUP_SIZE = 4
-MAX_GROUP_SIZE = 1024
-"""The most rollouts one seed prompt may ask for (``rollout_group_size``)."""
 PROMPT_INDEX_KEY = "agent_rollout_prompt_index"
 """``TrajectoryGroup.metadata`` key that records which seed prompt a group ran."""
 
@@ -154,7 +156,7 @@ def _assistant_from_choice(message: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _to_message(item: Any, where: str) -> dict[str, Any]:
+def to_message(item: Any, where: str) -> dict[str, Any]:
     """One entry of ``messages_and_choices`` as a plain chat dict."""
     inner = _choice_message(item)
     if inner is not None:
@@ -191,9 +193,7 @@ def _messages_of(trajectory: Any, where: str) -> list[dict[str, Any]]:
             f"{where}: expected an art.Trajectory with messages_and_choices, "
             f"got {_type_name(trajectory)!r}"
         )
-    return [
-        _to_message(item, f"{where}: messages_and_choices[{i}]") for i, item in enumerate(items)
-    ]
+    return [to_message(item, f"{where}: messages_and_choices[{i}]") for i, item in enumerate(items)]
 
 
 def trajectory_to_row(trajectory: Trajectory, *, where: str = "trajectory") -> dict[str, Any]:
@@ -301,7 +301,9 @@ def read_trajectory_groups(path: str | os.PathLike[str]) -> list[TrajectoryGroup
     - ``.jsonl``: ART's older log format (one ``{"trajectories": [...]}`` group
       per line, ``messages_and_choices`` holding dicts and dumped Choices), or
       its SFT format (one ``{"messages": [...], "tools"?: [...]}`` trajectory
-      per line, read as a group of one).
+      per line, read as a group of one). It is read by the package's one JSONL
+      reader (``agent_rollout._jsonl``): strict JSON, gzip allowed, and the
+      line, byte and row limits of ``read_rollout_jsonl``.
 
     Errors name the file and the line (JSONL) or table row (Parquet).
     """
@@ -334,28 +336,22 @@ def _read_jsonl(name: str) -> list[TrajectoryGroup]:
 
     groups: list[TrajectoryGroup] = []
     total = 0
-    with open(name, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{name}:{line_no}"
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: invalid JSON: {exc.msg}") from None
-            if isinstance(data, Mapping) and "trajectories" in data:
-                items = data["trajectories"]
-                if not isinstance(items, list):
-                    raise ValueError(f"{where}: 'trajectories' must be a list")
-                trajectories = [
-                    _trajectory_from(t, f"{where}: trajectories[{i}]") for i, t in enumerate(items)
-                ]
-            else:
-                trajectories = [_trajectory_from(data, where)]
-            total += len(trajectories)
-            if total > MAX_ROLLOUT_ROWS:
-                raise ValueError(f"{where}: more than {MAX_ROLLOUT_ROWS} trajectories")
-            groups.append(TrajectoryGroup(trajectories))
+    # The package's one JSONL reader: its line, byte and row limits and messages.
+    for line_no, data in read_values(name, FileLimits(MAX_ROLLOUT_ROWS, MAX_ROLLOUT_BYTES)):
+        where = f"{name}:{line_no}"
+        if isinstance(data, Mapping) and "trajectories" in data:
+            items = data["trajectories"]
+            if not isinstance(items, list):
+                raise ValueError(f"{where}: 'trajectories' must be a list")
+            trajectories = [
+                _trajectory_from(t, f"{where}: trajectories[{i}]") for i, t in enumerate(items)
+            ]
+        else:
+            trajectories = [_trajectory_from(data, where)]
+        total += len(trajectories)
+        if total > MAX_ROLLOUT_ROWS:
+            raise ValueError(f"{where}: more than {MAX_ROLLOUT_ROWS} trajectories")
+        groups.append(TrajectoryGroup(trajectories))
     return groups
 
 
@@ -413,14 +409,6 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-rollout-art") as pool:
         return pool.submit(context.run, lambda: asyncio.run(factory())).result()
-
-
-def _check_group_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"rollout_group_size must be an int, got {_type_name(value)}")
-    if not 1 <= value <= MAX_GROUP_SIZE:
-        raise ValueError(f"rollout_group_size must be in [1, {MAX_GROUP_SIZE}], got {value}")
-    return value
 
 
 def _check_prompts(prompts: Any, backend: str) -> list[Any]:
@@ -555,7 +543,12 @@ def policy_model(model: Any, options: Mapping[str, Any], backend: str) -> Any:
 def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[Any], int]:
     """Check the seed prompts and group size; bound the total number of rollouts."""
     seeds = _check_prompts(prompts, backend)
-    group_size = _check_group_size(options.get("group_size", DEFAULT_GROUP_SIZE))
+    group_size = check_int(
+        options.get("group_size", DEFAULT_GROUP_SIZE),
+        "rollout_group_size",
+        MAX_GROUP_SIZE,
+        wrong_type=ValueError,
+    )
     if len(seeds) * group_size > MAX_ROLLOUT_ROWS:
         raise ValueError(
             f"{len(seeds)} prompts x rollout_group_size {group_size} exceed "

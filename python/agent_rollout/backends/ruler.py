@@ -46,11 +46,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from agent_rollout._backends import require_backend_package
+from agent_rollout._errors import NonFiniteReward
+from agent_rollout.backends import require_backend_package
 from agent_rollout.backends._ranking import (
     BackendRows,
     Candidate,
-    NonFiniteReward,
     RolloutDrop,
     pick_reference,
     refuse_all_dropped,

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional
 
-from agent_rollout._backends import MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
+from agent_rollout._limits import MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
 from agent_rollout.examples.openenv_drill.tasks import (
     DRILL_INSTRUCTIONS,
     build_task,
@@ -169,7 +169,7 @@ def offline_rollout(prompts: Sequence[Any], *, rows: Optional[int] = None) -> li
     return out
 
 
-def _health(base_url: str, timeout_s: float) -> bool:
+def health(base_url: str, timeout_s: float) -> bool:
     """True when ``GET /health`` answers ``healthy`` (proxies bypassed)."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -222,7 +222,7 @@ def serve_drill_env(
     thread.start()
     try:
         deadline = time.monotonic() + startup_timeout_s
-        while not (server.started and _health(base_url, timeout_s=1.0)):
+        while not (server.started and health(base_url, timeout_s=1.0)):
             if not thread.is_alive():
                 raise RuntimeError(f"drill server at {base_url} stopped during start-up")
             if time.monotonic() > deadline:

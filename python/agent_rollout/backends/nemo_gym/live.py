@@ -47,15 +47,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
-if TYPE_CHECKING:
-    from agent_rollout.backends._ranking import BackendRows
+from agent_rollout._errors import GymLiveError
+from agent_rollout._limits import MAX_ROLLOUT_ROWS
+from agent_rollout.backends import require_backend_package
+from agent_rollout.backends._ranking import BackendRows
+from agent_rollout.backends.nemo_gym.convert import convert_gym_rows, gym_rows
 
 __all__ = [
     "GymLiveError",
     "GymLiveSettings",
     "collect_rollouts",
+    "gym_root",
     "launch_live",
     "settings_from_options",
     "task_rows",
@@ -66,10 +70,6 @@ DEFAULT_HEAD_PORT = 11000
 POLICY_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
 """Gym's config for an OpenAI-compatible policy server (shipped in the nemo-gym wheel)."""
 _LOG_TAIL = 4000
-
-
-class GymLiveError(RuntimeError):
-    """Gym could not be started or did not collect; the message carries its log tail."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def _server_dirs(config_paths: Sequence[str]) -> list[tuple[str, str]]:
     return dirs
 
 
-def _gym_root() -> Path:
+def gym_root() -> Path:
     """Where the nemo-gym wheel puts its server trees (``resources_servers``, ...)."""
     import importlib.util
 
@@ -210,10 +210,10 @@ def _resolve_config(config_path: str) -> Path:
     path = Path(config_path)
     if path.is_absolute() or path.exists():
         return path
-    installed = _gym_root() / path
+    installed = gym_root() / path
     if installed.exists():
         return installed
-    raise GymLiveError(f"gym_config: {config_path!r} not found (nor under {_gym_root()})")
+    raise GymLiveError(f"gym_config: {config_path!r} not found (nor under {gym_root()})")
 
 
 def _link_shared_venvs(venv_dir: Path, config_paths: Sequence[str]) -> None:
@@ -395,10 +395,7 @@ def collect_rollouts(
 
 
 def _read_output(path: Path) -> list[tuple[str, Any]]:
-    from agent_rollout._backends import MAX_ROLLOUT_ROWS
-    from agent_rollout.backends.nemo_gym import _iter_gym_jsonl
-
-    return list(_iter_gym_jsonl(path, MAX_ROLLOUT_ROWS))
+    return list(gym_rows(path, MAX_ROLLOUT_ROWS))
 
 
 def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:
@@ -455,19 +452,16 @@ def launch_live(
 
     The tasks are the rows of ``options["source"]`` when it is set, else the
     seed ``prompts`` (:func:`task_rows`). The collected rollouts go through
-    :func:`agent_rollout.backends.nemo_gym.convert_gym_rows`, so the repeats of
+    :func:`agent_rollout.backends.nemo_gym.convert.convert_gym_rows`, so the repeats of
     one task collapse into one row as for a file of collected rollouts.
     """
-    from agent_rollout._backends import MAX_ROLLOUT_ROWS, require_backend_package
-    from agent_rollout.backends.nemo_gym import _iter_gym_jsonl, convert_gym_rows
-
     require_backend_package("nemo_gym", live=True)
     settings = settings_from_options(options)
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
             raise ValueError(f"rollout_source must be a path string, got {type(source).__name__}")
-        tasks = task_rows([row for _, row in _iter_gym_jsonl(source, MAX_ROLLOUT_ROWS)])
+        tasks = task_rows([row for _, row in gym_rows(source, MAX_ROLLOUT_ROWS)])
     else:
         tasks = task_rows(list(prompts or []))
     return convert_gym_rows(

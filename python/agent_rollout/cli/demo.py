@@ -19,7 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+from agent_rollout import _engine, examples
+from agent_rollout._engine import normalise_rollout_rows
+from agent_rollout._errors import ConfigError
+from agent_rollout._launch import launch_rollout
+
+EXAMPLES = Path(examples.__file__).resolve().parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +48,8 @@ def _best_ms(fn: Callable[[], Any], repeat: int = 3) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import _engine, launch_rollout, normalise_rollout_rows
-    from ._loader import ConfigError, load_config
-    from .examples.openenv_rollout import URL_ENV_VAR, offline_rollout, serve_drill_env
+    from agent_rollout.config import load_config
+    from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, offline_rollout, serve_drill_env
 
     config_path = EXAMPLES / "grpo.yaml"
     try:
@@ -88,11 +92,11 @@ def run(args: argparse.Namespace) -> int:
         if engine == "rust" and not _engine.native_available():
             print("   rust    not built")
             continue
-        previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+        previous = _engine.set_engine(engine)  # type: ignore[arg-type]
         try:
             timings[engine] = _best_ms(lambda: normalise_rollout_rows(raw, max_rows=len(raw)))
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
         print(
             f"   {engine:<7} {timings[engine]:8.1f} ms  "
             f"({len(raw) / timings[engine] * 1e3:,.0f} rows/s)"

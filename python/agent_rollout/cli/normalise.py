@@ -15,63 +15,35 @@ or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any, Optional
 
-__all__ = ["add_arguments", "byte_count", "positive_rows", "run", "summary_line"]
+from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
+from agent_rollout._io import normalise_rollout_file
+from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
+from agent_rollout.cli._args import add_output, byte_count, positive_rows
+from agent_rollout.cli._progress import (
+    Progress,
+    end_on,
+    format_count,
+    format_rate,
+    input_position,
+    input_size,
+)
+
+__all__ = ["add_arguments", "run", "summary_line"]
 
 PROG = "agent-rollout normalise"
 
 
-def positive_rows(text: str) -> int:
-    """argparse type for ``--max-rows``: an int in [1, MAX_ROWS_LIMIT]."""
-    from agent_rollout._backends import MAX_ROWS_LIMIT
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= MAX_ROWS_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be in [1, {MAX_ROWS_LIMIT:,}], got {value}")
-    return value
-
-
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_BYTES = re.compile(r"(\d+)\s*(?:([kmgt])(?:i?b)?)?", re.IGNORECASE)
-
-
-def byte_count(text: str) -> int:
-    """argparse type for ``--max-bytes``: a whole number of bytes, or with KiB/MiB/GiB/TiB."""
-    from agent_rollout._backends import MAX_BYTES_LIMIT
-
-    match = _BYTES.fullmatch(text.strip())
-    if match is None:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of bytes (e.g. 500000000, 512MiB, 8GiB), got {text!r}"
-        )
-    value = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
-    if not 1 <= value <= MAX_BYTES_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be in [1, {MAX_BYTES_LIMIT:,}], got {value:,}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agent_rollout._backends import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
-
     parser.description = (
         "Check every row of a rollout JSONL file (.jsonl or .jsonl.gz) and write it as "
         "canonical JSONL: one {prompt, answer} row per line, compact, UTF-8. A file OUT is "
         "replaced only when every row passed."
     )
     parser.add_argument("input", metavar="IN", help="rollout JSONL file; '-' reads standard input")
-    parser.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        default="-",
-        help="where to write the rows (default '-': standard output)",
-    )
+    add_output(parser)
     parser.add_argument(
         "--max-rows",
         type=positive_rows,
@@ -99,7 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def summary_line(report: Any) -> str:
     """The closing line: rows in and out, blank lines, dropped keys, time, speed, engine."""
-    from agent_rollout._progress import format_count, format_rate
 
     def count(number: int, noun: str) -> str:
         return f"{format_count(number)} {noun}{'' if number == 1 else 's'}"
@@ -114,15 +85,6 @@ def summary_line(report: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout import RolloutFileError, RolloutRowError, normalise_rollout_file
-    from agent_rollout._progress import (
-        Progress,
-        Terminated,
-        end_on,
-        input_position,
-        input_size,
-    )
-
     source: str = args.input
     dest: str = args.output
     progress = Progress("normalise", size=input_size(source), position=input_position(source))

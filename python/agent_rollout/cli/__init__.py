@@ -1,9 +1,11 @@
 """The ``agent-rollout`` command line (also ``python -m agent_rollout``).
 
-Each command lives in its own module ``agent_rollout._cmd_<name>`` with
-``add_arguments(parser)`` and ``run(args) -> int``; only the module of the
-command being run is imported, so ``check`` in a pre-commit hook does not pay
-for what ``demo`` or ``run`` need.
+Each command lives in its own module of this package (``check``, ``schema``,
+``normalise``, ``run``, ``demo``) with ``add_arguments(parser)`` and
+``run(args) -> int``; argument types shared by several commands are in
+``_args``, the progress line and exit codes in ``_progress``. Only the module
+of the command being run is imported, so ``check`` in a pre-commit hook does
+not pay for what ``demo`` or ``run`` need.
 
 Exit codes: 0 success, 1 invalid input (a bad config or rollout file),
 2 usage or internal error, 130 interrupted.
@@ -24,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "run": "load a config, launch its rollout backend and write the rows as JSONL",
     "demo": "validate the bundled config, run its rollout and time both engines",
 }
+"""Each command and its summary; its module is ``agent_rollout.cli.<name>``."""
 
 DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
 
@@ -36,7 +39,7 @@ def _command_of(argv: list[str]) -> Optional[str]:
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    from . import __version__
+    from agent_rollout import __version__
 
     parser = argparse.ArgumentParser(
         prog="agent-rollout",
@@ -48,7 +51,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     for name, summary in COMMANDS.items():
         command = sub.add_parser(name, help=summary, description=summary)
         if name == chosen:
-            module = import_module(f"{__package__}._cmd_{name}")
+            module = import_module(f"{__name__}.{name}")
             module.add_arguments(command)
             command.set_defaults(_run=module.run)
     return parser

@@ -37,6 +37,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
+from agent_rollout import examples
+from agent_rollout._errors import ConfigError, PromptFileError, RolloutFileError, Terminated
+from agent_rollout._files import source_name
+from agent_rollout._jsonl import FileLimits, read_values, write_canonical
+from agent_rollout._launch import launch_rollout
+from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
+from agent_rollout.cli._args import add_output, add_section, positive_rows
+from agent_rollout.cli._progress import Progress, end_on, format_count
+
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
 
 PROG = "agent-rollout run"
@@ -48,19 +57,10 @@ EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "openenv", "ruler")
 
 
 def _examples_dir() -> str:
-    from agent_rollout import examples
-
     return os.path.dirname(os.path.abspath(examples.__file__))
 
 
-class PromptFileError(ValueError):
-    """A seed prompt file cannot be used; the message starts with ``file:line``."""
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agent_rollout._backends import MAX_ROLLOUT_ROWS
-    from agent_rollout._cmd_normalise import positive_rows
-
     parser.description = (
         "Load a training config, launch its rollout backend on the seed prompts and write "
         "the normalised rows as canonical JSONL."
@@ -85,18 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed prompts, JSONL: one JSON value per line ('-': standard input); "
         "optional when the config sets rollout_source",
     )
-    parser.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        default="-",
-        help="where to write the rows (default '-': standard output)",
-    )
-    parser.add_argument(
-        "--section",
-        default="training",
-        help="top-level key holding the settings (default: training; '' for the top level)",
-    )
+    add_output(parser)
+    add_section(parser)
     parser.add_argument(
         "--serve",
         action="store_true",
@@ -120,60 +110,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_prompts(path: str) -> list[Any]:
     """Every non-blank line of a JSONL file (gzip or not) as a JSON value, in file order.
 
-    The lines follow the rules and messages of the rollout file reader
-    (``agent_rollout._jsonl``: line length, blank lines, the cap of
-    ``MAX_ROWS_LIMIT`` prompts, UTF-8, strict JSON with the column), except
-    that a line may hold any JSON value: the backend decides what a seed
-    prompt is. ``"-"`` reads standard input. Raises ``PromptFileError`` (the
-    reader's ``RolloutFileError``, with ``file:line[:column]`` in front) and
-    ``OSError`` when the file cannot be read.
+    Read by the package's one JSONL reader (``agent_rollout._jsonl``), with the
+    rules and messages of ``normalise`` (line length, blank lines, at most
+    ``MAX_ROWS_LIMIT`` prompts and ``MAX_ROLLOUT_BYTES`` bytes after gzip,
+    UTF-8, strict JSON with the column), except that a line may hold any JSON
+    value: the backend decides what a seed prompt is. ``"-"`` reads standard
+    input. Raises ``PromptFileError`` (the reader's message, with
+    ``file:line[:column]`` in front) and ``OSError`` when the file cannot be read.
     """
-    import zlib
-
-    from agent_rollout import _jsonl
-    from agent_rollout._backends import MAX_LINE_BYTES, MAX_ROWS_LIMIT
-    from agent_rollout._errors import file_error
-
-    source = _jsonl._source_name(path)
-
-    def refuse(code: str, **where: Any) -> PromptFileError:
-        return PromptFileError(str(file_error(code, source, MAX_ROWS_LIMIT, **where)))
-
-    stream, is_gzip, _idle = _jsonl._open_lines(path)
-    prompts: list[Any] = []
     try:
-        number = 0
-        while True:
-            try:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-            except (OSError, EOFError, zlib.error):
-                if not is_gzip:
-                    raise
-                raise refuse("gzip") from None
-            if not line:
-                break
-            number += 1
-            content = line[:-1] if line.endswith(b"\n") else line
-            if len(content) > MAX_LINE_BYTES:
-                raise refuse("line_too_long", line=number)
-            if not content.strip(b" \t\r"):
-                continue
-            if len(prompts) >= MAX_ROWS_LIMIT:
-                raise refuse("file_too_many_rows", line=number)
-            try:
-                text = content.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise refuse("utf8", fact=str(exc.start + 1), line=number) from None
-            try:
-                prompts.append(_jsonl._loads(text))
-            except _jsonl._Syntax as exc:
-                raise refuse(
-                    "json_syntax", fact=exc.reason, line=number, column=exc.offset + 1
-                ) from None
-    finally:
-        stream.close()
+        prompts = [
+            value for _, value in read_values(path, FileLimits(MAX_ROWS_LIMIT, MAX_ROLLOUT_BYTES))
+        ]
+    except RolloutFileError as exc:
+        raise PromptFileError(str(exc)) from None
     if not prompts:
-        raise PromptFileError(f"{source}: no seed prompts (the file is empty or blank)")
+        raise PromptFileError(f"{source_name(path)}: no seed prompts (the file is empty or blank)")
     return prompts
 
 
@@ -188,8 +140,6 @@ def write_rows(
     The same writer ``normalise`` uses: written aside and renamed, nothing
     left behind on error. Returns the number of bytes written.
     """
-    from agent_rollout._jsonl import write_canonical
-
     return write_canonical(rows, dest, on_row)
 
 
@@ -220,7 +170,7 @@ def _pick_config(args: argparse.Namespace) -> Optional[str]:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from agent_rollout._loader import ConfigError, load_config
+    from agent_rollout.config import load_config  # pydantic: only for the command that needs it
 
     try:
         return load_config(args.config, section=args.section or None)
@@ -252,8 +202,6 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
 
 
 def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]) -> Any:
-    from agent_rollout import launch_rollout
-
     name = kwargs["name"]
 
     def prefixed(exc: BaseException) -> str:
@@ -368,14 +316,10 @@ def _serve_drill(stack: ExitStack) -> str:
 
 
 def _plural(count: int, noun: str) -> str:
-    from agent_rollout._progress import format_count
-
     return f"{format_count(count)} {noun}{'' if count == 1 else 's'}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout._progress import Progress, Terminated, end_on
-
     progress = Progress("run")
     try:
         bundled_prompts = _pick_config(args)

@@ -3,8 +3,8 @@
 Exit status: 0 when every file is valid (warnings alone do not fail, unless
 ``--strict``), 1 when any is not, 2 for a usage or internal error (a file that
 cannot be read at all counts as a usage error; the other files are still
-checked and reported). Module-level imports stay in the standard library so that
-start-up is fast; the loader (pydantic, PyYAML) is imported inside ``run``.
+checked and reported). The config layer (pydantic, PyYAML) is imported when
+the files are checked, not at import: ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -14,8 +14,13 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
+from agent_rollout._errors import ConfigIssue
+from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout.backends import resolve_rollout_func
+from agent_rollout.cli._args import add_section
+
 if TYPE_CHECKING:
-    from agent_rollout._loader import CheckResult, ConfigIssue
+    from agent_rollout.config import CheckResult
 
 __all__ = ["add_arguments", "github_annotation", "run"]
 
@@ -28,12 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files", nargs="+", metavar="FILE", help="config files; '-' reads standard input"
     )
-    parser.add_argument(
-        "--section",
-        default="training",
-        help="key holding the settings: a top-level key or a dotted path such as "
-        "'trainer.rollout' (default: training; '' for the top level)",
-    )
+    add_section(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -98,9 +98,6 @@ def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[Conf
     """Import ``rollout_func`` and check the backend can call it with the seed prompts."""
     import inspect
 
-    from agent_rollout._backends import resolve_rollout_func
-    from agent_rollout._loader import ConfigIssue
-
     settings = result.settings
     if settings is None or settings.rollout_func is None:
         return None
@@ -133,8 +130,7 @@ def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[Conf
 
 def _check_stdin(fmt: str, options: dict[str, Any]) -> CheckResult:
     """Standard input, read to one byte past the size limit (EOF may never come)."""
-    from agent_rollout._backends import MAX_CONFIG_BYTES
-    from agent_rollout._loader import CheckResult, ConfigIssue, check_bytes
+    from agent_rollout.config import CheckResult, check_bytes
 
     data = sys.stdin.buffer.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
@@ -144,7 +140,7 @@ def _check_stdin(fmt: str, options: dict[str, Any]) -> CheckResult:
 
 
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
-    from agent_rollout._loader import check_file
+    from agent_rollout.config import check_file
 
     section: Optional[str] = args.section or None
     options: dict[str, Any] = {

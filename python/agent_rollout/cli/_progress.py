@@ -9,7 +9,7 @@ line is erased by ``finish`` so that the summary printed after it starts clean.
 ``/proc/self/fdinfo`` (Linux): the Rust engine reads the file itself, so its
 offset is the only view of the progress in bytes that Python has.
 
-Standard library only: the command modules import this before anything heavy.
+Standard library only (and the package's error classes).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Optional, TextIO
 
+from agent_rollout._errors import Terminated
+
 __all__ = [
     "Progress",
-    "Terminated",
     "end_on",
     "format_count",
     "format_rate",
@@ -253,29 +254,6 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):
             self.enabled = False  # the terminal went away: stop drawing, keep working
-
-
-class Terminated(SystemExit):
-    """SIGTERM or SIGHUP arrived while output was being written.
-
-    Raised from the signal handler the file writers install for the time they
-    write (see ``agent_rollout._jsonl``), so that the temporary file is
-    removed on the way out. A ``SystemExit`` whose status is 128 + the signal
-    number: uncaught, the process ends with the status a shell shows for a
-    process that signal killed.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + signum)
-        self.signum = signum
-
-    def signal_name(self) -> str:
-        import signal
-
-        try:
-            return signal.Signals(self.signum).name
-        except ValueError:
-            return f"signal {self.signum}"
 
 
 def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:

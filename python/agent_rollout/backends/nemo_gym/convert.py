@@ -1,4 +1,4 @@
-"""The ``nemo_gym`` backend: NVIDIA NeMo Gym task and rollout rows as training rows.
+"""NeMo Gym data as training rows: the ``nemo_gym`` backend's conversion (no Gym needed).
 
 NeMo Gym stores its data as JSONL. Every row carries ``responses_create_params``,
 the body of an OpenAI Responses API request; collected rollouts add ``response``
@@ -52,7 +52,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from agent_rollout._backends import MAX_ROLLOUT_ROWS
+from agent_rollout._errors import GymRowError
+from agent_rollout._jsonl import FileLimits, read_values
+from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, check_max_rows
 from agent_rollout.backends._ranking import (
     BackendRows,
     Candidate,
@@ -66,8 +68,9 @@ __all__ = [
     "GymRowError",
     "convert_gym_rows",
     "gym_row_to_row",
-    "launch",
+    "gym_rows",
     "read_gym_jsonl",
+    "type_name",
 ]
 
 TOOLS_FIELD = "responses_create_params.tools"
@@ -79,16 +82,6 @@ ANSWER_FIELDS: tuple[str, ...] = ("expected_answer", "answer", "ground_truth")
 _CHAT_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 _TEXT_PARTS = ("input_text", "output_text")
 _KNOWN_ITEMS = "message, function_call, function_call_output, reasoning"
-
-
-class GymRowError(ValueError):
-    """A NeMo Gym row that cannot be mapped; ``field`` is the dotted path at fault."""
-
-    def __init__(self, where: str, field: str, why: str) -> None:
-        self.where = where
-        self.field = field
-        prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}{field}: {why}")
 
 
 class _Builder:
@@ -120,13 +113,14 @@ class _Builder:
         self._tool_calls = []
 
 
-def _type_name(value: object) -> str:
+def type_name(value: object) -> str:
+    """A value's type as messages about Gym rows name it (``null`` for None)."""
     return "null" if value is None else type(value).__name__
 
 
 def _require_str(value: object, where: str, field: str) -> str:
     if not isinstance(value, str):
-        raise GymRowError(where, field, f"must be a string, got {_type_name(value)}")
+        raise GymRowError(where, field, f"must be a string, got {type_name(value)}")
     return value
 
 
@@ -137,7 +131,7 @@ def _image_part(part: Mapping[str, Any], where: str, field: str) -> dict[str, An
         why = (
             f"image given only by file_id {file_id!r}; a row can carry an image only as a URL"
             if file_id
-            else f"input_image needs a non-empty string image_url, got {_type_name(url)}"
+            else f"input_image needs a non-empty string image_url, got {type_name(url)}"
         )
         raise GymRowError(where, f"{field}.image_url", why)
     detail = part.get("detail")
@@ -155,7 +149,7 @@ def _content(content: object, role: str, where: str, field: str) -> str | list[d
         return content
     if not isinstance(content, list):
         raise GymRowError(
-            where, field, f"must be a string or a list of content parts, got {_type_name(content)}"
+            where, field, f"must be a string or a list of content parts, got {type_name(content)}"
         )
     parts: list[dict[str, Any]] = []
     has_image = False
@@ -163,7 +157,7 @@ def _content(content: object, role: str, where: str, field: str) -> str | list[d
         here = f"{field}[{index}]"
         if not isinstance(part, Mapping):
             raise GymRowError(
-                where, here, f"a content part must be an object, got {_type_name(part)}"
+                where, here, f"a content part must be an object, got {type_name(part)}"
             )
         kind = part.get("type")
         if kind in _TEXT_PARTS:
@@ -232,11 +226,11 @@ def _reasoning(item: Mapping[str, Any], out: _Builder, where: str, field: str) -
     if summary is None:
         summary = []
     if not isinstance(summary, list):
-        raise GymRowError(where, f"{field}.summary", f"must be a list, got {_type_name(summary)}")
+        raise GymRowError(where, f"{field}.summary", f"must be a list, got {type_name(summary)}")
     for index, entry in enumerate(summary):
         here = f"{field}.summary[{index}]"
         if not isinstance(entry, Mapping):
-            raise GymRowError(where, here, f"must be an object, got {_type_name(entry)}")
+            raise GymRowError(where, here, f"must be an object, got {type_name(entry)}")
         text = _require_str(entry.get("text"), where, f"{here}.text")
         if text:
             out.add_assistant_text(f"<think>{text}</think>")
@@ -268,7 +262,7 @@ def _prompt(params: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         return out.messages
     if not isinstance(items, list):
         raise GymRowError(
-            where, field, f"must be a string or a list of items, got {_type_name(items)}"
+            where, field, f"must be a string or a list of items, got {type_name(items)}"
         )
     if not items:
         raise GymRowError(where, field, "is an empty list")
@@ -276,7 +270,7 @@ def _prompt(params: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         here = f"{field}[{index}]"
         if not isinstance(item, Mapping):
             raise GymRowError(
-                where, here, f"an input item must be an object, got {_type_name(item)}"
+                where, here, f"an input item must be an object, got {type_name(item)}"
             )
         kind = item.get("type")
         if kind is None and "role" in item:
@@ -312,7 +306,7 @@ def gym_row_to_row(
             f"answer_fields must be a sequence of field names, not a str: {answer_fields!r}"
         )
     if not isinstance(obj, Mapping):
-        raise GymRowError(where, "row", f"a Gym row must be an object, got {_type_name(obj)}")
+        raise GymRowError(where, "row", f"a Gym row must be an object, got {type_name(obj)}")
     params = obj.get("responses_create_params")
     if params is None:
         raise GymRowError(
@@ -323,7 +317,7 @@ def gym_row_to_row(
         )
     if not isinstance(params, Mapping):
         raise GymRowError(
-            where, "responses_create_params", f"must be an object, got {_type_name(params)}"
+            where, "responses_create_params", f"must be an object, got {type_name(params)}"
         )
     row: dict[str, Any] = {"prompt": _prompt(params, where)}
     for name in answer_fields:
@@ -334,7 +328,7 @@ def gym_row_to_row(
             raise GymRowError(
                 where,
                 name,
-                f"the reference answer must be a string, got {_type_name(value)} "
+                f"the reference answer must be a string, got {type_name(value)} "
                 "(convert it yourself, or choose other answer_fields)",
             )
         row["answer"] = value
@@ -342,29 +336,21 @@ def gym_row_to_row(
     return row
 
 
-def _iter_gym_jsonl(path: str | os.PathLike[str], max_rows: int) -> Iterator[tuple[str, Any]]:
-    """``(where, parsed object)`` for every non-blank line of a Gym JSONL file."""
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-        raise ValueError(f"max_rows must be a positive int, got {max_rows!r}")
+def gym_rows(
+    path: str | os.PathLike[str], max_rows: int = MAX_ROLLOUT_ROWS
+) -> Iterator[tuple[str, Any]]:
+    """``(where, parsed object)`` for every non-blank line of a Gym JSONL file.
+
+    Read by the package's one JSONL reader (``agent_rollout._jsonl``): gzip
+    allowed, strict JSON, and the line, byte and row limits and messages of
+    ``read_rollout_jsonl``; ``where`` is ``path:line: row N``.
+    """
+    max_rows = check_max_rows(max_rows)
     name = os.fspath(path)
     count = 0
-    with open(name, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = f"{name}:{number}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-            if count >= max_rows:
-                raise ValueError(f"{where}: more than {max_rows} rows")
-            yield f"{where}: row {count}", obj
-            count += 1
+    for line_no, obj in read_values(name, FileLimits(max_rows, MAX_ROLLOUT_BYTES)):
+        yield f"{name}:{line_no}: row {count}", obj
+        count += 1
     if count == 0:
         raise ValueError(f"{name}: no Gym rows (the file is empty or blank)")
 
@@ -378,7 +364,7 @@ def read_gym_jsonl(
     :func:`convert_gym_rows`). Blank lines are skipped. Every error starts
     with ``path:line:``. More than ``max_rows`` rows is an error, not a silent cut.
     """
-    return [gym_row_to_row(obj, where=where) for where, obj in _iter_gym_jsonl(path, max_rows)]
+    return [gym_row_to_row(obj, where=where) for where, obj in gym_rows(path, max_rows)]
 
 
 def _response_text(obj: Mapping[str, Any], where: str) -> str:
@@ -387,7 +373,7 @@ def _response_text(obj: Mapping[str, Any], where: str) -> str:
     response = obj.get("response")
     output = response.get("output") if isinstance(response, Mapping) else None
     if not isinstance(output, list):
-        raise GymRowError(where, "response.output", f"must be a list, got {_type_name(output)}")
+        raise GymRowError(where, "response.output", f"must be a list, got {type_name(output)}")
     text = ""
     for index, item in enumerate(output):
         kind = item.get("type", "message") if isinstance(item, Mapping) else None
@@ -489,62 +475,3 @@ def _task_row(
             task.candidates, prompt_index=task.label, where=f"task {task.label} ({task.wheres[0]})"
         )
     return {"prompt": task.prompt}, None
-
-
-def launch(
-    *,
-    prompts: Sequence[Any] | None,
-    rollout_func: str | None,
-    model: Any,
-    tokenizer: Any,
-    reward_fn: Any,
-    max_steps: int,
-    options: Mapping[str, Any],
-) -> BackendRows:
-    """Backend entry point for ``launch_rollout("nemo_gym", ...)``.
-
-    With ``options["gym_config"]`` set (config key ``rollout_gym_config``) it
-    runs NeMo Gym live (``agent_rollout.backends._gym_live``, needs nemo-gym):
-    Gym collects rollouts for the tasks below against the policy at
-    ``options["policy_base_url"]``, and they are converted as follows.
-    The rows come from ``options["source"]`` (a Gym JSONL path) when it is set,
-    otherwise from ``prompts`` (each a Gym row mapping), through
-    :func:`convert_gym_rows` (``options["answer_from_response"]``, default
-    false, lets the best-rewarded response answer a task without a reference).
-    Nothing is generated:
-    ``model``, ``tokenizer``, ``reward_fn`` and ``max_steps`` are not used, and a
-    ``rollout_func`` is refused because this backend has nothing to call it with.
-    """
-    del model, tokenizer, reward_fn, max_steps  # conversion only; nothing runs
-    if rollout_func is not None:
-        raise ValueError(
-            "rollout_backend 'nemo_gym' converts Gym data and takes no rollout_func; "
-            "use rollout_backend 'openenv' to run a function"
-        )
-    from_response = options.get("answer_from_response", False)
-    if not isinstance(from_response, bool):
-        raise ValueError(f"answer_from_response must be a bool, got {_type_name(from_response)}")
-    if options.get("gym_config") is not None:  # live: run Gym, then convert what it collected
-        from agent_rollout.backends._gym_live import launch_live
-
-        return launch_live(prompts, options, answer_from_response=from_response)
-    source = options.get("source")
-    if source is not None:
-        if not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"rollout_source must be a path string, got {_type_name(source)}")
-        return convert_gym_rows(
-            _iter_gym_jsonl(source, MAX_ROLLOUT_ROWS), answer_from_response=from_response
-        )
-    if not prompts:
-        raise ValueError(
-            "rollout_backend 'nemo_gym' needs rollout_source (a Gym JSONL file) "
-            "or prompts (Gym row mappings)"
-        )
-    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
-        raise ValueError(f"prompts must be a list of Gym rows, got {_type_name(prompts)}")
-    if len(prompts) > MAX_ROLLOUT_ROWS:
-        raise ValueError(f"prompts: more than {MAX_ROLLOUT_ROWS} Gym rows")
-    return convert_gym_rows(
-        ((f"row {index}", row) for index, row in enumerate(prompts)),
-        answer_from_response=from_response,
-    )

@@ -1,0 +1,321 @@
+"""Rollout files in and out, for both engines (the twin of ``rust/files.rs``).
+
+- where output goes (``destination``), decided once, here, for both engines
+  and both formats;
+- ``Output``: the one atomic write. A regular file (or a new one) is written
+  beside itself and renamed over it only when complete, so on any error
+  (Ctrl-C, SIGTERM and SIGHUP included: ``signals_end_cleanly``) it is left as
+  it was and no temporary file remains; a stream is written in place. JSONL
+  output (``agent_rollout._jsonl``) and Parquet output (``agent_rollout.arrow``)
+  both go through it;
+- ``open_input``: a rollout file opened for reading, gzip undone, with the
+  ``idle`` test a pipe needs;
+- the names errors give a path (``source_name``) and the check of a path
+  argument (``path_text``).
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import io
+import os
+import re
+import select
+import signal
+import stat
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
+
+from agent_rollout._errors import Terminated
+
+# ---- paths -------------------------------------------------------------------------------
+
+
+def source_name(path: str) -> str:
+    """How errors name an input: ``<stdin>`` for ``-``, else the path as given."""
+    return "<stdin>" if path == "-" else path
+
+
+def path_text(path: object, what: str) -> str:
+    """A path argument (``str`` or ``os.PathLike``) as text, or ``TypeError``/``ValueError``."""
+    if isinstance(path, (str, os.PathLike)):
+        text = os.fspath(path)
+        if isinstance(text, str):
+            if "\x00" in text:
+                raise ValueError("embedded null byte")  # what Python's own open() says
+            if not text:
+                raise ValueError(f"{what} must not be empty (use '-' for the standard streams)")
+            return text
+    raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
+
+
+# ---- where the output goes -----------------------------------------------------------------
+
+_MAX_LINKS = 40  # as the kernel: more symlinks than this in a chain is a loop
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where output goes, decided once for both engines.
+
+    ``kind`` is ``"file"`` (a regular file, or a new one: written beside
+    ``path`` and renamed over it when complete), ``"stream"`` (a device, named
+    pipe or socket: opened and written in place, streamed, no undo) or
+    ``"fd"`` (one of this process's own descriptors, ``fd``: ``-``,
+    ``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``; written in place).
+    """
+
+    kind: str
+    path: str
+    fd: int = -1
+
+
+def _own_fd(path: str) -> Optional[int]:
+    """N when ``path`` names this process's descriptor N (``/proc/<pid>/fd/N`` and aliases)."""
+    folder, _, name = path.rpartition("/")
+    if not name.isdigit() or not folder:
+        return None
+    try:
+        real = os.path.realpath(folder)
+    except (OSError, ValueError):
+        return None
+    pid = os.getpid()
+    if real == f"/proc/{pid}/fd" or re.fullmatch(rf"/proc/{pid}/task/\d+/fd", real):
+        return int(name)
+    return None
+
+
+def destination(dest: str) -> Destination:
+    """Resolve ``dest`` (symlinks followed one by one) to where the output really goes.
+
+    A symlink, live or dangling, is written through to its target (created
+    if missing); a chain of more than 40 links (a loop) is ``OSError`` ELOOP
+    naming ``dest``.
+    """
+    if dest == "-":
+        return Destination("fd", dest, 1)
+    path = dest
+    for _ in range(_MAX_LINKS + 1):
+        fd = _own_fd(path)
+        if fd is not None:
+            return Destination("fd", path, fd)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return Destination("file", path)  # a new file (its folder must exist)
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, dest) from None
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                target = os.readlink(path)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, dest) from None
+            path = os.path.join(os.path.dirname(path), target)
+            continue
+        if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+            return Destination("file", path)  # a folder: refused when renamed over
+        return Destination("stream", path)
+    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), dest)
+
+
+@contextmanager
+def naming(shown: str) -> Iterator[None]:
+    """An ``OSError`` raised in the block names ``shown`` (not a temporary file)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno is None:
+            raise OSError(f"{shown}: {err}") from None
+        raise OSError(err.errno, err.strerror, shown) from None
+
+
+def _open_in_place(where: Destination, shown: str) -> Any:
+    """The binary sink for a stream or one of our descriptors (no temporary file, no undo)."""
+    with naming(shown):
+        if where.kind == "fd":
+            if where.fd == 1:
+                sys.stdout.flush()  # what Python already buffered goes out first
+            elif where.fd == 2:
+                sys.stderr.flush()
+            fd = os.dup(where.fd)
+        else:
+            # No O_CREAT, no O_TRUNC: a device or pipe is written as it is.
+            fd = os.open(where.path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    return open(fd, "wb")
+
+
+class Output:
+    """One output, written all or nothing where the destination allows it.
+
+    For ``where.kind == "file"`` the bytes go to a fresh temporary file beside
+    the destination (``temp``, with the destination's mode), which ``commit``
+    renames over it; ``abandon`` removes it, whatever closing it says. A stream
+    or descriptor is written in place (``temp`` is None): ``commit`` closes it,
+    and nothing can be taken back. ``file`` is the binary sink; writers that
+    open files by path (pyarrow) may write to ``temp`` instead. Every
+    ``OSError`` names ``shown``, the destination the caller gave.
+    """
+
+    def __init__(self, where: Destination, shown: str) -> None:
+        self.shown = shown
+        self.dest = where.path
+        self.temp: Optional[str] = None
+        if where.kind != "file":
+            self.file: Any = _open_in_place(where, shown)
+            return
+        try:
+            mode: Optional[int] = stat.S_IMODE(os.stat(self.dest).st_mode)
+        except OSError:
+            mode = None
+        folder = os.path.dirname(self.dest) or "."
+        name = os.path.basename(self.dest)
+        for attempt in range(100):
+            temp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
+            try:
+                self.file = open(temp, "xb")
+            except FileExistsError:
+                continue
+            except OSError as err:
+                # Name the destination the caller asked for, not our temporary.
+                raise OSError(err.errno, err.strerror, shown) from None
+            self.temp = temp
+            if mode is not None:
+                try:
+                    with naming(shown):
+                        os.chmod(temp, mode)
+                except OSError:
+                    self.abandon()
+                    raise
+            return
+        raise OSError(f"{shown}: no free temporary file name")
+
+    def write(self, data: bytes) -> None:
+        with naming(self.shown):
+            self.file.write(data)
+
+    def commit(self) -> None:
+        """Close the output; a temporary file takes the destination's place."""
+        with naming(self.shown):
+            self.file.close()
+            if self.temp is not None:
+                os.replace(self.temp, self.dest)
+
+    def abandon(self) -> None:
+        """Close quietly (a full disk fails again) and remove the temporary file, if any."""
+        try:
+            self.file.close()
+        except OSError:
+            pass  # already failing: the first error is the one reported
+        if self.temp is not None:
+            try:
+                os.unlink(self.temp)
+            except FileNotFoundError:
+                pass
+
+
+# ---- SIGTERM and SIGHUP while a file is written -------------------------------------------
+
+_TERMINATING = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    del frame
+    raise Terminated(signum)
+
+
+@contextmanager
+def signals_end_cleanly() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into ``Terminated`` while output is written.
+
+    Only on the main thread (the only one Python runs signal handlers on) and
+    only for a signal left at its default action, which would kill the
+    process with the temporary file in place. ``Terminated`` is a
+    ``SystemExit`` (status 128 + signal number): cleanup runs on the way out,
+    and an uncaught one ends the process with the status a shell reports for
+    a process the signal killed. Handlers the caller set are left alone.
+    """
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _TERMINATING:
+            try:
+                if signal.getsignal(signum) == signal.SIG_DFL:
+                    installed[signum] = signal.signal(signum, _terminate)
+            except (OSError, ValueError):  # pragma: no cover - not settable here
+                pass
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            if signal.getsignal(signum) is _terminate:
+                signal.signal(signum, previous)
+
+
+# ---- input ----------------------------------------------------------------------------------
+
+
+class Opened(NamedTuple):
+    """An input as the readers take it."""
+
+    stream: Any
+    """Binary, buffered, gzip undone; ``read1`` hands over what is there."""
+    is_gzip: bool
+    idle: Callable[[], bool]
+    """Whether a read now would wait (a pipe or terminal with nothing in it)."""
+
+
+def _never_idle() -> bool:
+    return False
+
+
+class _GzipOwningFile(gzip.GzipFile):
+    """A gzip reader that also closes the file it reads (``GzipFile`` leaves a given one open)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw  # first: close() must find it even if the constructor fails
+        super().__init__(fileobj=raw, mode="rb")
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def open_input(path: str) -> Opened:
+    """Open a rollout file (``-``: descriptor 0 itself, as on the Rust engine)."""
+    raw: Any = open(0, "rb", closefd=False) if path == "-" else open(path, "rb")
+    try:
+        fd = raw.fileno()
+        idle = _never_idle
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+
+            def idle() -> bool:
+                return not select.select([fd], [], [], 0)[0]
+
+        buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
+        if buffered.peek(2)[:2] == b"\x1f\x8b":
+            return Opened(_GzipOwningFile(buffered), True, idle)
+    except BaseException:
+        raw.close()
+        raise
+    return Opened(buffered, False, idle)
+
+
+__all__ = [
+    "Destination",
+    "Opened",
+    "Output",
+    "destination",
+    "naming",
+    "open_input",
+    "path_text",
+    "signals_end_cleanly",
+    "source_name",
+]

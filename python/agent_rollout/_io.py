@@ -1,0 +1,200 @@
+"""The public file API: ``read_rollout_jsonl`` and ``normalise_rollout_file``.
+
+This module alone decides how a file is handled: JSONL or Parquet output (by
+the destination's name), and which engine runs (the Rust engine's file
+functions in ``agent_rollout._native``, or the twin in
+``agent_rollout._jsonl``). Both engines share the destination
+(``agent_rollout._files.destination``), the signal handling and every message.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
+
+from agent_rollout import _engine, _jsonl
+from agent_rollout._errors import from_native_file
+from agent_rollout._files import destination, path_text, signals_end_cleanly, source_name
+from agent_rollout._jsonl import FileCounts, FileLimits, Progress
+from agent_rollout._limits import (
+    MAX_ROLLOUT_BYTES,
+    MAX_ROLLOUT_ROWS,
+    check_max_bytes,
+    check_max_rows,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PathArg = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class NormaliseReport:
+    """What ``normalise_rollout_file`` did."""
+
+    rows: int
+    """Rows written (every non-blank input line is one row)."""
+    lines: int
+    """Input lines read, blank ones included."""
+    blank_lines: int
+    dropped_keys: int
+    """Top-level row keys other than ``prompt``/``answer`` left out, summed over rows."""
+    bytes_in: int
+    """Input bytes read (after gzip decompression)."""
+    bytes_out: int
+    seconds: float
+    engine: str
+
+
+@overload
+def read_rollout_jsonl(
+    path: PathArg,
+    *,
+    max_rows: int = ...,
+    max_bytes: int = ...,
+    as_arrow: Literal[False] = ...,
+) -> tuple[dict, ...]: ...
+@overload
+def read_rollout_jsonl(
+    path: PathArg,
+    *,
+    max_rows: int = ...,
+    max_bytes: int = ...,
+    as_arrow: Literal[True],
+    prompt_kind: str = ...,
+) -> pa.Table: ...
+def read_rollout_jsonl(
+    path: PathArg,
+    *,
+    max_rows: int = MAX_ROLLOUT_ROWS,
+    max_bytes: int = MAX_ROLLOUT_BYTES,
+    as_arrow: bool = False,
+    prompt_kind: str = "auto",
+) -> Any:
+    """Read a rollout JSONL file (``.jsonl`` or gzip-compressed) into normalised rows.
+
+    ``as_arrow=True`` returns a ``pyarrow.Table`` instead, built without Python
+    row objects (``agent_rollout.arrow.read_rollout_table``; ``prompt_kind`` as there).
+
+    Same rules and texts as :func:`normalise_rollout_rows`, with the file and
+    line in front (``rollouts.jsonl:2: row 1: answer: must be a str or None,
+    got 'int'``). Blank lines are skipped; reading stops at row
+    ``max_rows + 1``, and after ``max_bytes`` bytes of input (counted after
+    gzip decompression, blank lines included; default ``MAX_ROLLOUT_BYTES``,
+    4 GiB). ``"-"`` reads standard input (descriptor 0; nothing more is read
+    from it once the call returns).
+
+    Raises:
+        RolloutRowError: a row breaks a rule (``.index``, ``.path``, ``.line``).
+        RolloutFileError: bad UTF-8, bad JSON (with the column), bad gzip, a line
+            over ``MAX_LINE_BYTES``, no rows, more than ``max_rows`` rows or
+            ``max_bytes`` bytes.
+        OSError: the file cannot be read.
+    """
+    if as_arrow:
+        from agent_rollout.arrow import read_rollout_table
+
+        return read_rollout_table(
+            path,
+            max_rows=max_rows,
+            max_bytes=max_bytes,
+            prompt_kind=prompt_kind,  # type: ignore[arg-type]
+        )
+    text = path_text(path, "path")
+    max_rows = check_max_rows(max_rows)
+    max_bytes = check_max_bytes(max_bytes)
+    if _engine.implementation() == "python":
+        return _jsonl.read_rows(text, FileLimits(max_rows, max_bytes))
+    native = _engine.native
+    try:
+        rows = native.read_jsonl(text, _engine.file_limits(max_rows, max_bytes))
+    except native.NativeRowError as exc:
+        raise from_native_file(exc, source_name(text), None, max_rows, max_bytes) from None
+    result: tuple[dict, ...] = rows
+    return result
+
+
+def normalise_rollout_file(
+    src: PathArg,
+    dst: PathArg,
+    *,
+    max_rows: int = MAX_ROLLOUT_ROWS,
+    max_bytes: int = MAX_ROLLOUT_BYTES,
+    progress: Optional[Progress] = None,
+    prompt_kind: str = "auto",
+) -> NormaliseReport:
+    """Normalise a rollout JSONL file into canonical JSONL, file to file.
+
+    A ``dst`` whose name ends in ``.parquet`` gets zstd Parquet of the rollout
+    Arrow schema instead (``agent_rollout.arrow.write_parquet``; needs pyarrow;
+    ``prompt_kind`` as in ``rows_to_arrow``), with the same guarantees.
+
+    The output has one row per line, ``prompt`` then ``answer``, compact
+    separators, UTF-8 text (not ASCII-escaped) and floats that round-trip
+    exactly. A regular ``dst`` (or a new one; a symlink, even a dangling one,
+    is followed to its target) is written beside it and renamed over it only
+    when every line passed: on any error, Ctrl-C, SIGTERM or SIGHUP, ``dst``
+    is not created, or is left as it was, and no temporary file remains.
+    ``"-"`` (descriptor 1), ``/dev/stdout``-like paths, devices and named
+    pipes are written in place: streamed, nothing can be taken back. Input
+    stops at ``max_rows`` rows and ``max_bytes`` bytes (after gzip
+    decompression). ``progress(rows, lines, bytes_in)`` is called now and
+    then, if given. The Rust engine runs without holding the interpreter, on
+    all cores, in memory that does not grow with the file.
+
+    Raises the same errors as :func:`read_rollout_jsonl`, and ``OSError`` when
+    ``dst`` cannot be written (a symlink loop: ELOOP).
+    """
+    src_text = path_text(src, "src")
+    dst_text = path_text(dst, "dst")
+    max_rows = check_max_rows(max_rows)
+    max_bytes = check_max_bytes(max_bytes)
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable, got {type(progress).__name__}")
+    engine = _engine.implementation()
+    start = time.perf_counter()
+    limits = FileLimits(max_rows, max_bytes)
+    with signals_end_cleanly():
+        where = destination(dst_text)
+        counts: FileCounts
+        if dst_text.lower().endswith(".parquet"):
+            from agent_rollout.arrow import write_parquet
+
+            counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
+        elif engine == "python":
+            counts = _jsonl.normalise_to_jsonl(src_text, dst_text, where, limits, progress)
+        else:
+            if where.kind == "fd" and where.fd in (1, 2):
+                (sys.stdout if where.fd == 1 else sys.stderr).flush()
+            native = _engine.native
+            try:
+                stats = native.normalise_file(
+                    src_text,
+                    where.path,
+                    where.kind,
+                    where.fd,
+                    _engine.file_limits(max_rows, max_bytes),
+                    progress,
+                )
+            except native.NativeRowError as exc:
+                raise from_native_file(
+                    exc, source_name(src_text), dst_text, max_rows, max_bytes
+                ) from None
+            counts = _engine.file_counts(stats)
+    return NormaliseReport(
+        rows=counts.rows,
+        lines=counts.lines,
+        blank_lines=counts.blank_lines,
+        dropped_keys=counts.dropped_keys,
+        bytes_in=counts.bytes_in,
+        bytes_out=counts.bytes_out,
+        seconds=time.perf_counter() - start,
+        engine=engine,
+    )
+
+
+__all__ = ["NormaliseReport", "normalise_rollout_file", "read_rollout_jsonl"]

@@ -1,0 +1,125 @@
+"""Every limit and default of the package, and the one integer-range check.
+
+Everything else (the row rules of both engines, the file readers, the config
+models, the backends, the command line) reads its numbers from here; the Rust
+engine receives the ones it needs as arguments and keeps no copy.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# ---- rows ----------------------------------------------------------------------------------
+
+MAX_ROLLOUT_ROWS = 100_000
+"""Default cap on the rows one rollout may produce."""
+MAX_ROWS_LIMIT = 10_000_000
+"""The largest ``max_rows`` a caller may ask for."""
+MAX_MESSAGE_DEPTH = 64
+"""How deeply containers may nest inside one chat message.
+
+The message mapping itself is level 1; a ``content`` list inside it is level 2,
+a content part inside that list level 3, and so on. A message nested deeper
+(or a container that holds itself) is refused with ``RolloutRowError``.
+"""
+
+# ---- rollout files -------------------------------------------------------------------------
+
+MAX_JSON_DEPTH = 128
+"""How deeply arrays and objects may nest in one JSONL line (the row object is 1)."""
+MAX_INT_DIGITS = 4300
+"""CPython's default limit on the digits of an int read from text.
+
+The limit in force is the interpreter's own (``sys.get_int_max_str_digits()``,
+0 for none), read at each call: ``int_digits_limit()``."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest JSONL line accepted, in bytes (without its newline)."""
+MAX_ROLLOUT_BYTES = 4 * 1024**3
+"""Default cap on the bytes one rollout file may hold, after gzip decompression (4 GiB).
+
+Chosen for real files: 100,000 rows (the default row cap) of long multi-turn
+agent trajectories (a 20-turn episode with tool output and the dropped extra
+keys kept by loggers, about 40 KiB a row) come to about 3.8 GiB, while the
+rows users normalise most (a few turns, under 5 KiB) stay far below. It stops
+a small ``.jsonl.gz`` that expands without end (or to blank lines) long before
+memory or the disk runs out. Blank lines count.
+"""
+MAX_BYTES_LIMIT = 2**40
+"""The largest ``max_bytes`` a caller may ask for (1 TiB)."""
+
+
+def int_digits_limit() -> int:
+    """The longest integer (in digits) a JSONL line may hold right now."""
+    limit = sys.get_int_max_str_digits()
+    return limit if limit > 0 else 2**62
+
+
+# ---- config keys -----------------------------------------------------------------------------
+
+MAX_BACKEND_NAME_LEN = 32
+MAX_ROLLOUT_FUNC_LEN = 260
+MAX_ROLLOUT_STEPS = 100_000
+DEFAULT_ROLLOUT_STEPS = 64
+DEFAULT_GROUP_SIZE = 4
+MAX_GROUP_SIZE = 1024
+"""The most rollouts one seed prompt may ask for (``rollout_group_size``)."""
+MAX_JUDGE_MODEL_LEN = 200
+"""The longest model name (``rollout_judge_model``, ``rollout_policy_model``)."""
+MAX_URL_LEN = 2048
+MAX_SOURCE_LEN = 4096
+"""The longest path (``rollout_source``, ``rollout_gym_config``)."""
+
+# ---- config files ----------------------------------------------------------------------------
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest training config file read, in bytes (checked before reading).
+
+Real configs are a few kilobytes (the largest in tests/data/trainer_keys.json's
+sources, verl's generated PPO trainer YAML, is under 40 KB); a file past this
+is refused at once instead of being parsed for seconds."""
+MAX_NESTING_DEPTH = 200
+"""How deeply mappings and lists may nest in a config file (the root is level 1).
+
+One limit for YAML, JSON and TOML; a YAML alias counts as a copy of what it
+names, so aliases stacked on aliases cannot get past it."""
+MAX_YAML_EXPANDED_NODES = 1_000_000
+"""The most values a YAML document may hold, each alias counted as a full copy."""
+
+
+# ---- the one integer-range check -------------------------------------------------------------
+
+
+def check_int(
+    value: object,
+    name: str,
+    high: int,
+    *,
+    low: int = 1,
+    wrong_type: type[Exception] = TypeError,
+    grouped: bool = False,
+) -> int:
+    """``value`` must be an int (a bool is not one) in ``[low, high]``; return it as an int.
+
+    ``TypeError`` (or ``wrong_type``) names a value of another type,
+    ``ValueError`` one out of range: ``max_rows must be in [1, 10000000], got 0``
+    (``grouped``: thousands separators, as the command line prints them; an
+    empty ``name`` leaves the message to start at ``must``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise wrong_type(f"{name} must be an int, got {type(value).__name__}".lstrip())
+    if not low <= value <= high:
+        bounds = (
+            f"[{low:,}, {high:,}], got {value:,}" if grouped else f"[{low}, {high}], got {value}"
+        )
+        raise ValueError(f"{name} must be in {bounds}".lstrip())
+    return int(value)
+
+
+def check_max_rows(max_rows: object) -> int:
+    """``max_rows`` must be an int in [1, MAX_ROWS_LIMIT]."""
+    return check_int(max_rows, "max_rows", MAX_ROWS_LIMIT)
+
+
+def check_max_bytes(max_bytes: object) -> int:
+    """``max_bytes`` must be an int in [1, MAX_BYTES_LIMIT]."""
+    return check_int(max_bytes, "max_bytes", MAX_BYTES_LIMIT)

@@ -1,0 +1,63 @@
+"""Argument types and options shared by several commands (standard library only)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROWS_LIMIT, check_int
+
+__all__ = ["add_output", "add_section", "byte_count", "positive_rows"]
+
+
+def positive_rows(text: str) -> int:
+    """argparse type for ``--max-rows``: an int in [1, MAX_ROWS_LIMIT]."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    try:
+        return check_int(value, "--max-rows", MAX_ROWS_LIMIT)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be in [1, {MAX_ROWS_LIMIT:,}], got {value}"
+        ) from None
+
+
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_BYTES = re.compile(r"(\d+)\s*(?:([kmgt])(?:i?b)?)?", re.IGNORECASE)
+
+
+def byte_count(text: str) -> int:
+    """argparse type for ``--max-bytes``: a whole number of bytes, or with KiB/MiB/GiB/TiB."""
+    match = _BYTES.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes (e.g. 500000000, 512MiB, 8GiB), got {text!r}"
+        )
+    value = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()]
+    try:
+        return check_int(value, "", MAX_BYTES_LIMIT, grouped=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_section(parser: argparse.ArgumentParser) -> None:
+    """``--section``: where the rollout keys are in the config file."""
+    parser.add_argument(
+        "--section",
+        default="training",
+        help="key holding the settings: a top-level key or a dotted path such as "
+        "'trainer.rollout' (default: training; '' for the top level)",
+    )
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    """``-o/--output``: where the rows go (standard output by default)."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        default="-",
+        help="where to write the rows (default '-': standard output)",
+    )

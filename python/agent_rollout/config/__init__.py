@@ -1,0 +1,100 @@
+"""Rollout keys of a training config: types, rules, checks with positions, JSON Schema.
+
+The public face of the config layer; each part lives in a module of its own:
+
+- ``_parse``: YAML/JSON/TOML text as values with key positions (no rollout knowledge);
+- ``_fields``: the value type (check + JSON Schema) of each key;
+- ``_lookalike``: keys that look like a typo of ours;
+- ``_rules``: the cross-field rules and their severity, derived from the
+  backend table (``agent_rollout.backends``);
+- ``_models``: ``RolloutFields`` (a mixin for a trainer's own model) and
+  ``RolloutSettings`` (a frozen model of its own);
+- ``_schema``: the JSON Schema of a whole config file;
+- ``check``: ``check_file``/``check_bytes`` (every issue, positioned) and
+  ``load_config``.
+
+Severity: a rule whose breach means the config cannot be right is an error
+(``ValidationError``, ``ConfigError``); a rule that only says the config is
+incomplete for the built-in adapter, and may be completed at run time by a
+registered runner, is a warning, kept on the validated model
+(``rollout_warnings``). Every config the seed's rules accept validates
+without error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_rollout._errors import ConfigError, ConfigIssue
+from agent_rollout._limits import (
+    DEFAULT_GROUP_SIZE,
+    MAX_CONFIG_BYTES,
+    MAX_GROUP_SIZE,
+    MAX_JUDGE_MODEL_LEN,
+    MAX_NESTING_DEPTH,
+    MAX_SOURCE_LEN,
+    MAX_URL_LEN,
+    MAX_YAML_EXPANDED_NODES,
+)
+from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_KEYS
+from agent_rollout.config._fields import RolloutBackend, RolloutFunc
+from agent_rollout.config._lookalike import (
+    LOOKALIKE_PAIRS_PATTERN,
+    lookalike_key,
+    lookalike_key_schema,
+    near_pattern,
+    nearest_key,
+)
+from agent_rollout.config._models import RolloutFields, RolloutSettings
+from agent_rollout.config._parse import format_for_suffix
+from agent_rollout.config._rules import RolloutWarning, section_warnings
+from agent_rollout.config._schema import training_config_schema
+from agent_rollout.config.check import (
+    CheckResult,
+    check_bytes,
+    check_file,
+    load_config,
+    load_config_bytes,
+    section_path,
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LOOKALIKE_NEAR_PATTERN":  # kept as a module constant, built on first use
+        return near_pattern()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BACKENDS_WITH_FUNC",
+    "DEFAULT_GROUP_SIZE",
+    "LOOKALIKE_PAIRS_PATTERN",
+    "MAX_CONFIG_BYTES",
+    "MAX_GROUP_SIZE",
+    "MAX_JUDGE_MODEL_LEN",
+    "MAX_NESTING_DEPTH",
+    "MAX_SOURCE_LEN",
+    "MAX_URL_LEN",
+    "MAX_YAML_EXPANDED_NODES",
+    "ROLLOUT_KEYS",
+    "CheckResult",
+    "ConfigError",
+    "ConfigIssue",
+    "RolloutBackend",
+    "RolloutFields",
+    "RolloutFunc",
+    "RolloutSettings",
+    "RolloutWarning",
+    "check_bytes",
+    "check_file",
+    "format_for_suffix",
+    "load_config",
+    "load_config_bytes",
+    "lookalike_key",
+    "lookalike_key_schema",
+    "near_pattern",
+    "nearest_key",
+    "section_path",
+    "section_warnings",
+    "training_config_schema",
+]

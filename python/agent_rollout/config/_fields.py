@@ -1,0 +1,315 @@
+"""The value types of our keys: a check per key and the JSON Schema editors read.
+
+``RolloutBackend`` and ``RolloutFunc`` are annotated ``str`` types other
+trainers put in their own models; the others are the types of the fields of
+``RolloutFields``. Each check raises a ``PydanticCustomError`` whose message
+is our own text (see ``custom_error``); the limits come from
+``agent_rollout._limits`` and the backend names from the backend table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
+
+from pydantic import PlainValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from agent_rollout._limits import (
+    MAX_BACKEND_NAME_LEN,
+    MAX_JUDGE_MODEL_LEN,
+    MAX_ROLLOUT_FUNC_LEN,
+    MAX_SOURCE_LEN,
+    MAX_URL_LEN,
+)
+from agent_rollout.backends import (
+    BACKEND_NAMES,
+    ROLLOUT_FUNC_PATTERN,
+    validate_rollout_backend,
+    validate_rollout_func,
+)
+
+# A URL: http or https, a host part, then anything without spaces or control
+# characters. Written so that JavaScript, Rust ``regex`` and Python ``re`` read
+# it alike; ``fullmatch`` is used in Python.
+_URL_CORE = r"https?://[^\u0000-\u0020\u007f/?#]+(?:[/?#][^\u0000-\u0020\u007f]*)?"
+_URL_RE = re.compile(_URL_CORE)
+
+
+def custom_error(kind: str, message: str) -> PydanticCustomError:
+    """A pydantic error of type ``kind`` whose message is ``message``, as written."""
+    # The message goes in through the context so that braces in user values
+    # are never read as format fields.
+    return PydanticCustomError(kind, "{reason}", {"reason": message})
+
+
+def _check_backend(value: object) -> str:
+    try:
+        return validate_rollout_backend(value)
+    except ValueError as exc:
+        raise custom_error("rollout_backend", str(exc)) from None
+
+
+def _check_func(value: object) -> str:
+    if value is None:
+        raise custom_error("rollout_func", "rollout_func must be a string, got NoneType")
+    try:
+        checked = validate_rollout_func(value)
+    except ValueError as exc:
+        raise custom_error("rollout_func", str(exc)) from None
+    assert checked is not None
+    return checked
+
+
+def _text_checker(key: str, max_len: int) -> Callable[[object], str]:
+    def check(value: object) -> str:
+        if not isinstance(value, str):
+            raise custom_error(key, f"{key} must be a string, got {type(value).__name__}")
+        if not value:
+            raise custom_error(key, f"{key} must be a non-empty string")
+        if "\x00" in value:
+            raise custom_error(key, f"{key} must not contain null bytes")
+        if len(value) > max_len:
+            raise custom_error(key, f"{key} must be <= {max_len} chars, got {len(value)}")
+        return str.__str__(value)
+
+    return check
+
+
+def _url_checker(key: str) -> Callable[[object], str]:
+    """The check of a base-URL key: a bounded string, http(s) with a host, no spaces."""
+    text = _text_checker(key, MAX_URL_LEN)
+
+    def check(value: object) -> str:
+        url = text(value)
+        if _URL_RE.fullmatch(url) is None:
+            raise custom_error(
+                key, f"{key}={url!r} must be an http:// or https:// URL with a host and no spaces"
+            )
+        return url
+
+    return check
+
+
+_NO_NEWLINE = {"not": {"pattern": "\n"}}
+_NO_NUL = {"not": {"pattern": "\\u0000"}}
+
+
+def doc(text: str, example: str) -> dict[str, Any]:
+    """Hover text: plain ``description`` and a ``markdownDescription`` with an example."""
+    return {
+        "description": text,
+        "markdownDescription": f"{text}\n\nExample:\n\n```yaml\n{example}\n```",
+    }
+
+
+def _any_case(name: str) -> str:
+    return "".join(f"[{c.upper()}{c}]" if "a" <= c <= "z" else re.escape(c) for c in name)
+
+
+def backend_in(names: Iterable[str]) -> dict[str, Any]:
+    """The backend is one of ``names``, in any case (as the loader reads it)."""
+    return {"type": "string", "pattern": "^(?:" + "|".join(_any_case(n) for n in names) + ")$"}
+
+
+_BACKEND_HELP = {
+    "art": "OpenPipe ART: `rollout_func` plays one episode per call, gathered in groups "
+    "of `rollout_group_size`; or `rollout_source` names an ART trajectory file.",
+    "nemo_gym": "NVIDIA NeMo Gym data (`rollout_source`, a Gym JSONL file) converted to rows; "
+    "with `rollout_gym_config`, Gym run live against `rollout_policy_base_url`.",
+    "openenv": "OpenEnv protocol: `rollout_func` gets the seed prompts and returns the rows.",
+    "ruler": "ART groups ranked by an LLM judge (`rollout_judge_model`), RULER.",
+}
+assert tuple(sorted(_BACKEND_HELP)) == BACKEND_NAMES
+
+RolloutBackend = Annotated[
+    str,
+    PlainValidator(_check_backend, json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            # The loader folds case (as validate_rollout_backend always has), so
+            # the schema accepts any case too; the enum is what editors complete.
+            "anyOf": [
+                {
+                    "enum": list(BACKEND_NAMES),
+                    "enumDescriptions": [
+                        _BACKEND_HELP[name].replace("`", "") for name in BACKEND_NAMES
+                    ],
+                    "markdownEnumDescriptions": [_BACKEND_HELP[name] for name in BACKEND_NAMES],
+                },
+                {"pattern": backend_in(BACKEND_NAMES)["pattern"]},
+            ],
+            "maxLength": MAX_BACKEND_NAME_LEN,
+            **doc(
+                "Agent rollout backend: art (OpenPipe ART), ruler (ART groups ranked by an "
+                "LLM judge), nemo_gym (NeMo Gym data) or openenv (a rollout_func returns "
+                "the rows). Any case is accepted; the canonical name is lower case. Unset: "
+                "no agent rollout.",
+                "rollout_backend: openenv",
+            ),
+            "examples": ["openenv", "art"],
+        }
+    ),
+]
+"""A rollout backend name: any case in, the canonical lower-case name out."""
+
+RolloutFunc = Annotated[
+    str,
+    PlainValidator(_check_func, json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_ROLLOUT_FUNC_LEN,
+            "pattern": f"^{ROLLOUT_FUNC_PATTERN}$",
+            "patternErrorMessage": (
+                "Expected 'module.path:function_name' (letters, digits, underscore "
+                "and dots; the function name after the colon)."
+            ),
+            "allOf": [_NO_NEWLINE],
+            **doc(
+                "The rollout function as 'module.path:function_name' (art, openenv, "
+                "ruler). It is imported only when the rollout starts (or by "
+                "'agent-rollout check --resolve').",
+                "rollout_func: my_project.rollouts:play_episode",
+            ),
+            "examples": ["my_project.rollouts:play_episode"],
+        }
+    ),
+]
+"""A ``module.path:function_name`` spec, checked without importing anything."""
+
+
+def _model_schema(key: str, text: str, example: str) -> WithJsonSchema:
+    """The schema of a model-name key: a bounded string without NUL."""
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_JUDGE_MODEL_LEN,
+            "allOf": [_NO_NUL],
+            **doc(text, f"{key}: {example}"),
+            "examples": [example],
+        }
+    )
+
+
+def _url_schema(key: str, text: str) -> WithJsonSchema:
+    """The schema of a base-URL key of an OpenAI-compatible server."""
+    return WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_URL_LEN,
+            "pattern": f"^{_URL_CORE}$",
+            "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
+            "allOf": [_NO_NEWLINE],
+            **doc(text, f"{key}: http://127.0.0.1:8000/v1"),
+            "examples": ["http://127.0.0.1:8000/v1"],
+        }
+    )
+
+
+def _validator(check: Callable[[object], str]) -> PlainValidator:
+    return PlainValidator(check, json_schema_input_type=str)
+
+
+JudgeModel = Annotated[
+    str,
+    _validator(_text_checker("rollout_judge_model", MAX_JUDGE_MODEL_LEN)),
+    _model_schema(
+        "rollout_judge_model",
+        "The LLM judge RULER ranks trajectories with (ruler only; the built-in adapter needs it).",
+        "openai/o4-mini",
+    ),
+]
+JudgeBaseUrl = Annotated[
+    str,
+    _validator(_url_checker("rollout_judge_base_url")),
+    _url_schema(
+        "rollout_judge_base_url",
+        "Base URL of an OpenAI-compatible server for the judge (ruler only); "
+        "unset means the judge model's provider default.",
+    ),
+]
+PolicyModel = Annotated[
+    str,
+    _validator(_text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN)),
+    _model_schema(
+        "rollout_policy_model",
+        "The policy model the rollouts sample from, as its OpenAI-compatible server "
+        "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
+        "with rollout_gym_config: the model Gym's policy server asks for).",
+        "Qwen/Qwen2.5-0.5B-Instruct",
+    ),
+]
+PolicyBaseUrl = Annotated[
+    str,
+    _validator(_url_checker("rollout_policy_base_url")),
+    _url_schema(
+        "rollout_policy_base_url",
+        "Base URL of the OpenAI-compatible server of rollout_policy_model "
+        "(art, ruler, and nemo_gym with rollout_gym_config).",
+    ),
+]
+
+SourcePath = Annotated[
+    str,
+    PlainValidator(_text_checker("rollout_source", MAX_SOURCE_LEN), json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_SOURCE_LEN,
+            "allOf": [_NO_NUL],
+            **doc(
+                "A data file the backend reads instead of running anything: a NeMo Gym "
+                "JSONL file (nemo_gym) or an ART trajectory file (art, instead of "
+                "rollout_func). A relative path in a config file is read from the "
+                "file's directory.",
+                "rollout_source: data/example.jsonl",
+            ),
+            "examples": ["data/example.jsonl"],
+        }
+    ),
+]
+
+GymConfigPaths = Annotated[
+    str,
+    PlainValidator(_text_checker("rollout_gym_config", MAX_SOURCE_LEN), json_schema_input_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_SOURCE_LEN,
+            "allOf": [_NO_NUL],
+            **doc(
+                "NeMo Gym config files (comma-separated) naming a resources server and an "
+                "agent: nemo_gym then runs Gym live against rollout_policy_base_url "
+                "(needs nemo-gym, Python 3.12+).",
+                "rollout_gym_config: resources_servers/example_single_tool_call/configs/"
+                "example_single_tool_call.yaml",
+            ),
+            "examples": [
+                "resources_servers/example_single_tool_call/configs/example_single_tool_call.yaml"
+            ],
+        }
+    ),
+]
+
+
+__all__ = [
+    "GymConfigPaths",
+    "JudgeBaseUrl",
+    "JudgeModel",
+    "PolicyBaseUrl",
+    "PolicyModel",
+    "RolloutBackend",
+    "RolloutFunc",
+    "SourcePath",
+    "backend_in",
+    "custom_error",
+    "doc",
+]

@@ -1,0 +1,218 @@
+"""The cross-field rules of a section, derived from the backend table, and their severity.
+
+A rule whose breach means the config cannot be right is an error
+(``rule_errors``: a key of another backend, two keys of which only one may be
+set, a live-mode key without live mode, or live mode without its keys); a
+rule that only says the config is incomplete for the built-in adapter, and
+may be completed at run time by a registered runner, is a warning
+(``section_warnings``), kept on the validated model. Every config the seed's
+rules accept validates without error. ``rules_schema`` states the error rules
+as JSON Schema for editors. Which key belongs to which backend is read from
+``agent_rollout.backends``, nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic_core import InitErrorDetails
+
+from agent_rollout.backends import (
+    BACKEND_KEYS,
+    EXPECTED_KEYS,
+    LIVE_KEYS,
+    REQUIRED_KEYS,
+    RUN_TIME_HINT,
+    RUNNER_HINT,
+    validate_rollout_backend,
+)
+from agent_rollout.config._fields import backend_in, custom_error
+
+KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {key.name: key.backends for key in BACKEND_KEYS}
+"""Which backends each optional key applies to (the key is an error elsewhere)."""
+
+
+@dataclass(frozen=True)
+class RolloutWarning:
+    """A config that validates but is incomplete for the built-in adapter."""
+
+    key: str
+    """The key to set (the first of the alternatives), e.g. ``rollout_judge_model``."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+
+def is_set(data: Mapping[Any, Any], key: str) -> bool:
+    return data.get(key) is not None
+
+
+def canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
+    """(usable, backend): usable is False when the backend itself is invalid."""
+    raw_backend = data.get("rollout_backend")
+    if raw_backend is None:
+        return True, None
+    try:
+        return True, validate_rollout_backend(raw_backend)
+    except ValueError:
+        return False, None
+
+
+def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
+    """The cross-field rules that are errors, over the raw section.
+
+    They need the canonical backend only; when the backend itself is invalid
+    its own error is reported and these rules are skipped.
+    """
+    usable, backend = canonical_backend(data)
+    if not usable:
+        return []
+    errors: list[InitErrorDetails] = []
+    for key, allowed in KEY_BACKENDS.items():
+        if not is_set(data, key) or backend in allowed:
+            continue
+        names = " or ".join(repr(name) for name in allowed)
+        got = "is not set" if backend is None else f"is {backend!r}"
+        errors.append(
+            InitErrorDetails(
+                type=custom_error(
+                    "rollout_cross_field",
+                    f"{key} needs rollout_backend {names}, but rollout_backend {got}",
+                ),
+                loc=(key,),
+                input=data[key],
+            )
+        )
+    groups = (*REQUIRED_KEYS.get(backend or "", ()), *EXPECTED_KEYS.get(backend or "", ()))
+    for group in groups:
+        present = [key for key in group if is_set(data, key)]
+        if len(present) > 1:
+            message = f"set only one of {' and '.join(present)} when rollout_backend is {backend!r}"
+            errors.append(
+                InitErrorDetails(
+                    type=custom_error("rollout_cross_field", message),
+                    loc=(present[-1],),
+                    input=data[present[-1]],
+                )
+            )
+    for group in REQUIRED_KEYS.get(backend or "", ()):
+        if not any(is_set(data, key) for key in group):
+            message = f"{' or '.join(group)} is required when rollout_backend is {backend!r}"
+            errors.append(
+                InitErrorDetails(
+                    type=custom_error("rollout_missing", message), loc=(group[0],), input=None
+                )
+            )
+    live_keys = LIVE_KEYS.get(backend or "")
+    if live_keys is not None:  # the live keys mean nothing without the key that turns it on
+        switch, only_live, required = live_keys
+        live = is_set(data, switch)
+        for key in only_live:
+            if not live and is_set(data, key):
+                kind, message = (
+                    "rollout_cross_field",
+                    f"{key} needs {switch} when rollout_backend is {backend!r}",
+                )
+            elif live and key in required and not is_set(data, key):
+                kind, message = ("rollout_missing", f"{key} is required when {switch} is set")
+            else:
+                continue
+            errors.append(
+                InitErrorDetails(type=custom_error(kind, message), loc=(key,), input=data.get(key))
+            )
+    return errors
+
+
+def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
+    """The warnings a section gets: keys the built-in adapter needs that are unset."""
+    usable, backend = canonical_backend(data)
+    if not usable or backend is None:
+        return ()
+    found = []
+    for group in EXPECTED_KEYS.get(backend, ()):
+        if any(is_set(data, key) for key in group):
+            continue
+        if len(group) == 1:
+            unset, needs = f"{group[0]} is not set", "it"
+        else:
+            unset = f"neither {' nor '.join(group)} is set"
+            needs = "one of them"
+        found.append(
+            RolloutWarning(
+                group[0],
+                f"{unset}: the built-in {backend!r} adapter needs {needs} "
+                + RUN_TIME_HINT.get(backend, RUNNER_HINT),
+            )
+        )
+    return tuple(found)
+
+
+def _set_schema(key: str) -> dict[str, Any]:
+    return {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
+
+
+def rules_schema() -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = []
+    for key, allowed in KEY_BACKENDS.items():
+        rules.append(
+            {
+                "if": _set_schema(key),
+                "then": {
+                    "required": ["rollout_backend"],
+                    "properties": {"rollout_backend": backend_in(allowed)},
+                },
+            }
+        )
+    # Required groups (errors): exactly one key of each set. Expected groups
+    # (warnings) are not rules here, but "only one of" them still is.
+    needs: list[tuple[str, dict[str, Any]]] = []
+    for backend, groups in REQUIRED_KEYS.items():
+        for group in groups:
+            need = (
+                _set_schema(group[0])
+                if len(group) == 1
+                else {"oneOf": [_set_schema(key) for key in group]}
+            )
+            needs.append((backend, need))
+    for backend, groups in EXPECTED_KEYS.items():
+        for group in groups:
+            if len(group) > 1:
+                needs.append((backend, {"not": {"allOf": [_set_schema(key) for key in group]}}))
+    for backend, need in needs:
+        rules.append(
+            {
+                "if": {
+                    "required": ["rollout_backend"],
+                    "properties": {"rollout_backend": backend_in([backend])},
+                },
+                "then": need,
+            }
+        )
+    for backend, (switch, only_live, required) in LIVE_KEYS.items():
+        # The live keys only with the key that turns live mode on; then the required ones.
+        chosen = {
+            "required": ["rollout_backend"],
+            "properties": {"rollout_backend": backend_in([backend])},
+        }
+        rules.append(
+            {
+                "if": {"allOf": [chosen, {"not": _set_schema(switch)}]},
+                "then": {"properties": {key: {"type": "null"} for key in only_live}},
+                "else": {"if": chosen, "then": {"allOf": [_set_schema(key) for key in required]}},
+            }
+        )
+    return rules
+
+
+__all__ = [
+    "KEY_BACKENDS",
+    "RolloutWarning",
+    "canonical_backend",
+    "is_set",
+    "rule_errors",
+    "rules_schema",
+    "section_warnings",
+]
