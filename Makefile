@@ -1,77 +1,108 @@
-# One entry point per check. Everything runs inside .venv, made on first use.
-#   make demo         set up, then run the whole job on the bundled example
-#   make test         set up, build, lint, then run the test suite (both engines)
+# One entry point per check. Everything runs inside .venv, made on first use;
+# packages come from PyPI through uv (its cache in ~/.cache/uv), crates from crates.io.
+#   make demo         set up what the demo needs, build (release), run the whole job on the bundled example
+#   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite
+#   make bench        the benchmarks (release build)
 #   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
-#   make wheels       sdist, pure wheel and the Linux abi3 wheels into dist/, checked
+#   make wheels       sdist, pure wheel and the Linux x86_64 abi3 wheel into dist/, checked
 #   make test-wheels  those wheels installed and tested on CPython 3.10-3.13; offline sdist
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+UV     := $(BIN)/uv
+INSTALL := $(UV) pip install --python $(BIN)/python
 NEMO_GYM_DATA ?= $(HOME)/.cache/agent_rollout/nemo_gym-0.4.0
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
+# maturin finds uv (for --uv) and cargo finds nothing else of ours here.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup build nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest workflows pytest test bench reliability \
-	pure-wheel wheels test-wheels
+.PHONY: setup build build-release nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest \
+	workflows cargo-test pytest test bench reliability pure-wheel wheels test-wheels
 
-$(BIN)/python:
+$(UV):
+	@echo "== a virtual environment in $(VENV), and uv to install into it"
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check --quiet "uv>=0.5"
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	# TRL's data utilities only (its full install pulls in torch): the Arrow tests
-	# check that trl.data_utils.is_conversational recognises our rows.
-	$(BIN)/python -m pip install --quiet --no-deps "trl>=0.20"
+# What the demo needs and nothing more: the package's requirements, openenv-core, maturin.
+$(VENV)/.deps-demo: $(UV) pyproject.toml scripts/requirements.py
+	@echo "== the demo's packages: the package's own requirements, openenv-core, maturin"
+	$(BIN)/python scripts/requirements.py openenv > $(VENV)/requirements-demo.txt
+	$(INSTALL) -r $(VENV)/requirements-demo.txt "maturin>=1.9.4,<2"
 	touch $@
 
-setup: $(VENV)/.installed
+# The development set: tests, linters and every backend's package (the demo's included).
+$(VENV)/.deps-dev: $(UV) pyproject.toml scripts/requirements.py
+	@echo "== the development set: tests, linters, every backend's package"
+	$(BIN)/python scripts/requirements.py dev > $(VENV)/requirements-dev.txt
+	$(INSTALL) -r $(VENV)/requirements-dev.txt
+	# TRL's data utilities only (its full install pulls in torch): the Arrow tests
+	# check that trl.data_utils.is_conversational recognises our rows.
+	$(INSTALL) --no-deps "trl>=0.20"
+	touch $@ $(VENV)/.deps-demo
 
-# Rebuild the extension (release) after any Rust change; fast when nothing changed.
-build: setup
-	$(BIN)/maturin develop --release --quiet --skip-install 2>/dev/null || $(BIN)/maturin develop --release
+setup: $(VENV)/.deps-dev
 
-demo: build
+# The extension, built and installed into .venv (editable: python/ is the package).
+# Tests run on the dev profile (debug assertions on); demo and benchmarks on the release
+# build, which is also what the wheels ship (.ci/run tests the installed release wheel).
+build: $(VENV)/.deps-dev
+	@echo "== build (dev profile) and install the package"
+	$(BIN)/maturin develop --uv
+
+build-release: $(VENV)/.deps-demo
+	@echo "== build (release) and install the package"
+	$(BIN)/maturin develop --uv --release
+
+demo: build-release
+	@echo "== agent-rollout demo"
 	$(BIN)/agent-rollout demo
 
 fmt-check:
 	cargo fmt --check
 
+# The features the wheels are built with (abi3): one clippy run covers what ships.
 clippy:
-	cargo clippy --all-targets --locked -- -D warnings
-	CARGO_TARGET_DIR=target/abi3 cargo clippy --all-targets --locked --features pyo3/abi3-py310 -- -D warnings
+	cargo clippy --all-targets --locked --features abi3 -- -D warnings
 
-ruff: setup
+ruff: $(VENV)/.deps-dev
 	$(BIN)/ruff check python tests benches build_backend scripts
 	$(BIN)/ruff format --check python tests benches build_backend scripts
 
-mypy: setup
+mypy: $(VENV)/.deps-dev
 	$(BIN)/mypy
 
 stubtest: build
 	$(BIN)/python -m mypy.stubtest agent_rollout._native
 
 # The release workflow: valid YAML, and valid against the GitHub Actions schema.
-workflows: setup
+workflows: $(VENV)/.deps-dev
 	$(BIN)/yamllint --strict -d "{extends: default, rules: {line-length: {max: 120}, document-start: disable, truthy: {check-keys: false}}}" .github
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 lint: fmt-check clippy ruff mypy stubtest workflows
 
+# The Rust unit tests (error codes, the JSON parser, float output), linked against the
+# venv's interpreter.
+cargo-test: $(VENV)/.deps-dev
+	PYO3_PYTHON=$(CURDIR)/$(BIN)/python cargo test --locked --lib --features abi3 -q
+
 # NeMo Gym's example data (the wheel is downloaded and unpacked, never installed).
-nemo-gym-data: setup
+nemo-gym-data: $(VENV)/.deps-dev
 	PYTHON=$(BIN)/python bash scripts/fetch_nemo_gym_data.sh $(NEMO_GYM_DATA)
 
+# HYPOTHESIS_PROFILE=thorough runs the parity properties at 1,500 examples (tests/conftest.py).
 pytest: build nemo-gym-data
 	$(BIN)/python -c "import agent_rollout as a, sys; e = a.implementation(); print('engine in use:', e); sys.exit(e != 'rust')"
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=30
 
-test: lint pytest
+test: lint cargo-test pytest
 
-# Issue 8's second line of defence: the hostile-input, row, JSONL and float tests again
-# under CPython's debug allocator (a use-after-free faults instead of passing by luck),
-# then the differential fuzzer of both engines for a fixed time budget.
+# The hostile-input, row, JSONL and float tests again under CPython's debug allocator (a
+# use-after-free faults instead of passing by luck), then the differential fuzzer of both
+# engines for a fixed time budget.
 FUZZ_SECONDS ?= 60
 reliability: build
 	PYTHONMALLOC=debug $(BIN)/python -X dev -m pytest -q -p no:cacheprovider \
@@ -79,7 +110,7 @@ reliability: build
 		tests/test_float_output.py tests/fuzz/test_fuzz.py
 	$(BIN)/python tests/fuzz/fuzz.py --seconds $(FUZZ_SECONDS)
 
-bench: build
+bench: build-release
 	$(BIN)/python benches/bench_rows.py
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
