@@ -21,10 +21,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::errors::{Fault, Rule, Seg};
-use crate::files::{self, FileLimits, Stats};
+use crate::errors::{Code, Fault, Rule, Seg};
+use crate::files::{self, FileLimits, FileStats};
 use crate::json::{py_float_repr, write_json_str, J};
-use crate::jsonl::{self, Event, LineFault, Row};
+use crate::jsonl::{self, Event, LineFault, Row, Waited};
 
 /// The prompt kind of a table, or how the caller asked for it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,8 +63,8 @@ impl KindRule {
     /// The error for a row whose prompt is not of the table's kind.
     fn mismatch(&self, table: Kind) -> Rule {
         let code = match table {
-            Kind::Text => "prompt_not_text",
-            Kind::Messages => "prompt_not_messages",
+            Kind::Text => Code::PromptNotText,
+            Kind::Messages => Code::PromptNotMessages,
         };
         Rule::new(code, Some(self.why())).within(Seg::Key("prompt".into()))
     }
@@ -114,16 +114,16 @@ impl StrCol {
         Ok(())
     }
 
-    /// `(validity | None, offsets, data, null_count)` as Python bytes.
-    fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let validity = (self.nulls > 0).then(|| PyBytes::new(py, &self.validity));
-        (
+    /// The column as Python bytes (`StringColumn`).
+    fn into_py(self, py: Python<'_>) -> PyResult<Py<StringColumn>> {
+        let validity = (self.nulls > 0).then(|| PyBytes::new(py, &self.validity).unbind());
+        let column = StringColumn {
             validity,
-            offsets_bytes(py, &self.offsets),
-            PyBytes::new(py, &self.data),
-            self.nulls,
-        )
-            .into_pyobject(py)
+            offsets: offsets_bytes(py, &self.offsets).unbind(),
+            data: PyBytes::new(py, &self.data).unbind(),
+            null_count: self.nulls,
+        };
+        Py::new(py, column)
     }
 }
 
@@ -133,6 +133,41 @@ fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i32]) -> Bound<'py, PyBytes> {
         raw.extend_from_slice(&offset.to_ne_bytes());
     }
     PyBytes::new(py, &raw)
+}
+
+/// One Arrow string column, as `pyarrow.Array.from_buffers` takes it
+/// (`_native.StringColumn`).
+#[pyclass(frozen, get_all, module = "agent_rollout._native")]
+pub struct StringColumn {
+    /// The validity bitmap (bit i set: value i is not null); None when no
+    /// value is null.
+    validity: Option<Py<PyBytes>>,
+    /// `len + 1` native-endian `int32` offsets into `data`.
+    offsets: Py<PyBytes>,
+    /// The values' UTF-8 bytes, one after another.
+    data: Py<PyBytes>,
+    null_count: usize,
+}
+
+/// One record batch as buffers (`_native.ArrowBatch`), assembled by
+/// `agent_rollout.arrow.batch_from_buffers`.
+#[pyclass(frozen, get_all, module = "agent_rollout._native")]
+pub struct ArrowBatch {
+    /// `"text"` or `"messages"`: the prompt kind of the batch.
+    kind: &'static str,
+    rows: usize,
+    /// `rows + 1` native-endian `int32` offsets into the messages (messages
+    /// kind only).
+    list_offsets: Option<Py<PyBytes>>,
+    /// Messages in the batch (0 for the text kind).
+    messages: usize,
+    /// The prompt (text kind), or each message's role.
+    first: Py<StringColumn>,
+    /// Each message's str content (messages kind only).
+    content: Option<Py<StringColumn>>,
+    /// Each message's other keys as compact JSON (messages kind only).
+    extra: Option<Py<StringColumn>>,
+    answer: Py<StringColumn>,
 }
 
 /// One record batch being built, of one prompt kind.
@@ -207,25 +242,31 @@ impl Batch {
         Ok(())
     }
 
-    /// `(kind, rows, list_offsets | None, messages, (first, content, extra, answer))`.
-    fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let (kind, list_offsets, messages, content, extra) = match self.kind {
-            Kind::Text => ("text", None, 0, None, None),
-            Kind::Messages => (
-                "messages",
-                Some(offsets_bytes(py, &self.list_offsets)),
-                self.first.len,
-                Some(self.content.into_py(py)?),
-                Some(self.extra.into_py(py)?),
-            ),
+    /// The finished batch as Python bytes (`ArrowBatch`).
+    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, ArrowBatch>> {
+        let batch = match self.kind {
+            Kind::Text => ArrowBatch {
+                kind: "text",
+                rows: self.rows,
+                list_offsets: None,
+                messages: 0,
+                first: self.first.into_py(py)?,
+                content: None,
+                extra: None,
+                answer: self.answer.into_py(py)?,
+            },
+            Kind::Messages => ArrowBatch {
+                kind: "messages",
+                rows: self.rows,
+                list_offsets: Some(offsets_bytes(py, &self.list_offsets).unbind()),
+                messages: self.first.len,
+                content: Some(self.content.into_py(py)?),
+                extra: Some(self.extra.into_py(py)?),
+                first: self.first.into_py(py)?,
+                answer: self.answer.into_py(py)?,
+            },
         };
-        let columns = (
-            self.first.into_py(py)?,
-            content,
-            extra,
-            self.answer.into_py(py)?,
-        );
-        (kind, self.rows, list_offsets, messages, columns).into_pyobject(py)
+        Bound::new(py, batch)
     }
 }
 
@@ -322,7 +363,7 @@ fn add_parsed(batch: &mut Batch, row: &Row<'_>) -> PyResult<()> {
 }
 
 /// Read a rollout JSONL file into Arrow buffers, chunk by chunk, in order:
-/// `on_batch(parts)` receives each chunk's batch (see `Batch::into_py`).
+/// `on_batch(batch)` receives each chunk's `ArrowBatch`.
 pub fn read_file(
     py: Python<'_>,
     path: &str,
@@ -330,21 +371,20 @@ pub fn read_file(
     rule: KindRule,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
-) -> Result<Stats, Fault> {
-    let mut source = files::open_source(py, path)?;
-    source.max_bytes = limits.max_bytes;
-    let mut stats = Stats::default();
+) -> Result<FileStats, Fault> {
+    let source = files::open_source(py, path, &limits)?;
+    let lines = limits.lines();
+    let mut stats = FileStats::default();
     let mut table: Option<Kind> = rule.fixed;
     let work = |data: &[u8]| {
         jsonl::process_chunk(
             data,
-            limits.max_depth,
-            limits.json,
+            lines,
             ChunkArrow::new(rule),
             |out: &mut ChunkArrow, row| out.add(&row),
         )
     };
-    let wait = |rx: Receiver<_>| py.detach(move || (rx.recv_timeout(jsonl::TICK), rx));
+    let wait = |rx: Receiver<_>| py.detach(move || Waited::recv(rx));
     let tick = || py.check_signals().map_err(Fault::from);
     jsonl::run(
         source,
@@ -391,7 +431,7 @@ pub fn read_file(
         },
     )?;
     if stats.rows == 0 {
-        return Err(Fault::input("file_no_rows", None));
+        return Err(Fault::input(Code::FileNoRows, None));
     }
     Ok(stats)
 }
@@ -410,27 +450,28 @@ pub fn read_file(
 // and the second pass builds from the rows they return, where a mismatch or
 // a lone surrogate is the error to report.
 
-/// Why the walk stopped.
-enum Bad {
+/// Why the fast walk over Python rows stopped.
+enum Stop {
     /// A shape the first pass does not take (or, in the second pass, a bug).
     Slow,
     /// A str Arrow cannot hold (a lone surrogate).
     NotUtf8,
+    /// An exception (raised by Python code a lookup ran, or memory): passed on.
     Py(PyErr),
 }
 
-impl From<PyErr> for Bad {
+impl From<PyErr> for Stop {
     fn from(err: PyErr) -> Self {
-        Bad::Py(err)
+        Stop::Py(err)
     }
 }
 
-fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Bad> {
-    value.to_str().map_err(|_| Bad::NotUtf8)
+fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Stop> {
+    value.to_str().map_err(|_| Stop::NotUtf8)
 }
 
-fn exact_str<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyString>, Bad> {
-    value.cast_exact::<PyString>().map_err(|_| Bad::Slow)
+fn exact_str<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyString>, Stop> {
+    value.cast_exact::<PyString>().map_err(|_| Stop::Slow)
 }
 
 /// Append `value`, a value at nesting `level` of a message, as JSON the way
@@ -440,7 +481,7 @@ fn write_py_json(
     level: usize,
     max_depth: usize,
     out: &mut String,
-) -> Result<(), Bad> {
+) -> Result<(), Stop> {
     if value.is_none() {
         out.push_str("null");
     } else if let Ok(text_value) = value.cast_exact::<PyString>() {
@@ -455,12 +496,12 @@ fn write_py_json(
     } else if let Ok(number) = value.cast_exact::<PyFloat>() {
         let number = number.value();
         if !number.is_finite() {
-            return Err(Bad::Slow);
+            return Err(Stop::Slow);
         }
         py_float_repr(number, out);
     } else if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
         if level > max_depth {
-            return Err(Bad::Slow);
+            return Err(Stop::Slow);
         }
         out.push('[');
         // Iterating an exact list or tuple runs no user code; the iterator
@@ -474,7 +515,7 @@ fn write_py_json(
         out.push(']');
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
         if level > max_depth {
-            return Err(Bad::Slow);
+            return Err(Stop::Slow);
         }
         out.push('{');
         // Walk a snapshot of the items: no user code runs here, but an
@@ -494,30 +535,38 @@ fn write_py_json(
         }
         out.push('}');
     } else {
-        return Err(Bad::Slow);
+        return Err(Stop::Slow);
     }
     Ok(())
 }
 
-/// The prompt's kind, if the row is an exact dict with an exact str or list prompt.
-fn py_prompt<'py>(
-    row: &Bound<'py, PyAny>,
-) -> Result<(Bound<'py, PyDict>, Bound<'py, PyAny>, Kind), Bad> {
+/// A caller's row that may take the fast walk: an exact dict whose prompt is
+/// an exact str or list.
+struct PyRow<'py> {
+    row: Bound<'py, PyDict>,
+    prompt: Bound<'py, PyAny>,
+    /// The prompt's own kind.
+    kind: Kind,
+}
+
+/// The row and its prompt's kind, if the row is an exact dict with an exact
+/// str or list prompt.
+fn py_prompt<'py>(row: &Bound<'py, PyAny>) -> Result<PyRow<'py>, Stop> {
     let py = row.py();
-    let row = row.cast_exact::<PyDict>().map_err(|_| Bad::Slow)?.clone();
+    let row = row.cast_exact::<PyDict>().map_err(|_| Stop::Slow)?.clone();
     // A lookup may run a user key's __eq__; `row` and `prompt` are strong
     // references, and nothing below relies on the dict staying as it was.
     let prompt = row
         .get_item(pyo3::intern!(py, "prompt"))?
-        .ok_or(Bad::Slow)?;
+        .ok_or(Stop::Slow)?;
     let kind = if prompt.is_exact_instance_of::<PyString>() {
         Kind::Text
     } else if prompt.is_exact_instance_of::<PyList>() {
         Kind::Messages
     } else {
-        return Err(Bad::Slow);
+        return Err(Stop::Slow);
     };
-    Ok((row, prompt, kind))
+    Ok(PyRow { row, prompt, kind })
 }
 
 fn add_py_row(
@@ -525,21 +574,23 @@ fn add_py_row(
     row: &Bound<'_, PyDict>,
     prompt: &Bound<'_, PyAny>,
     max_depth: usize,
-) -> Result<(), Bad> {
+) -> Result<(), Stop> {
     let py = row.py();
     if let Ok(prompt) = prompt.cast_exact::<PyString>() {
         let prompt = text(prompt)?;
         if prompt.is_empty() {
-            return Err(Bad::Slow);
+            return Err(Stop::Slow);
         }
         batch.text_prompt(prompt)?;
     } else {
-        let messages = prompt.cast_exact::<PyList>().map_err(|_| Bad::Slow)?;
+        let messages = prompt.cast_exact::<PyList>().map_err(|_| Stop::Slow)?;
         if messages.is_empty() || max_depth < 1 {
-            return Err(Bad::Slow);
+            return Err(Stop::Slow);
         }
         for message in messages.iter() {
-            let message = message.cast_into_exact::<PyDict>().map_err(|_| Bad::Slow)?;
+            let message = message
+                .cast_into_exact::<PyDict>()
+                .map_err(|_| Stop::Slow)?;
             let mut role = None;
             let mut content = None;
             let mut scratch = std::mem::take(&mut batch.scratch);
@@ -550,7 +601,11 @@ fn add_py_row(
                 let (key, value) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
                 let name = text(exact_str(&key)?)?;
                 if name == "role" {
-                    role = Some(value.cast_into_exact::<PyString>().map_err(|_| Bad::Slow)?);
+                    role = Some(
+                        value
+                            .cast_into_exact::<PyString>()
+                            .map_err(|_| Stop::Slow)?,
+                    );
                     continue;
                 }
                 if name == "content" {
@@ -569,10 +624,10 @@ fn add_py_row(
                 scratch.push('}');
             }
             batch.scratch = scratch;
-            let role = role.ok_or(Bad::Slow)?;
+            let role = role.ok_or(Stop::Slow)?;
             let role = text(&role)?;
             if role.is_empty() {
-                return Err(Bad::Slow);
+                return Err(Stop::Slow);
             }
             let content = match &content {
                 Some(value) => Some(text(value)?),
@@ -639,9 +694,13 @@ pub fn rows_to_batches<'py>(
         if index % 4096 == 0 {
             py.check_signals()?;
         }
-        let (row, prompt, own) = match py_prompt(&row) {
+        let PyRow {
+            row,
+            prompt,
+            kind: own,
+        } = match py_prompt(&row) {
             Ok(found) => found,
-            Err(Bad::Py(err)) => return Err(Fault::Py(err)),
+            Err(Stop::Py(err)) => return Err(Fault::Py(err)),
             Err(_) => return give_up(not_normalised()),
         };
         let kind = *table.get_or_insert(own);
@@ -659,9 +718,9 @@ pub fn rows_to_batches<'py>(
         let current = batch.get_or_insert_with(|| Batch::new(kind));
         match add_py_row(current, &row, &prompt, max_depth) {
             Ok(()) => {}
-            Err(Bad::Py(err)) => return Err(Fault::Py(err)),
-            Err(Bad::NotUtf8) => return give_up(Rule::new("not_utf8", None).at(index)),
-            Err(Bad::Slow) => return give_up(not_normalised()),
+            Err(Stop::Py(err)) => return Err(Fault::Py(err)),
+            Err(Stop::NotUtf8) => return give_up(Rule::new(Code::NotUtf8, None).at(index)),
+            Err(Stop::Slow) => return give_up(not_normalised()),
         }
     }
     if let Some(done) = batch.take() {

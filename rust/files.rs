@@ -15,32 +15,87 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use crate::errors::Fault;
+use crate::errors::{Code, Fault, Rule, Seg};
 use crate::json::{JsonLimits, J};
-use crate::jsonl::{self, ChunkResult, Event, Input, LineFault, ReadFault, Row};
+use crate::jsonl::{
+    self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Waited,
+};
 use crate::rows::GcPause;
 
-/// The limits both functions take from Python.
+/// The limits of one file run, made in Python (`agent_rollout._limits` holds
+/// the numbers; Rust keeps no copy) and passed to every file function.
+#[pyclass(frozen, from_py_object, get_all, module = "agent_rollout._native")]
 #[derive(Clone, Copy)]
 pub struct FileLimits {
+    /// Rows accepted at most; one more is refused (`file_too_many_rows`).
     pub max_rows: usize,
+    /// Input bytes (after gzip decompression) accepted at most.
     pub max_bytes: u64,
+    /// How deeply containers may nest inside one chat message.
     pub max_depth: usize,
-    pub json: JsonLimits,
+    /// How deeply arrays and objects may nest in one line (the row object is 1).
+    pub json_depth: usize,
+    /// The longest integer (in digits) a line may hold.
+    pub max_int_digits: usize,
+    /// The longest line accepted, in bytes, without its newline.
+    pub max_line_bytes: usize,
 }
 
-/// What a run saw; returned to Python as a tuple.
+#[pymethods]
+impl FileLimits {
+    #[new]
+    #[pyo3(signature = (*, max_rows, max_bytes, max_depth, json_depth, max_int_digits, max_line_bytes))]
+    fn new(
+        max_rows: usize,
+        max_bytes: u64,
+        max_depth: usize,
+        json_depth: usize,
+        max_int_digits: usize,
+        max_line_bytes: usize,
+    ) -> Self {
+        FileLimits {
+            max_rows,
+            max_bytes,
+            max_depth,
+            json_depth,
+            max_int_digits,
+            max_line_bytes,
+        }
+    }
+}
+
+impl FileLimits {
+    /// What `jsonl::process_chunk` checks each line against.
+    pub(crate) fn lines(&self) -> LineLimits {
+        LineLimits {
+            max_line_bytes: self.max_line_bytes,
+            max_depth: self.max_depth,
+            json: JsonLimits {
+                max_depth: self.json_depth,
+                max_int_digits: self.max_int_digits,
+            },
+        }
+    }
+}
+
+/// What a run saw, returned to Python as it is.
+#[pyclass(frozen, get_all, module = "agent_rollout._native")]
 #[derive(Default)]
-pub struct Stats {
+pub struct FileStats {
+    /// Rows accepted.
     pub rows: usize,
+    /// Lines read, blank ones included.
     pub lines: u64,
     pub blank_lines: usize,
+    /// Keys other than `prompt` and `answer`, dropped from the rows.
     pub dropped_keys: usize,
+    /// Input bytes, after gzip decompression.
     pub bytes_in: u64,
+    /// Bytes written (`normalise_file`; 0 for the other functions).
     pub bytes_out: u64,
 }
 
-impl Stats {
+impl FileStats {
     /// Count a chunk whose first `rows` rows were accepted.
     pub(crate) fn add<T>(&mut self, rows: usize, result: &ChunkResult<T>) {
         self.rows += rows;
@@ -51,7 +106,7 @@ impl Stats {
     }
 }
 
-fn io_fault(code: &'static str, err: &io::Error) -> Fault {
+fn io_fault(code: Code, err: &io::Error) -> Fault {
     // The errno lets Python build the same OSError its own `open` would.
     let fact = match err.raw_os_error() {
         Some(errno) => errno.to_string(),
@@ -148,7 +203,7 @@ fn is_regular(file: &File) -> bool {
 /// a named pipe no writer has opened yet does not block the open (nor hold
 /// the interpreter): the wait happens in the reader's `poll`, where it can be
 /// given up. Whether it is gzip is told by the reader thread.
-pub(crate) fn open_source(py: Python<'_>, path: &str) -> Result<Input, Fault> {
+pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Result<Input, Fault> {
     let opened = py.detach(|| {
         if path == "-" {
             // Never made non-blocking: the open file is shared with others.
@@ -160,7 +215,7 @@ pub(crate) fn open_source(py: Python<'_>, path: &str) -> Result<Input, Fault> {
                 .open(path)
         }
     });
-    let file = opened.map_err(|e| io_fault("io_read", &e))?;
+    let file = opened.map_err(|e| io_fault(Code::IoRead, &e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let waits = !is_regular(&file);
     let fd = file.as_raw_fd();
@@ -178,7 +233,8 @@ pub(crate) fn open_source(py: Python<'_>, path: &str) -> Result<Input, Fault> {
         }),
         idle,
         stop,
-        max_bytes: u64::MAX,
+        max_bytes: limits.max_bytes,
+        max_line_bytes: limits.max_line_bytes,
     })
 }
 
@@ -206,7 +262,7 @@ pub(crate) fn settle<T>(
         let over = limits.max_rows - seen;
         let line = result.row_lines.get(over).copied().unwrap_or(0);
         return Err(Fault::at_line(
-            "file_too_many_rows",
+            Code::FileTooManyRows,
             None,
             lines_before + line + 1,
             None,
@@ -221,9 +277,9 @@ pub(crate) fn settle<T>(
 fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
     let at = |line: &u64| lines_before + line + 1;
     match fault {
-        LineFault::TooLong { line, .. } => Fault::at_line("line_too_long", None, at(line), None),
+        LineFault::TooLong { line, .. } => Fault::at_line(Code::LineTooLong, None, at(line), None),
         LineFault::Utf8 { line, byte, .. } => {
-            Fault::at_line("utf8", Some(byte.to_string()), at(line), None)
+            Fault::at_line(Code::Utf8, Some(byte.to_string()), at(line), None)
         }
         LineFault::Syntax {
             reason,
@@ -231,8 +287,8 @@ fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
             column,
             ..
         } => Fault::at_line(
-            "json_syntax",
-            Some((*reason).to_string()),
+            Code::JsonSyntax,
+            Some(reason.as_str().to_string()),
             at(line),
             Some(*column),
         ),
@@ -241,7 +297,7 @@ fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
             local_index,
             line,
         } => Fault::Row {
-            rule: crate::errors::Rule {
+            rule: Rule {
                 code: rule.code,
                 rev_path: rule.rev_path.iter().map(clone_seg).collect(),
                 fact: rule.fact.clone(),
@@ -252,8 +308,7 @@ fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
     }
 }
 
-fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
-    use crate::errors::Seg;
+fn clone_seg(seg: &Seg) -> Seg {
     match seg {
         Seg::Index(i) => Seg::Index(*i),
         Seg::Key(k) => Seg::Key(k.clone()),
@@ -264,10 +319,10 @@ fn clone_seg(seg: &crate::errors::Seg) -> crate::errors::Seg {
 
 pub(crate) fn read_fault(fault: ReadFault, lines_before: u64) -> Fault {
     match fault {
-        ReadFault::Gzip => Fault::input("gzip", None),
-        ReadFault::Io(err) => io_fault("io_read", &err),
-        ReadFault::LineTooLong => Fault::at_line("line_too_long", None, lines_before + 1, None),
-        ReadFault::TooLarge => Fault::at_line("file_too_large", None, lines_before + 1, None),
+        ReadFault::Gzip => Fault::input(Code::Gzip, None),
+        ReadFault::Io(err) => io_fault(Code::IoRead, &err),
+        ReadFault::LineTooLong => Fault::at_line(Code::LineTooLong, None, lines_before + 1, None),
+        ReadFault::TooLarge => Fault::at_line(Code::FileTooLarge, None, lines_before + 1, None),
     }
 }
 
@@ -340,25 +395,25 @@ fn row_to_py<'py>(py: Python<'py>, row: &Row<'_>) -> PyResult<Bound<'py, PyAny>>
     Ok(dict.into_any())
 }
 
+/// Read a rollout file into a tuple of normalised rows (Python dicts).
 pub fn read_rows<'py>(
     py: Python<'py>,
     path: &str,
     limits: FileLimits,
-) -> Result<(Bound<'py, PyTuple>, Stats), Fault> {
-    let mut source = open_source(py, path)?;
-    source.max_bytes = limits.max_bytes;
+) -> Result<Bound<'py, PyTuple>, Fault> {
+    let source = open_source(py, path, &limits)?;
+    let lines = limits.lines();
     let mut rows: Vec<Bound<'py, PyAny>> = Vec::new();
-    let mut stats = Stats::default();
+    let mut stats = FileStats::default();
     let work = |data: &[u8]| {
         jsonl::process_chunk(
             data,
-            limits.max_depth,
-            limits.json,
+            lines,
             Vec::new(),
             |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
         )
     };
-    let wait = |rx: Receiver<_>| py.detach(move || (rx.recv_timeout(jsonl::TICK), rx));
+    let wait = |rx: Receiver<_>| py.detach(move || Waited::recv(rx));
     let tick = || py.check_signals().map_err(Fault::from);
     // Freeing the parsed rows is left to a thread of its own, off the path
     // of the thread that builds the Python objects.
@@ -394,15 +449,15 @@ pub fn read_rows<'py>(
     py.detach(|| dropper.join().ok());
     outcome?;
     if rows.is_empty() {
-        return Err(Fault::input("file_no_rows", None));
+        return Err(Fault::input(Code::FileNoRows, None));
     }
     let _pause = GcPause::new(py);
-    Ok((PyTuple::new(py, rows)?, stats))
+    Ok(PyTuple::new(py, rows)?)
 }
 
 // ---- file to file ---------------------------------------------------------------------------
 
-/// Where the output goes, as `agent_rollout._jsonl.destination` decided.
+/// Where the output goes, as `agent_rollout._files.destination` decided.
 pub enum DestKind {
     /// A regular file, or a new one: written aside, renamed over it at the end.
     File,
@@ -428,7 +483,7 @@ impl Sink {
         match kind {
             DestKind::Fd(fd) => dup_fd(fd)
                 .map(|owned| Sink::InPlace(File::from(owned)))
-                .map_err(|e| io_fault("io_write", &e)),
+                .map_err(|e| io_fault(Code::IoWrite, &e)),
             DestKind::Stream => open_in_place(py, dest).map(Sink::InPlace),
             DestKind::File => Sink::aside(dest),
         }
@@ -459,7 +514,7 @@ impl Sink {
                         if let Err(e) = file.set_permissions(permissions) {
                             drop(file);
                             let _ = fs::remove_file(&temp);
-                            return Err(io_fault("io_write", &e));
+                            return Err(io_fault(Code::IoWrite, &e));
                         }
                     }
                     return Ok(Sink::File {
@@ -469,18 +524,20 @@ impl Sink {
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_fault("io_write", &e)),
+                Err(e) => return Err(io_fault(Code::IoWrite, &e)),
             }
         }
         Err(Fault::input(
-            "io_write",
+            Code::IoWrite,
             Some("no free temporary file name".into()),
         ))
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), Fault> {
         match self {
-            Sink::File { out, .. } => out.write_all(bytes).map_err(|e| io_fault("io_write", &e)),
+            Sink::File { out, .. } => out
+                .write_all(bytes)
+                .map_err(|e| io_fault(Code::IoWrite, &e)),
             Sink::InPlace(file) => write_in_place(file, bytes),
         }
     }
@@ -501,7 +558,7 @@ impl Sink {
                     });
                 if let Err(e) = done {
                     let _ = fs::remove_file(&temp);
-                    return Err(io_fault("io_write", &e));
+                    return Err(io_fault(Code::IoWrite, &e));
                 }
                 Ok(())
             }
@@ -539,7 +596,7 @@ fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
                     flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
                 };
                 if !cleared {
-                    return Err(io_fault("io_write", &io::Error::last_os_error()));
+                    return Err(io_fault(Code::IoWrite, &io::Error::last_os_error()));
                 }
                 return Ok(file);
             }
@@ -548,7 +605,7 @@ fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
                 py.detach(|| std::thread::sleep(jsonl::TICK));
                 py.check_signals()?;
             }
-            Err(e) => return Err(io_fault("io_write", &e)),
+            Err(e) => return Err(io_fault(Code::IoWrite, &e)),
         }
     }
 }
@@ -565,7 +622,7 @@ fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
         match file.write(bytes) {
             Ok(0) => {
                 return Err(io_fault(
-                    "io_write",
+                    Code::IoWrite,
                     &io::Error::from(io::ErrorKind::WriteZero),
                 ))
             }
@@ -576,12 +633,13 @@ fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => check_signals()?,
-            Err(e) => return Err(io_fault("io_write", &e)),
+            Err(e) => return Err(io_fault(Code::IoWrite, &e)),
         }
     }
     Ok(())
 }
 
+/// Normalise a rollout file into canonical JSONL at `dest`.
 pub fn normalise_file(
     py: Python<'_>,
     src: &str,
@@ -589,22 +647,21 @@ pub fn normalise_file(
     dest_kind: DestKind,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
-) -> Result<Stats, Fault> {
-    let mut source = open_source(py, src)?;
-    source.max_bytes = limits.max_bytes;
+) -> Result<FileStats, Fault> {
+    let source = open_source(py, src, &limits)?;
+    let lines = limits.lines();
     let mut sink = Sink::create(py, dest, dest_kind)?;
     let outcome = py.detach(|| {
-        let mut stats = Stats::default();
+        let mut stats = FileStats::default();
         let work = |data: &[u8]| {
             jsonl::process_chunk(
                 data,
-                limits.max_depth,
-                limits.json,
+                lines,
                 String::with_capacity(data.len()),
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };
-        let wait = |rx: Receiver<_>| (rx.recv_timeout(jsonl::TICK), rx);
+        let wait = Waited::recv;
         let tick = check_signals;
         let sink_ref = &mut sink;
         let run = jsonl::run(
@@ -633,7 +690,7 @@ pub fn normalise_file(
         );
         run.and_then(|()| {
             if stats.rows == 0 {
-                Err(Fault::input("file_no_rows", None))
+                Err(Fault::input(Code::FileNoRows, None))
             } else {
                 Ok(stats)
             }

@@ -2,15 +2,18 @@
 //!
 //! The grammar is RFC 8259 exactly, plus three limits that make both engines
 //! agree with what Python's `json` module can hold: no NaN/Infinity literals,
-//! no lone UTF-16 surrogates in `\u` escapes, no integer longer than 4300
-//! digits (CPython's int-from-string limit), and no nesting deeper than
-//! `MAX_JSON_DEPTH`. The pure-Python twin (`agent_rollout/_jsonl.py`) walks the
-//! same grammar when `json.loads` refuses a line, so both report the same
-//! reason at the same column.
+//! no lone UTF-16 surrogates in `\u` escapes, no integer longer than
+//! `max_int_digits` (CPython's int-from-string limit), and no nesting deeper
+//! than `max_depth` (`MAX_JSON_DEPTH`). The pure-Python twin
+//! (`agent_rollout/_json.py`) walks the same grammar when `json.loads` refuses
+//! a line, so both report the same `Reason` at the same column.
 
 use std::borrow::Cow;
 
-/// Limits handed over from Python (`agent_rollout._backends`).
+use crate::errors::Reason;
+
+/// Limits handed over from Python (`_native.FileLimits`: `json_depth`,
+/// `max_int_digits`).
 #[derive(Clone, Copy)]
 pub struct JsonLimits {
     /// How deeply arrays and objects may nest in one line (the row object is 1).
@@ -36,31 +39,13 @@ pub enum J<'a> {
 /// A syntax error: a reason code and the byte offset in the line it points at.
 #[derive(Debug)]
 pub struct SyntaxError {
-    pub reason: &'static str,
+    pub reason: Reason,
     pub offset: usize,
 }
 
-// Reason codes; `agent_rollout/_errors.py` holds the text for each.
-pub const EXPECTED_VALUE: &str = "expected_value";
-pub const EXPECTED_ARRAY_SEP: &str = "expected_array_sep";
-pub const EXPECTED_OBJECT_SEP: &str = "expected_object_sep";
-pub const EXPECTED_COLON: &str = "expected_colon";
-pub const EXPECTED_KEY: &str = "expected_key";
-pub const UNTERMINATED: &str = "unterminated_string";
-pub const BAD_ESCAPE: &str = "bad_escape";
-pub const BAD_UNICODE: &str = "bad_unicode_escape";
-pub const LONE_SURROGATE: &str = "lone_surrogate";
-pub const CONTROL_CHAR: &str = "control_character";
-pub const BAD_NUMBER: &str = "bad_number";
-pub const LONG_INT: &str = "long_integer";
-pub const NAN_INFINITY: &str = "nan_infinity";
-pub const TRAILING: &str = "trailing_data";
-pub const TOO_DEEP: &str = "too_deep";
-pub const BOM: &str = "byte_order_mark";
-
 type Res<T> = Result<T, SyntaxError>;
 
-fn fail<T>(reason: &'static str, offset: usize) -> Res<T> {
+fn fail<T>(reason: Reason, offset: usize) -> Res<T> {
     Err(SyntaxError { reason, offset })
 }
 
@@ -95,13 +80,13 @@ fn parse(text: &str, limits: JsonLimits, skip_extras: bool) -> Result<J<'_>, Syn
         skip_extras,
     };
     if text.starts_with('\u{feff}') {
-        return fail(BOM, 0);
+        return fail(Reason::Bom, 0);
     }
     parser.skip_ws();
     let value = parser.value(0)?;
     parser.skip_ws();
     if parser.pos != parser.bytes.len() {
-        return fail(TRAILING, parser.pos);
+        return fail(Reason::Trailing, parser.pos);
     }
     Ok(value)
 }
@@ -145,15 +130,15 @@ impl<'a> Parser<'a> {
                 self.pos += 4;
                 Ok(J::Null)
             }
-            Some(b'N') if self.starts_with("NaN") => fail(NAN_INFINITY, self.pos),
-            Some(b'I') if self.starts_with("Infinity") => fail(NAN_INFINITY, self.pos),
-            _ => fail(EXPECTED_VALUE, self.pos),
+            Some(b'N') if self.starts_with("NaN") => fail(Reason::NanInfinity, self.pos),
+            Some(b'I') if self.starts_with("Infinity") => fail(Reason::NanInfinity, self.pos),
+            _ => fail(Reason::ExpectedValue, self.pos),
         }
     }
 
     /// After a member or item: `,` (then more) or the closing bracket.
     /// Returns true when the container is complete.
-    fn separator(&mut self, close: u8, expected: &'static str) -> Res<bool> {
+    fn separator(&mut self, close: u8, expected: Reason) -> Res<bool> {
         self.skip_ws();
         match self.peek() {
             Some(b',') => {
@@ -172,7 +157,7 @@ impl<'a> Parser<'a> {
     /// Past the opening bracket; true when the container is empty (and closed).
     fn open(&mut self, depth: usize, close: u8) -> Res<bool> {
         if depth > self.limits.max_depth {
-            return fail(TOO_DEEP, self.pos);
+            return fail(Reason::TooDeep, self.pos);
         }
         self.pos += 1;
         self.skip_ws();
@@ -190,12 +175,12 @@ impl<'a> Parser<'a> {
         }
         loop {
             if self.peek() != Some(b'"') {
-                return fail(EXPECTED_KEY, self.pos);
+                return fail(Reason::ExpectedKey, self.pos);
             }
             let key = self.string()?;
             self.skip_ws();
             if self.peek() != Some(b':') {
-                return fail(EXPECTED_COLON, self.pos);
+                return fail(Reason::ExpectedColon, self.pos);
             }
             self.pos += 1;
             self.skip_ws();
@@ -205,7 +190,7 @@ impl<'a> Parser<'a> {
             if build {
                 members.push((key, value));
             }
-            if self.separator(b'}', EXPECTED_OBJECT_SEP)? {
+            if self.separator(b'}', Reason::ExpectedObjectSep)? {
                 return Ok(if build { J::Obj(members) } else { J::Null });
             }
         }
@@ -221,7 +206,7 @@ impl<'a> Parser<'a> {
             if build {
                 items.push(item);
             }
-            if self.separator(b']', EXPECTED_ARRAY_SEP)? {
+            if self.separator(b']', Reason::ExpectedArraySep)? {
                 return Ok(if build { J::Arr(items) } else { J::Null });
             }
         }
@@ -240,7 +225,7 @@ impl<'a> Parser<'a> {
         if self.peek() == Some(b'-') {
             self.pos += 1;
             if self.starts_with("Infinity") {
-                return fail(NAN_INFINITY, start);
+                return fail(Reason::NanInfinity, start);
             }
         }
         let int_digits = match self.peek() {
@@ -249,13 +234,13 @@ impl<'a> Parser<'a> {
                 1
             }
             Some(b'1'..=b'9') => self.digits(),
-            _ => return fail(BAD_NUMBER, start),
+            _ => return fail(Reason::BadNumber, start),
         };
         let mut is_float = false;
         if self.peek() == Some(b'.') {
             self.pos += 1;
             if self.digits() == 0 {
-                return fail(BAD_NUMBER, start);
+                return fail(Reason::BadNumber, start);
             }
             is_float = true;
         }
@@ -265,12 +250,12 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
             }
             if self.digits() == 0 {
-                return fail(BAD_NUMBER, start);
+                return fail(Reason::BadNumber, start);
             }
             is_float = true;
         }
         if !is_float && int_digits > self.limits.max_int_digits {
-            return fail(LONG_INT, start);
+            return fail(Reason::LongInt, start);
         }
         Ok(J::Num(Cow::Borrowed(&self.text[start..self.pos]), is_float))
     }
@@ -293,12 +278,12 @@ impl<'a> Parser<'a> {
         let rest = &self.bytes[self.pos..];
         let Some(stop) = memchr::memchr2(b'"', b'\\', rest) else {
             return match rest.iter().position(|&b| b < 0x20) {
-                Some(i) => fail(CONTROL_CHAR, self.pos + i),
-                None => fail(UNTERMINATED, open),
+                Some(i) => fail(Reason::ControlChar, self.pos + i),
+                None => fail(Reason::Unterminated, open),
             };
         };
         if let Some(i) = rest[..stop].iter().position(|&b| b < 0x20) {
-            return fail(CONTROL_CHAR, self.pos + i);
+            return fail(Reason::ControlChar, self.pos + i);
         }
         self.pos += stop;
         if rest[stop] == b'"' {
@@ -309,7 +294,7 @@ impl<'a> Parser<'a> {
         let mut out = String::from(&self.text[start..self.pos]);
         loop {
             match self.peek() {
-                None => return fail(UNTERMINATED, open),
+                None => return fail(Reason::Unterminated, open),
                 Some(b'"') => {
                     self.pos += 1;
                     return Ok(Cow::Owned(out));
@@ -317,7 +302,7 @@ impl<'a> Parser<'a> {
                 Some(b'\\') => {
                     let slash = self.pos;
                     let Some(kind) = self.bytes.get(slash + 1).copied() else {
-                        return fail(BAD_ESCAPE, slash);
+                        return fail(Reason::BadEscape, slash);
                     };
                     self.pos += 2;
                     let ch = match kind {
@@ -330,11 +315,11 @@ impl<'a> Parser<'a> {
                         b'r' => '\r',
                         b't' => '\t',
                         b'u' => self.unicode_escape(slash)?,
-                        _ => return fail(BAD_ESCAPE, slash),
+                        _ => return fail(Reason::BadEscape, slash),
                     };
                     out.push(ch);
                 }
-                Some(b) if b < 0x20 => return fail(CONTROL_CHAR, self.pos),
+                Some(b) if b < 0x20 => return fail(Reason::ControlChar, self.pos),
                 Some(_) => {
                     // Copy the run up to the next quote, backslash or control byte.
                     let run = self.pos;
@@ -353,7 +338,7 @@ impl<'a> Parser<'a> {
     /// After `\u` (the backslash at `slash`, `pos` past the `u`).
     fn unicode_escape(&mut self, slash: usize) -> Res<char> {
         let Some(first) = self.hex4(self.pos) else {
-            return fail(BAD_UNICODE, slash);
+            return fail(Reason::BadUnicode, slash);
         };
         self.pos += 4;
         let code = match first {
@@ -368,15 +353,15 @@ impl<'a> Parser<'a> {
                         self.pos += 6;
                         0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00)
                     }
-                    _ => return fail(LONE_SURROGATE, slash),
+                    _ => return fail(Reason::LoneSurrogate, slash),
                 }
             }
-            0xDC00..=0xDFFF => return fail(LONE_SURROGATE, slash),
+            0xDC00..=0xDFFF => return fail(Reason::LoneSurrogate, slash),
             other => other,
         };
         match char::from_u32(code) {
             Some(ch) => Ok(ch),
-            None => fail(BAD_UNICODE, slash),
+            None => fail(Reason::BadUnicode, slash),
         }
     }
 }
@@ -433,7 +418,7 @@ pub fn py_float_repr(value: f64, out: &mut String) {
         out.push('-');
     }
     let mut buffer = ryu::Buffer::new();
-    let (digits, exp) = decimal_digits(buffer.format_finite(value.abs()));
+    let Decimal { digits, exp } = decimal_digits(buffer.format_finite(value.abs()));
     let digits = digits.as_slice();
     if (-4..16).contains(&exp) {
         if exp >= 0 {
@@ -468,10 +453,18 @@ pub fn py_float_repr(value: f64, out: &mut String) {
     }
 }
 
-/// The significant digits (no leading or trailing zeros, at least one) of a
-/// positive number Ryū printed (`123.45`, `0.0001`, `1.5e-7`, `1e16`), and the
-/// decimal exponent of the first digit: `1.5e-7` gives (`15`, -7).
-fn decimal_digits(text: &str) -> (Vec<u8>, i32) {
+/// A positive number as significant digits and a decimal exponent.
+struct Decimal {
+    /// ASCII digits, no leading or trailing zeros, at least one.
+    digits: Vec<u8>,
+    /// The decimal exponent of the first digit.
+    exp: i32,
+}
+
+/// The significant digits of a positive number Ryū printed (`123.45`,
+/// `0.0001`, `1.5e-7`, `1e16`), and the decimal exponent of the first digit:
+/// `1.5e-7` gives (`15`, -7).
+fn decimal_digits(text: &str) -> Decimal {
     let (mantissa, exp) = match text.split_once(['e', 'E']) {
         Some((mantissa, exp)) => (mantissa, exp.parse::<i32>().unwrap_or(0)),
         None => (text, 0),
@@ -489,7 +482,10 @@ fn decimal_digits(text: &str) -> (Vec<u8>, i32) {
     if digits.is_empty() {
         digits.push(b'0');
     }
-    (digits, point - 1)
+    Decimal {
+        digits,
+        exp: point - 1,
+    }
 }
 
 fn push_ascii(out: &mut String, digits: &[u8]) {
@@ -586,19 +582,19 @@ mod tests {
     #[test]
     fn syntax_errors_point_where_python_twin_does() {
         let cases = [
-            ("{\"a\":}", EXPECTED_VALUE, 5),
-            ("[1,]", EXPECTED_VALUE, 3),
-            ("{\"a\" 1}", EXPECTED_COLON, 5),
-            ("{1:2}", EXPECTED_KEY, 1),
-            ("[1 2]", EXPECTED_ARRAY_SEP, 3),
-            ("\"abc", UNTERMINATED, 0),
-            ("\"\\x\"", BAD_ESCAPE, 1),
-            ("\"\\ud800\"", LONE_SURROGATE, 1),
-            ("NaN", NAN_INFINITY, 0),
-            ("-Infinity", NAN_INFINITY, 0),
-            ("01", TRAILING, 1),
-            ("1.", BAD_NUMBER, 0),
-            ("{} x", TRAILING, 3),
+            ("{\"a\":}", Reason::ExpectedValue, 5),
+            ("[1,]", Reason::ExpectedValue, 3),
+            ("{\"a\" 1}", Reason::ExpectedColon, 5),
+            ("{1:2}", Reason::ExpectedKey, 1),
+            ("[1 2]", Reason::ExpectedArraySep, 3),
+            ("\"abc", Reason::Unterminated, 0),
+            ("\"\\x\"", Reason::BadEscape, 1),
+            ("\"\\ud800\"", Reason::LoneSurrogate, 1),
+            ("NaN", Reason::NanInfinity, 0),
+            ("-Infinity", Reason::NanInfinity, 0),
+            ("01", Reason::Trailing, 1),
+            ("1.", Reason::BadNumber, 0),
+            ("{} x", Reason::Trailing, 3),
         ];
         for (text, reason, offset) in cases {
             match parse_line(text, LIMITS) {
@@ -616,7 +612,7 @@ mod tests {
         assert!(matches!(
             parse_line(&deep, LIMITS),
             Err(SyntaxError {
-                reason: TOO_DEEP,
+                reason: Reason::TooDeep,
                 offset: 128
             })
         ));

@@ -16,15 +16,26 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::errors::{Rule, Seg};
+use crate::errors::{Code, Reason, Rule, Seg};
 use crate::json::{parse_row_line, py_float_repr, write_json_str, JsonLimits, J};
 
-/// A line longer than this is refused (the pipeline's memory stays bounded).
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// How much is read at a time; a chunk is this much, cut after its last newline.
 const CHUNK_BYTES: usize = 1 << 20;
 /// Chunks in flight (read, parsed or waiting to be consumed) at most.
 const IN_FLIGHT: usize = 8;
+
+/// What every line of a chunk is checked against (part of the file limits
+/// handed over from Python).
+#[derive(Clone, Copy)]
+pub struct LineLimits {
+    /// A longer line (without its newline) is refused: the pipeline's memory
+    /// stays bounded.
+    pub max_line_bytes: usize,
+    /// How deeply containers may nest inside one chat message (the row rules).
+    pub max_depth: usize,
+    /// The JSON parser's limits.
+    pub json: JsonLimits,
+}
 
 /// A normalised row, borrowing from its line where it can.
 pub struct Row<'a> {
@@ -52,7 +63,7 @@ pub enum LineFault {
         line: u64,
     },
     Syntax {
-        reason: &'static str,
+        reason: Reason,
         line: u64,
         column: usize,
         local_index: usize,
@@ -81,7 +92,7 @@ impl LineFault {
 pub enum ReadFault {
     Io(io::Error),
     Gzip,
-    /// A line over `MAX_LINE_BYTES` with no newline in sight: it is the line
+    /// A line over `max_line_bytes` with no newline in sight: it is the line
     /// after all those in the chunks before it.
     LineTooLong,
     /// More than `max_bytes` bytes of input (after decompression): found at
@@ -101,6 +112,9 @@ pub struct Input {
     pub stop: Arc<AtomicBool>,
     /// Input bytes (after decompression) accepted at most; one more is refused.
     pub max_bytes: u64,
+    /// The longest line accepted (`LineLimits::max_line_bytes`): the reader
+    /// stops at a longer one with no newline in sight.
+    pub max_line_bytes: usize,
 }
 
 // ---- the row rules over JSON -------------------------------------------------------------
@@ -136,7 +150,7 @@ fn dedupe(members: &mut Members<'_>) {
 
 fn check_depth(level: usize, max_depth: usize) -> Result<(), Rule> {
     if level > max_depth {
-        return Err(Rule::new("too_deep", None));
+        return Err(Rule::new(Code::TooDeep, None));
     }
     Ok(())
 }
@@ -153,7 +167,7 @@ fn check_value(value: &mut J<'_>, level: usize, max_depth: usize) -> Result<(), 
                 } else {
                     "-inf"
                 };
-                return Err(Rule::new("float_not_finite", Some(shown.to_string())));
+                return Err(Rule::new(Code::FloatNotFinite, Some(shown.to_string())));
             }
             Ok(())
         }
@@ -182,17 +196,19 @@ fn check_object(members: &mut Members<'_>, level: usize, max_depth: usize) -> Re
 fn check_message(message: &mut J<'_>, max_depth: usize) -> Result<(), Rule> {
     let J::Obj(members) = message else {
         return Err(Rule::new(
-            "message_not_mapping",
+            Code::MessageNotMapping,
             Some(message.py_type_name().to_string()),
         ));
     };
     check_object(members, 1, max_depth)?;
     match members.iter().find(|(k, _)| k == "role") {
-        None => Err(Rule::new("role_missing", None)),
+        None => Err(Rule::new(Code::RoleMissing, None)),
         Some((_, J::Str(role))) if !role.is_empty() => Ok(()),
-        Some((_, J::Str(_))) => Err(Rule::new("role_empty", None).within(Seg::Key("role".into()))),
+        Some((_, J::Str(_))) => {
+            Err(Rule::new(Code::RoleEmpty, None).within(Seg::Key("role".into())))
+        }
         Some((_, other)) => Err(
-            Rule::new("role_type", Some(other.py_type_name().to_string()))
+            Rule::new(Code::RoleType, Some(other.py_type_name().to_string()))
                 .within(Seg::Key("role".into())),
         ),
     }
@@ -218,7 +234,7 @@ fn count_other_keys(members: &Members<'_>) -> usize {
 pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
     let J::Obj(mut members) = doc else {
         return Err(Rule::new(
-            "row_not_mapping",
+            Code::RowNotMapping,
             Some(doc.py_type_name().to_string()),
         ));
     };
@@ -235,16 +251,16 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
     let answer = take("answer");
     let in_prompt = |bad: Rule| bad.within(Seg::Key("prompt".into()));
     let prompt = match prompt {
-        None | Some(J::Null) => return Err(in_prompt(Rule::new("prompt_missing", None))),
+        None | Some(J::Null) => return Err(in_prompt(Rule::new(Code::PromptMissing, None))),
         Some(J::Str(text)) => {
             if text.is_empty() {
-                return Err(in_prompt(Rule::new("prompt_empty", None)));
+                return Err(in_prompt(Rule::new(Code::PromptEmpty, None)));
             }
             J::Str(text)
         }
         Some(J::Arr(mut messages)) => {
             if messages.is_empty() {
-                return Err(in_prompt(Rule::new("prompt_empty", None)));
+                return Err(in_prompt(Rule::new(Code::PromptEmpty, None)));
             }
             for (i, message) in messages.iter_mut().enumerate() {
                 check_message(message, max_depth)
@@ -254,7 +270,7 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
         }
         Some(other) => {
             return Err(in_prompt(Rule::new(
-                "prompt_type",
+                Code::PromptType,
                 Some(other.py_type_name().to_string()),
             )))
         }
@@ -264,7 +280,7 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
         Some(J::Str(text)) => (!text.is_empty()).then_some(text),
         Some(other) => {
             return Err(
-                Rule::new("answer_type", Some(other.py_type_name().to_string()))
+                Rule::new(Code::AnswerType, Some(other.py_type_name().to_string()))
                     .within(Seg::Key("answer".into())),
             );
         }
@@ -349,8 +365,7 @@ fn is_blank(line: &[u8]) -> bool {
 /// consumer, which sees chunks in order, makes them absolute.
 pub fn process_chunk<'d, T>(
     data: &'d [u8],
-    max_depth: usize,
-    json: JsonLimits,
+    limits: LineLimits,
     mut output: T,
     mut sink: impl FnMut(&mut T, Row<'d>),
 ) -> ChunkResult<T> {
@@ -368,7 +383,7 @@ pub fn process_chunk<'d, T>(
         rest = next;
         let this_line = line_no;
         line_no += 1;
-        if line.len() > MAX_LINE_BYTES {
+        if line.len() > limits.max_line_bytes {
             fault = Some(LineFault::TooLong {
                 line: this_line,
                 rows_before: row_lines.len(),
@@ -392,7 +407,7 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
-        let doc = match parse_row_line(text, json) {
+        let doc = match parse_row_line(text, limits.json) {
             Ok(doc) => doc,
             Err(err) => {
                 let column = text[..err.offset].chars().count() + 1;
@@ -405,7 +420,7 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
-        match check_row(doc, max_depth) {
+        match check_row(doc, limits.max_depth) {
             Ok(row) => {
                 dropped_keys += row.dropped_keys;
                 sink(&mut output, row);
@@ -451,15 +466,19 @@ enum Done<T> {
     End(u64),
 }
 
+/// What `read_full` put in the buffer.
+struct Filled {
+    /// Bytes read into the start of the buffer.
+    len: usize,
+    /// The read error that stopped it, after those bytes.
+    error: Option<io::Error>,
+}
+
 /// Fill `buf` as far as the source allows; a read error comes back with the
 /// bytes read before it, so the lines that arrived whole are still used.
 /// Once a newline is in, it stops early when the source has nothing more
 /// ready (`idle`): lines that have arrived are not held back by a slow writer.
-fn read_full(
-    source: &mut dyn Read,
-    buf: &mut [u8],
-    idle: &dyn Fn() -> bool,
-) -> (usize, Option<io::Error>) {
+fn read_full(source: &mut dyn Read, buf: &mut [u8], idle: &dyn Fn() -> bool) -> Filled {
     let mut filled = 0;
     let mut newline = false;
     while filled < buf.len() {
@@ -473,14 +492,29 @@ fn read_full(
                 filled += n;
             }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return (filled, Some(err)),
+            Err(err) => {
+                return Filled {
+                    len: filled,
+                    error: Some(err),
+                }
+            }
         }
     }
-    (filled, None)
+    Filled {
+        len: filled,
+        error: None,
+    }
+}
+
+/// The input with gzip undone where it had it.
+struct Decoded {
+    source: Box<dyn Read + Send>,
+    /// Whether the input is a gzip stream (a read error then means bad gzip).
+    gzip: bool,
 }
 
 /// Look at the first two bytes: gzip's magic number means a gzip stream.
-fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<(Box<dyn Read + Send>, bool)> {
+fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
     let mut magic = [0u8; 2];
     let mut got = 0;
     while got < 2 {
@@ -493,9 +527,15 @@ fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<(Box<dyn Read
     }
     let joined = Cursor::new(magic[..got].to_vec()).chain(raw);
     if got == 2 && magic == [0x1f, 0x8b] {
-        Ok((Box::new(GzipMembers::new(BufReader::new(joined))), true))
+        Ok(Decoded {
+            source: Box::new(GzipMembers::new(BufReader::new(joined))),
+            gzip: true,
+        })
     } else {
-        Ok((Box::new(joined), false))
+        Ok(Decoded {
+            source: Box::new(joined),
+            gzip: false,
+        })
     }
 }
 
@@ -562,12 +602,13 @@ fn reader(
     raw: Box<dyn Read + Send>,
     idle: &dyn Fn() -> bool,
     max_bytes: u64,
+    max_line_bytes: usize,
     work: SyncSender<Work>,
     slots: Receiver<()>,
 ) {
     let mut id = 0u64;
     let mut total = 0u64;
-    let (mut source, gzip) = match decompress_if_gzip(raw) {
+    let Decoded { mut source, gzip } = match decompress_if_gzip(raw) {
         Ok(opened) => opened,
         Err(err) => {
             let _ = work.send(Work::Fail {
@@ -591,7 +632,7 @@ fn reader(
             let room = usize::try_from(max_bytes.saturating_sub(total).saturating_add(1))
                 .unwrap_or(usize::MAX)
                 .min(block.len());
-            let (n, err) = read_full(source.as_mut(), &mut block[..room], idle);
+            let Filled { len: n, error } = read_full(source.as_mut(), &mut block[..room], idle);
             total += n as u64;
             if total > max_bytes {
                 // The bytes within the limit count; whole lines among them go
@@ -601,7 +642,7 @@ fn reader(
                 failure = Some(ReadFault::TooLarge);
                 break;
             }
-            if let Some(err) = err {
+            if let Some(err) = error {
                 // What the source delivered before it failed is used, as
                 // Python's readers do: whole lines go through the rules first
                 // (a damaged gzip trailer is reported after the rows before it).
@@ -622,7 +663,7 @@ fn reader(
             if found {
                 break;
             }
-            if carry.len() > MAX_LINE_BYTES {
+            if carry.len() > max_line_bytes {
                 // No newline yet and already too long: it is the first line
                 // after everything sent so far, which the consumer can tell.
                 let _ = work.send(Work::Fail {
@@ -651,7 +692,7 @@ fn reader(
             let fault = match fault {
                 // The unfinished line at the limit was already too long: that
                 // came first in the input.
-                ReadFault::TooLarge if carry.len() > MAX_LINE_BYTES => ReadFault::LineTooLong,
+                ReadFault::TooLarge if carry.len() > max_line_bytes => ReadFault::LineTooLong,
                 other => other,
             };
             let _ = work.send(Work::Fail { id, fault });
@@ -679,9 +720,7 @@ pub fn run<T, W, C, E>(
     input: Input,
     workers: usize,
     work: W,
-    mut wait: impl FnMut(
-        Receiver<DoneBox<T>>,
-    ) -> (Result<DoneBox<T>, RecvTimeoutError>, Receiver<DoneBox<T>>),
+    mut wait: impl FnMut(Receiver<DoneBox<T>>) -> Waited<T>,
     mut tick: impl FnMut() -> Result<(), E>,
     mut consume: C,
 ) -> Result<(), E>
@@ -701,10 +740,20 @@ where
         idle,
         stop: stop_reading,
         max_bytes,
+        max_line_bytes,
     } = input;
     // However `run` ends (an error, a panic unwinding), the reader is told.
     let _stop_reading = StopOnDrop(stop_reading);
-    thread::spawn(move || reader(source, idle.as_ref(), max_bytes, work_tx, slot_rx));
+    thread::spawn(move || {
+        reader(
+            source,
+            idle.as_ref(),
+            max_bytes,
+            max_line_bytes,
+            work_tx,
+            slot_rx,
+        )
+    });
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
@@ -742,9 +791,7 @@ where
 fn consume_in_order<T, C, E>(
     done_rx: Receiver<DoneBox<T>>,
     slot_tx: SyncSender<()>,
-    wait: &mut impl FnMut(
-        Receiver<DoneBox<T>>,
-    ) -> (Result<DoneBox<T>, RecvTimeoutError>, Receiver<DoneBox<T>>),
+    wait: &mut impl FnMut(Receiver<DoneBox<T>>) -> Waited<T>,
     tick: &mut impl FnMut() -> Result<(), E>,
     consume: &mut C,
 ) -> Result<(), E>
@@ -768,7 +815,7 @@ where
             }
             continue;
         }
-        let (got, back) = wait(rx);
+        let Waited { got, rx: back } = wait(rx);
         rx = back;
         match got {
             Ok(DoneBox(done)) => {
@@ -786,6 +833,24 @@ where
 
 /// A result on its way from a worker to the consumer (opaque to callers).
 pub struct DoneBox<T>(Done<T>);
+
+/// What `run`'s `wait` gives back: the next result or a timeout, and the
+/// receiver (moved in and out, so a caller can wait on another thread's
+/// terms, e.g. with the interpreter released).
+pub struct Waited<T> {
+    pub got: Result<DoneBox<T>, RecvTimeoutError>,
+    pub rx: Receiver<DoneBox<T>>,
+}
+
+impl<T> Waited<T> {
+    /// Wait for the next result, at most `TICK`.
+    pub fn recv(rx: Receiver<DoneBox<T>>) -> Self {
+        Waited {
+            got: rx.recv_timeout(TICK),
+            rx,
+        }
+    }
+}
 
 struct StopOnDrop(Arc<AtomicBool>);
 

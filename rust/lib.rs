@@ -8,9 +8,11 @@ mod jsonl;
 mod rows;
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 
-use errors::NativeRowError;
+use arrow::{ArrowBatch, StringColumn};
+use errors::{Code, NativeRowError, Reason};
+use files::{FileLimits, FileStats};
 
 /// Normalise Python rollout rows; see `agent_rollout.normalise_rollout_rows`.
 #[pyfunction]
@@ -26,77 +28,31 @@ fn normalise_rows<'py>(
     rows::normalise_rows(rows, limits).map_err(|fault| fault.into_pyerr(rows.py()))
 }
 
-fn file_limits(
-    max_rows: usize,
-    max_bytes: u64,
-    max_depth: usize,
-    json_depth: usize,
-    max_int_digits: usize,
-) -> files::FileLimits {
-    files::FileLimits {
-        max_rows,
-        max_bytes,
-        max_depth,
-        json: json::JsonLimits {
-            max_depth: json_depth,
-            max_int_digits,
-        },
-    }
-}
-
-type StatsTuple = (usize, u64, usize, usize, u64, u64);
-
-fn stats_tuple(stats: &files::Stats) -> StatsTuple {
-    (
-        stats.rows,
-        stats.lines,
-        stats.blank_lines,
-        stats.dropped_keys,
-        stats.bytes_in,
-        stats.bytes_out,
-    )
-}
-
 /// Read a rollout JSONL file (`-`: stdin) into a tuple of normalised rows.
 #[pyfunction]
 fn read_jsonl<'py>(
     py: Python<'py>,
     path: &str,
-    max_rows: usize,
-    max_bytes: u64,
-    max_depth: usize,
-    json_depth: usize,
-    max_int_digits: usize,
+    limits: FileLimits,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
-    files::read_rows(py, path, limits)
-        .map(|(rows, _stats)| rows)
-        .map_err(|fault| fault.into_pyerr(py))
+    files::read_rows(py, path, limits).map_err(|fault| fault.into_pyerr(py))
 }
 
 /// Normalise a rollout JSONL file into canonical JSONL at `dest`, resolved by
-/// `agent_rollout._jsonl.destination`: `dest_kind` is "file" (written aside,
+/// `agent_rollout._files.destination`: `dest_kind` is "file" (written aside,
 /// renamed), "stream" (opened in place) or "fd" (descriptor `dest_fd`).
 /// `progress(rows, lines, bytes_in)` is called after each chunk when given.
 #[pyfunction]
-#[pyo3(signature = (
-    src, dest, dest_kind, dest_fd, max_rows, max_bytes, max_depth, json_depth, max_int_digits,
-    progress=None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None))]
 fn normalise_file(
     py: Python<'_>,
     src: &str,
     dest: &str,
     dest_kind: &str,
     dest_fd: i32,
-    max_rows: usize,
-    max_bytes: u64,
-    max_depth: usize,
-    json_depth: usize,
-    max_int_digits: usize,
+    limits: FileLimits,
     progress: Option<Py<PyAny>>,
-) -> PyResult<StatsTuple> {
+) -> PyResult<FileStats> {
     let kind = match dest_kind {
         "file" => files::DestKind::File,
         "stream" => files::DestKind::Stream,
@@ -107,15 +63,13 @@ fn normalise_file(
             )))
         }
     };
-    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
     files::normalise_file(py, src, dest, kind, limits, progress)
-        .map(|stats| stats_tuple(&stats))
         .map_err(|fault| fault.into_pyerr(py))
 }
 
-/// Rollout rows as Arrow record-batch buffers (see rust/arrow.rs): `first`
-/// is the caller's rows (None: run the row rules, then call again), else rows
-/// fresh from the row rules.
+/// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow.rs):
+/// `first` is the caller's rows (None: run the row rules, then call again),
+/// else rows fresh from the row rules.
 #[pyfunction]
 #[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, first))]
 #[allow(clippy::too_many_arguments)]
@@ -127,7 +81,7 @@ fn rows_to_arrow<'py>(
     max_rows: usize,
     max_depth: usize,
     first: bool,
-) -> PyResult<Option<Bound<'py, pyo3::types::PyList>>> {
+) -> PyResult<Option<Bound<'py, PyList>>> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
     let pass = if first {
         arrow::Pass::First
@@ -146,37 +100,43 @@ fn rows_to_arrow<'py>(
     .map_err(|fault| fault.into_pyerr(rows.py()))
 }
 
-/// Read a rollout JSONL file as Arrow record-batch buffers, calling
-/// `on_batch(parts)` per chunk in order; returns the run's statistics.
+/// Read a rollout JSONL file as Arrow record batches, calling
+/// `on_batch(ArrowBatch)` per chunk in order; returns the run's statistics.
 #[pyfunction]
-#[pyo3(signature = (src, max_rows, max_bytes, max_depth, json_depth, max_int_digits, prompt_kind, on_batch, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src, limits, prompt_kind, on_batch, progress=None))]
 fn read_jsonl_arrow(
     py: Python<'_>,
     src: &str,
-    max_rows: usize,
-    max_bytes: u64,
-    max_depth: usize,
-    json_depth: usize,
-    max_int_digits: usize,
+    limits: FileLimits,
     prompt_kind: u8,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
-) -> PyResult<StatsTuple> {
-    let limits = file_limits(max_rows, max_bytes, max_depth, json_depth, max_int_digits);
+) -> PyResult<FileStats> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
     arrow::read_file(py, src, limits, rule, on_batch, progress)
-        .map(|stats| stats_tuple(&stats))
         .map_err(|fault| fault.into_pyerr(py))
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
     m.add_function(wrap_pyfunction!(normalise_rows, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl, m)?)?;
     m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
     m.add_function(wrap_pyfunction!(rows_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_arrow, m)?)?;
-    m.add("NativeRowError", m.py().get_type::<NativeRowError>())?;
+    m.add_class::<FileLimits>()?;
+    m.add_class::<FileStats>()?;
+    m.add_class::<ArrowBatch>()?;
+    m.add_class::<StringColumn>()?;
+    m.add("NativeRowError", py.get_type::<NativeRowError>())?;
+    m.add(
+        "CODES",
+        PyTuple::new(py, Code::ALL.iter().map(|code| code.as_str()))?,
+    )?;
+    m.add(
+        "JSON_REASONS",
+        PyTuple::new(py, Reason::ALL.iter().map(|reason| reason.as_str()))?,
+    )?;
     Ok(())
 }

@@ -24,7 +24,7 @@ use pyo3::types::{
     PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
 };
 
-use crate::errors::{Bad, Fault, Seg};
+use crate::errors::{Bad, Code, Fault, Seg};
 
 /// Rows between two checks for Ctrl-C.
 const SIGNAL_EVERY: usize = 4096;
@@ -63,7 +63,7 @@ impl Drop for GcPause {
     }
 }
 
-/// Limits handed over from Python (`agent_rollout._backends`).
+/// Limits handed over from Python (`_native.normalise_rows`' arguments).
 #[derive(Clone, Copy)]
 pub struct Limits {
     pub max_rows: usize,
@@ -115,10 +115,10 @@ pub fn normalise_rows<'py>(
         || rows.is_instance_of::<PyBytes>()
         || rows.is_instance_of::<PyByteArray>()
     {
-        return Err(Fault::input("input_not_iterable", type_name(rows)));
+        return Err(Fault::input(Code::InputNotIterable, type_name(rows)));
     }
     if is_mapping(rows)? {
-        return Err(Fault::input("input_is_mapping", type_name(rows)));
+        return Err(Fault::input(Code::InputIsMapping, type_name(rows)));
     }
     // A plain list or tuple is read in place. Anything else (a generator, a
     // custom iterable) runs the caller's code: its rows, at most one past the
@@ -131,7 +131,7 @@ pub fn normalise_rows<'py>(
         let iter = match rows.try_iter() {
             Ok(iter) => iter,
             Err(err) if err.is_instance_of::<PyTypeError>(py) => {
-                return Err(Fault::input("input_not_iterable", type_name(rows)));
+                return Err(Fault::input(Code::InputNotIterable, type_name(rows)));
             }
             Err(err) => return Err(Fault::Py(err)),
         };
@@ -150,7 +150,7 @@ pub fn normalise_rows<'py>(
     let mut out: Vec<Bound<'py, PyAny>> = Vec::new();
     let mut take = |index: usize, row: Bound<'py, PyAny>| -> Result<(), Fault> {
         if index >= limits.max_rows {
-            return Err(Fault::input("too_many_rows", None));
+            return Err(Fault::input(Code::TooManyRows, None));
         }
         if index % SIGNAL_EVERY == SIGNAL_EVERY - 1 {
             py.check_signals()?;
@@ -177,7 +177,7 @@ pub fn normalise_rows<'py>(
         }
     }
     if out.is_empty() {
-        return Err(Fault::input("no_rows", None));
+        return Err(Fault::input(Code::NoRows, None));
     }
     Ok(PyTuple::new(py, out)?)
 }
@@ -246,7 +246,7 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
     }
     let py = row.py();
     if !row.is_exact_instance_of::<PyDict>() && !is_mapping(row)? {
-        return Err(Bad::rule("row_not_mapping", type_name(row)));
+        return Err(Bad::rule(Code::RowNotMapping, type_name(row)));
     }
     let prompt_key = intern!(py, "prompt");
     let answer_key = intern!(py, "answer");
@@ -254,7 +254,7 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
 
     let prompt = row_get(row, prompt_key)?;
     let Some(prompt) = prompt else {
-        return Err(Bad::rule("prompt_missing", None).within(Seg::Key("prompt".into())));
+        return Err(Bad::rule(Code::PromptMissing, None).within(Seg::Key("prompt".into())));
     };
     let prompt_is_text = prompt.is_instance_of::<PyString>();
     let prompt_value =
@@ -264,7 +264,7 @@ fn normalise_row<'py>(row: &Bound<'py, PyAny>, limits: Limits) -> Result<Bound<'
     if let Some(answer) = row_get(row, answer_key)? {
         let Ok(text) = answer.cast::<PyString>() else {
             return Err(
-                Bad::rule("answer_type", type_name(&answer)).within(Seg::Key("answer".into()))
+                Bad::rule(Code::AnswerType, type_name(&answer)).within(Seg::Key("answer".into()))
             );
         };
         if str_len(text) != 0 {
@@ -283,15 +283,15 @@ fn normalise_prompt<'py>(
 ) -> Result<Bound<'py, PyAny>, Bad> {
     if let Ok(text) = prompt.cast::<PyString>() {
         if str_len(text) == 0 {
-            return Err(Bad::rule("prompt_empty", None));
+            return Err(Bad::rule(Code::PromptEmpty, None));
         }
         return Ok(exact_str(text)?.into_any());
     }
     let Ok(messages) = prompt.cast::<PyList>() else {
-        return Err(Bad::rule("prompt_type", type_name(prompt)));
+        return Err(Bad::rule(Code::PromptType, type_name(prompt)));
     };
     if messages.is_empty() {
-        return Err(Bad::rule("prompt_empty", None));
+        return Err(Bad::rule(Code::PromptEmpty, None));
     }
     // Each message is taken as a strong reference, and the length is read
     // again every step (a `Mapping` message's `items()` may shrink or grow
@@ -312,11 +312,11 @@ fn normalise_message<'py>(
 ) -> Result<Bound<'py, PyAny>, Bad> {
     let py = message.py();
     let Some(out) = normalise_mapping(message, 1, limits)? else {
-        return Err(Bad::rule("message_not_mapping", type_name(message)));
+        return Err(Bad::rule(Code::MessageNotMapping, type_name(message)));
     };
     let role_key = intern!(py, "role");
     let Some(role) = out.get_item(role_key)? else {
-        return Err(Bad::rule("role_missing", None));
+        return Err(Bad::rule(Code::RoleMissing, None));
     };
     let role_ok = match role.cast::<PyString>() {
         Ok(text) => str_len(text) != 0,
@@ -329,9 +329,9 @@ fn normalise_message<'py>(
             type_name(&role)
         };
         let code = if role.is_instance_of::<PyString>() {
-            "role_empty"
+            Code::RoleEmpty
         } else {
-            "role_type"
+            Code::RoleType
         };
         return Err(Bad::rule(code, fact).within(Seg::Key("role".into())));
     }
@@ -528,7 +528,7 @@ fn is_flat(dict: &Bound<'_, PyDict>) -> PyResult<bool> {
 
 fn check_depth(level: usize, limits: Limits) -> Result<(), Bad> {
     if level > limits.max_depth {
-        return Err(Bad::rule("too_deep", None));
+        return Err(Bad::rule(Code::TooDeep, None));
     }
     Ok(())
 }
@@ -541,7 +541,7 @@ fn put_entry<'py>(
     limits: Limits,
 ) -> Result<bool, Bad> {
     let Ok(key) = key.cast::<PyString>() else {
-        return Err(Bad::rule("key_not_str", type_name(key)));
+        return Err(Bad::rule(Code::KeyNotStr, type_name(key)));
     };
     let key = exact_str(key)?;
     let value = normalise_value(value, level + 1, limits)
@@ -641,7 +641,7 @@ fn normalise_value<'py>(
     if let Some(dict) = normalise_mapping(value, level, limits)? {
         return Ok(dict.into_any());
     }
-    Err(Bad::rule("value_type", type_name(value)))
+    Err(Bad::rule(Code::ValueType, type_name(value)))
 }
 
 fn finite_float<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>, Bad> {
@@ -650,5 +650,5 @@ fn finite_float<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>, Bad
         return Ok(value.clone());
     }
     let shown = value.repr().map(|r| r.to_string()).ok();
-    Err(Bad::rule("float_not_finite", shown))
+    Err(Bad::rule(Code::FloatNotFinite, shown))
 }
