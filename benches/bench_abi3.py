@@ -74,8 +74,8 @@ def main() -> int:
     natives = {"abi3": load_native(args.abi3_so), "versioned": load_native(args.versioned_so)}
     if natives["abi3"] is natives["versioned"]:
         raise SystemExit("both paths gave the same module")
-    _engine._native = natives["abi3"]
-    _engine._set_engine("rust")
+    _engine.native = natives["abi3"]
+    _engine.set_engine("rust")
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_abi3-"))
     src, out = tmp / "rows.jsonl", tmp / "out.jsonl"
@@ -91,7 +91,7 @@ def main() -> int:
     for round_ in range(args.rounds):
         order = list(natives) if round_ % 2 == 0 else list(reversed(natives))
         for name in order:
-            _engine._native = natives[name]
+            _engine.native = natives[name]
             for task, fn in work.items():
                 if args.clock == "wall":
                     _, settled = best_settled(fn, 1)

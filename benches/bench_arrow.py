@@ -42,11 +42,11 @@ from bench_jsonl import write_file
 
 def with_engine(engine: str, fn: Any) -> Any:
     def run() -> Any:
-        previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+        previous = _engine.set_engine(engine)  # type: ignore[arg-type]
         try:
             return fn()
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
 
     return run
 
@@ -96,11 +96,11 @@ def print_table(times: dict[str, float], rows: int, anchors: list[str]) -> None:
 def anchor_parquet(src: Path, dest: Path, n: int) -> None:
     """pyarrow's threaded JSON reader, the rules in Python (the twin), write_table."""
     table = pa_json.read_json(src)
-    previous = _engine._set_engine("python")
+    previous = _engine.set_engine("python")
     try:
         out = rows_to_arrow(table.to_pylist(), max_rows=n)
     finally:
-        _engine._set_engine(previous)
+        _engine.set_engine(previous)
     pq.write_table(out, dest, compression="zstd")
 
 

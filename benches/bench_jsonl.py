@@ -64,11 +64,11 @@ def write_file(path: Path, rows: int) -> None:
 
 def with_engine(engine: str, fn: Any) -> Any:
     def run() -> Any:
-        previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+        previous = _engine.set_engine(engine)  # type: ignore[arg-type]
         try:
             return fn()
         finally:
-            _engine._set_engine(previous)
+            _engine.set_engine(previous)
 
     return run
 

@@ -41,11 +41,11 @@ def contenders(reference: Any) -> dict[str, Any]:
 
     def ours(engine: str) -> Any:
         def run(rows: list) -> Any:
-            previous = _engine._set_engine(engine)  # type: ignore[arg-type]
+            previous = _engine.set_engine(engine)  # type: ignore[arg-type]
             try:
                 return agent_rollout.normalise_rollout_rows(rows)
             finally:
-                _engine._set_engine(previous)
+                _engine.set_engine(previous)
 
         return run
 
