@@ -11,16 +11,19 @@
 #
 # Tools (maturin, ziglang, auditwheel, twine, build, packaging) come from TOOLS_PYTHON's
 # environment; when TOOLS_PYTHON is unset they are installed into .venv-tools (from PyPI,
-# through pip's cache). The Rust targets are added with rustup.
+# through uv's cache; UV names the uv, default: uv on PATH). The Rust targets are added
+# with rustup. .ci/run builds the x86_64 manylinux wheel only; the release workflow
+# builds all three targets and checks each tag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-dist}
 TARGETS=${TARGETS:-"x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl"}
 
 if [[ -z "${TOOLS_PYTHON:-}" ]]; then
-    [[ -x .venv-tools/bin/python ]] || python3 -m venv .venv-tools
-    .venv-tools/bin/python -m pip install --quiet --upgrade pip
-    .venv-tools/bin/python -m pip install --quiet "maturin>=1.9.4,<2" ziglang auditwheel twine build packaging
+    UV=${UV:-uv}
+    [[ -x .venv-tools/bin/python ]] || "$UV" venv --quiet --seed --python python3 .venv-tools
+    "$UV" pip install --quiet --python .venv-tools/bin/python \
+        "maturin>=1.9.4,<2" ziglang auditwheel twine build packaging
     TOOLS_PYTHON=.venv-tools/bin/python
 fi
 tools_bin=$(dirname "$TOOLS_PYTHON")

@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # Each backend extra installs from scratch and imports: a fresh venv per extra gets the
-# built platform wheel with that extra (pip resolves the extra's pins anew), then the
-# backend's own imports run. For [art] this includes the openai<3 pin that keeps
-# art.Model(...).openai_client() working (tests/test_backend_art.py calls it).
+# built platform wheel with that extra (uv resolves the extra's pins anew, from its cache
+# of downloaded packages), then the backend's own imports run. For [art] this includes
+# the openai<3 pin that keeps art.Model(...).openai_client() working
+# (tests/test_backend_art.py calls it).
 #
-#   scripts/check_extras.sh DIST
+#   scripts/check_extras.sh DIST        (UV: the uv to use, default: uv on PATH)
 set -euo pipefail
 DIST=$(cd "${1:?usage: check_extras.sh DIST}" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-extras.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 wheel=$(ls "$DIST"/agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl)
+UV=${UV:-uv}
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-unset PYTHONPATH AGENT_ROLLOUT_PURE_PYTHON
+unset PYTHONPATH AGENT_ROLLOUT_PURE_PYTHON VIRTUAL_ENV
 
 check() {  # $1 extra, $2 python code to run in that venv
     local venv="$WORK/$1"
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet "${wheel}[$1]"
+    "$UV" venv --quiet --python python3 "$venv"
+    "$UV" pip install --quiet --python "$venv/bin/python" "${wheel}[$1]"
     (cd "$WORK" && "$venv/bin/python" -c "$2")
     echo "  [$1]: installs and imports"
 }

@@ -1,52 +1,51 @@
 #!/usr/bin/env bash
-# Create (or refresh) a Python 3.12 venv with nemo-gym and this project, for
-# tests/test_nemo_gym_live.py (NeMo Gym live). CI step:
+# A Python 3.12 venv with nemo-gym and this project, for tests/test_nemo_gym_live.py
+# (NeMo Gym live). CI step:
 #
-#   scripts/setup_nemo_gym_venv.sh ~/.cache/agent-rollout/gym-venv
-#   ~/.cache/agent-rollout/gym-venv/bin/python -m pytest tests/test_nemo_gym_live.py -q -p no:cacheprovider
+#   venv=$(scripts/setup_nemo_gym_venv.sh CACHE_DIR dist/agent_rollout-*-manylinux*.whl)
+#   "$venv/bin/python" -m pytest tests/test_nemo_gym_live.py -q -p no:cacheprovider
 #
-# Usage: setup_nemo_gym_venv.sh VENV_DIR [PROJECT_DIR]
+# Usage: setup_nemo_gym_venv.sh CACHE_DIR [PROJECT]   (prints the venv's path on stdout)
 #   PYTHON   the 3.12+ interpreter to build the venv with (default: python3.12)
-#   PIP_CACHE_DIR  pip's cache (default ~/.cache/pip); keep it between CI runs.
+#   UV       the uv to install with (default: uv on PATH)
 #
-# The venv itself can be cached too: when VENV_DIR already holds nemo-gym of
-# the pinned range, only the project is reinstalled, non-editable, as a user's
-# `pip install` would do: PROJECT_DIR may be the source tree (a maturin build)
-# or a built wheel (what .ci/run passes).
+# The venv is cached under CACHE_DIR, named after what it depends on: the interpreter's
+# version, the nemo-gym requirement and the test's own packages. A change to any of them
+# makes a new venv (and removes the stale ones); otherwise only the project is
+# reinstalled, non-editable, as a user's install would do: PROJECT may be the source
+# tree (a maturin build) or a built wheel (what .ci/run passes).
 set -euo pipefail
 
-venv=${1:?usage: setup_nemo_gym_venv.sh VENV_DIR [PROJECT_DIR]}
+cache=${1:?usage: setup_nemo_gym_venv.sh CACHE_DIR [PROJECT]}
 project=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 python=${PYTHON:-python3.12}
+uv=${UV:-uv}
 gym_spec='nemo-gym>=0.4,<0.5'
-export PIP_CACHE_DIR=${PIP_CACHE_DIR:-$HOME/.cache/pip}
-export PIP_DISABLE_PIP_VERSION_CHECK=1
+test_deps=(pytest hypothesis psutil)
 
 start=$(date +%s)
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
     echo "setup_nemo_gym_venv: $python is $("$python" -V 2>&1); nemo-gym needs Python 3.12+" >&2
     exit 2
 fi
-if [ ! -x "$venv/bin/python" ]; then
-    "$python" -m venv "$venv"
+version=$("$python" -c 'import platform; print(platform.python_version())')
+key=$(printf '%s\n' "$version" "$gym_spec" "${test_deps[@]}" | sha256sum | cut -c1-12)
+venv="$cache/gym-venv-$key"
+mkdir -p "$cache"
+for stale in "$cache"/gym-venv-*; do
+    [[ -e "$stale" && "$stale" != "$venv" ]] && rm -rf "$stale"
+done
+if [[ ! -f "$venv/.complete" ]]; then
+    echo "setup_nemo_gym_venv: new venv $venv (CPython $version, $gym_spec)" >&2
+    rm -rf "$venv"
+    # Built in place (its scripts hold absolute paths); marked complete only at the end,
+    # so an interrupted setup is redone next time.
+    "$uv" venv --quiet --python "$python" "$venv" >&2
+    "$uv" pip install --quiet --python "$venv/bin/python" "$gym_spec" "${test_deps[@]}" >&2
+    touch "$venv/.complete"
 fi
-pip=("$venv/bin/python" -m pip install --quiet)
-if ! "$venv/bin/python" - "$gym_spec" <<'EOF'
-import sys
-from importlib.metadata import PackageNotFoundError, version
-try:
-    major, minor = (int(part) for part in version("nemo-gym").split(".")[:2])
-except (PackageNotFoundError, ValueError):
-    sys.exit(1)
-sys.exit(0 if (major, minor) == (0, 4) else 1)
-EOF
-then
-    "${pip[@]}" "$gym_spec"
-fi
-# The test's own needs (psutil already comes with Gym's Ray).
-"${pip[@]}" pytest hypothesis psutil
-# The project, built and installed like a user's install (not editable).
-"${pip[@]}" --force-reinstall --no-deps "$project"
-"${pip[@]}" "$project"  # its dependencies, if any are missing
+# The project, built and installed like a user's install (not editable), with its dependencies.
+"$uv" pip install --quiet --python "$venv/bin/python" --reinstall-package agent-rollout "$project" >&2
 echo "setup_nemo_gym_venv: $venv ready in $(( $(date +%s) - start )) s" \
-    "($("$venv/bin/python" -V), nemo-gym $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("nemo-gym"))'))"
+    "($("$venv/bin/python" -V), nemo-gym $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("nemo-gym"))'))" >&2
+echo "$venv"

@@ -8,22 +8,33 @@
 # DIST holds agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl and
 # agent_rollout-*-py3-none-any.whl (scripts/build_wheels.sh makes both). Per CPython:
 #   1. a fresh venv gets the platform wheel with its [test] extra; the package must import
-#      from that venv with implementation() == "rust" and no warning; then the suite;
-#   2. the same venv swaps in the pure-Python wheel (--no-deps: same requirements);
-#      implementation() == "python", no _native, no warning; then the suite again.
-# FULL_PYTHONS get the whole suite, the other PYTHONS the SMOKE subset. The extras
-# [art] and [openenv] are not installed: their tests skip (make test runs them on 3.11).
-# Hypothesis runs its quick profile here (make test runs the thorough one).
+#      from that venv with implementation() == "rust" and no warning; then the tests:
+#      the whole suite on FULL_PYTHONS (the release build, as users get it: `make test`
+#      runs the suite on a dev-profile build), the SMOKE subset elsewhere;
+#   2. on PURE_PYTHONS the same venv swaps in the pure-Python wheel (--no-deps: same
+#      requirements); implementation() == "python", no _native, no warning; then the SMOKE
+#      subset and the ENGINE modules, the tests whose behaviour depends on the engine (the
+#      rest of the pure wheel is the platform wheel's files byte for byte, which
+#      scripts/compare_wheels.py proves).
+# The extras [art] and [openenv] are not installed: their tests skip (make test runs them).
+# Hypothesis runs its quick profile here (make test runs the thorough one). Venvs are made
+# and filled by uv (UV, default: uv on PATH), from its cache.
 set -euo pipefail
 DIST=$(cd "${1:?usage: test_wheels.sh DIST [WORKDIR]}" && pwd)
 WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-wheels.XXXXXX")}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+UV=${UV:-uv}
 PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
-FULL_PYTHONS=${FULL_PYTHONS:-"3.10 3.13"}
-SMOKE=${SMOKE:-"tests/test_engine.py tests/test_rows.py tests/test_parity.py tests/test_jsonl.py tests/test_loader.py tests/test_cli_check.py"}
+FULL_PYTHONS=${FULL_PYTHONS:-"3.13"}
+PURE_PYTHONS=${PURE_PYTHONS:-"3.10"}
+SMOKE=${SMOKE:-"tests/test_engine.py tests/test_rows.py tests/test_parity.py tests/test_jsonl.py \
+tests/test_loader.py tests/test_cli_check.py tests/test_codes.py"}
+ENGINE=${ENGINE:-"tests/test_jsonl_parity.py tests/test_float_output.py tests/test_reentrancy.py \
+tests/test_limits.py tests/test_edge_cases.py tests/test_destinations.py tests/test_arrow.py \
+tests/test_arrow_files.py tests/test_cli_normalise.py tests/test_signals.py tests/fuzz/test_fuzz.py"}
 export HYPOTHESIS_PROFILE=${MATRIX_HYPOTHESIS_PROFILE:-quick}
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-unset AGENT_ROLLOUT_PURE_PYTHON PYTHONPATH
+unset AGENT_ROLLOUT_PURE_PYTHON PYTHONPATH VIRTUAL_ENV
 
 platform_wheel=$(ls "$DIST"/agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl)
 pure_wheel=$(ls "$DIST"/agent_rollout-*-py3-none-any.whl)
@@ -60,21 +71,21 @@ assert native == (want == "rust"), f"_native imported: {native}"
 print(f"  {sys.version.split()[0]}: agent_rollout {agent_rollout.__version__} from {site}: {got}")
 '
 
-run_suite() {  # $1 venv python, $2 version, $3 which wheel
+run_tests() {  # $1 venv python, $2 version, $3 which wheel, $4 what, then the test paths
+    local py=$1 version=$2 wheel=$3 what=$4
+    shift 4
     local tests=()
-    if [[ " $FULL_PYTHONS " == *" $2 "* ]]; then
-        tests=("$REPO/tests")
-        echo "  full suite"
-    else
-        for t in $SMOKE; do tests+=("$REPO/$t"); done
-        echo "  smoke subset: $SMOKE"
-    fi
-    local log="$WORK/pytest-$2-$3.log"
-    if ! (cd "$WORK" && "$1" -m pytest -q -x -p no:cacheprovider -c "$REPO/pyproject.toml" \
-        --rootdir "$REPO" "${tests[@]}") >"$log" 2>&1; then
+    for t in "$@"; do tests+=("$REPO/$t"); done
+    echo "  $what"
+    local log="$WORK/pytest-$version-$wheel.log"
+    if ! (cd "$WORK" && "$py" -m pytest -q -x -p no:cacheprovider -c "$REPO/pyproject.toml" \
+        --rootdir "$REPO" --durations=30 "${tests[@]}") >"$log" 2>&1; then
         tail -n 80 "$log"
-        echo "test_wheels: the suite failed on CPython $2 with the $3 wheel (log: $log)" >&2
+        echo "test_wheels: the tests failed on CPython $version with the $wheel wheel (log: $log)" >&2
         return 1
+    fi
+    if [[ $what == "full suite" ]]; then
+        sed -n '/slowest 30 durations/,/^=/p' "$log"
     fi
     tail -n 1 "$log"
 }
@@ -84,17 +95,24 @@ for version in $PYTHONS; do
     base=$(find_python "$version")
     venv="$WORK/venv-$version"
     rm -rf "$venv"
-    "$base" -m venv "$venv"
-    py="$venv/bin/python"
     echo "== CPython $version ($base)"
-    "$py" -m pip install --quiet --upgrade pip
-    "$py" -m pip install --quiet "$platform_wheel[test]"
+    "$UV" venv --quiet --python "$base" "$venv"
+    py="$venv/bin/python"
+    "$UV" pip install --quiet --python "$py" "$platform_wheel[test]"
     (cd "$WORK" && "$py" -c "$CHECK_INSTALL" rust)
-    run_suite "$py" "$version" platform
+    if [[ " $FULL_PYTHONS " == *" $version "* ]]; then
+        run_tests "$py" "$version" platform "full suite" tests
+    else
+        # shellcheck disable=SC2086
+        run_tests "$py" "$version" platform "smoke subset" $SMOKE
+    fi
 
-    "$py" -m pip install --quiet --force-reinstall --no-deps "$pure_wheel"
-    (cd "$WORK" && "$py" -c "$CHECK_INSTALL" python)
-    (cd "$WORK" && "$py" -c 'import importlib.util as u; assert u.find_spec("agent_rollout._native") is None')
-    run_suite "$py" "$version" pure
+    if [[ " $PURE_PYTHONS " == *" $version "* ]]; then
+        "$UV" pip install --quiet --python "$py" --reinstall --no-deps "$pure_wheel"
+        (cd "$WORK" && "$py" -c "$CHECK_INSTALL" python)
+        (cd "$WORK" && "$py" -c 'import importlib.util as u; assert u.find_spec("agent_rollout._native") is None')
+        # shellcheck disable=SC2086
+        run_tests "$py" "$version" pure "smoke subset and the engine's modules" $SMOKE $ENGINE
+    fi
     echo "  CPython $version: $((SECONDS - start)) s"
 done

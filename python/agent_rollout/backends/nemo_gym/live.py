@@ -347,7 +347,7 @@ def _gym_servers(settings: GymLiveSettings, work: Path) -> Iterator[list[dict[st
 def collect_rollouts(
     tasks: Sequence[Mapping[str, Any]], settings: GymLiveSettings
 ) -> list[tuple[str, Any]]:
-    """Collect ``num_repeats`` Gym rollouts per task; ``(where, row)`` pairs of the output file."""
+    """Collect ``num_repeats`` Gym rollouts per task; ``(where, row)`` pairs, in task order."""
     if not tasks:
         raise ValueError("nemo_gym live: no tasks to collect (give prompts or rollout_source)")
     keep = settings.log_dir is not None
@@ -395,7 +395,22 @@ def collect_rollouts(
 
 
 def _read_output(path: Path) -> list[tuple[str, Any]]:
-    return list(gym_rows(path, MAX_ROLLOUT_ROWS))
+    """The collected rollouts, in task order.
+
+    Gym writes them as they complete; each carries the task's ``_ng_task_index``
+    (the line of the tasks file), so a stable sort on it gives the order of
+    the tasks, the repeats of one task in the order Gym wrote them. Rows
+    without an int index keep their place after the indexed ones.
+    """
+    rows = list(gym_rows(path, MAX_ROLLOUT_ROWS))
+
+    def task_index(item: tuple[str, Any]) -> tuple[int, int]:
+        index = item[1].get("_ng_task_index") if isinstance(item[1], dict) else None
+        if isinstance(index, int) and not isinstance(index, bool):
+            return (0, index)
+        return (1, 0)
+
+    return sorted(rows, key=task_index)
 
 
 def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:
