@@ -1,4 +1,4 @@
-"""Print the requirements of this project and some of its extras, one per line, for `uv pip install -r`.
+"""Print the requirements of this project and some of its extras, for `uv pip install -r`.
 
     python scripts/requirements.py EXTRA...       (e.g. `openenv`, `dev`)
 

@@ -1,14 +1,25 @@
-"""Shared fixtures: every row test runs on both engines in the same session."""
+"""Shared fixtures: every row test runs on both engines in the same session.
+
+- ``engine``: the test runs once per available engine, that engine active.
+- ``cli`` / ``cli_bytes``: ``agent-rollout ...`` run in this process, output captured
+  at the file-descriptor level as str / bytes (``support.run_cli``).
+- ``user_modules``: user code written to a temp folder, importable in this test only.
+
+The helpers behind them live in ``support.py``, which test modules import.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from agent_rollout import _engine
+from support import ENGINES, Cli, UserModules, run_cli, use_engine
 
 settings.register_profile("quick", max_examples=60, deadline=None)
 settings.register_profile(
@@ -19,17 +30,36 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
-ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
-
 
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run the test with the given engine active; restore the default afterwards."""
-    previous = _engine.set_engine(request.param)
-    try:
+    with use_engine(request.param):
         yield request.param
-    finally:
-        _engine.set_engine(previous)
+
+
+@pytest.fixture
+def user_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path]]:
+    """``user_modules(folder)``: modules in ``folder`` importable in this test only.
+
+    The folder goes first on ``sys.path``; afterwards the modules imported
+    from it leave ``sys.modules`` (the next test imports its own copy).
+    """
+    folders = UserModules(monkeypatch)
+    yield folders.add
+    folders.forget()
+
+
+@pytest.fixture
+def cli(capfd: pytest.CaptureFixture[str]) -> Cli:
+    """``cli("check", ...)``: the command run in this process (``support.run_cli``); str output."""
+    return partial(run_cli, capfd)
+
+
+@pytest.fixture
+def cli_bytes(capfdbinary: pytest.CaptureFixture[bytes]) -> Cli:
+    """As ``cli``, with the output as bytes."""
+    return partial(run_cli, capfdbinary)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -12,37 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_rollout import RolloutRowError, _engine, normalise_rollout_rows
-from test_parity import rows as row_strategy
-from test_parity import typed as typed_in_order
+from agent_rollout import RolloutRowError, normalise_rollout_rows
+from support import ENGINES, indexed_outcome_on, row_strategy, typed_unordered
 
 pa = pytest.importorskip("pyarrow")
 arrow = pytest.importorskip("agent_rollout.arrow")
-
-ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
-
-
-def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
-    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
-    try:
-        return "ok", fn(*args, **kwargs)
-    except Exception as exc:
-        return "error", (type(exc).__name__, str(exc), getattr(exc, "index", None))
-    finally:
-        _engine.set_engine(previous)
-
-
-def typed(value: Any) -> Any:
-    """Every node tagged by its exact type (1 != True != 1.0); dict key order ignored.
-
-    A message comes back from Arrow with ``role`` and ``content`` first; the
-    rows are equal, and ``typed_in_order`` would see the order.
-    """
-    if isinstance(value, dict):
-        return ("dict", sorted((repr(typed(k)), typed(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [typed(v) for v in value])
-    return typed_in_order(value)
 
 
 def wrapped(row: dict) -> dict:
@@ -71,7 +45,7 @@ def test_schema_is_written_down_once() -> None:
 def test_answer_is_kept_when_the_first_row_has_none(engine: str) -> None:
     # Dataset.from_list(rows) drops "answer" from every row here.
     rows = [{"prompt": "a"}, {"prompt": "b", "answer": "2"}]
-    kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+    kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
     assert kind == "ok"
     assert table.schema == arrow.TEXT_SCHEMA
     assert table.to_pylist() == [{"prompt": "a", "answer": None}, {"prompt": "b", "answer": "2"}]
@@ -102,7 +76,7 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
             "answer": "x",
         }
     ]
-    kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+    kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
     assert kind == "ok", table
     assert table.schema == arrow.MESSAGES_SCHEMA
     messages = table.column("prompt").to_pylist()[0]
@@ -116,7 +90,9 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
         messages[4]["extra_json"] == '{"score":1.5,"n":1000000000000000000000000000000,"ok":true}'
     )
     assert messages[5] == {"role": "user", "content": None, "extra_json": None}
-    assert typed(arrow.arrow_to_rows(table)) == typed(normalise_rollout_rows(rows))
+    assert typed_unordered(arrow.arrow_to_rows(table)) == typed_unordered(
+        normalise_rollout_rows(rows)
+    )
 
 
 # ---- mixed kinds -------------------------------------------------------------------------
@@ -125,7 +101,7 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine: str) -> None:
     text_first = [{"prompt": "a"}, {"prompt": "b"}, {"prompt": [{"role": "user"}]}]
-    _, error = outcome(engine, arrow.rows_to_arrow, text_first)
+    _, error = indexed_outcome_on(engine, arrow.rows_to_arrow, text_first)
     assert error == (
         "RolloutRowError",
         "row 2: prompt: a list of chat messages in a table of str prompts (set by row 0); "
@@ -133,12 +109,12 @@ def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine
         2,
     )
     messages_first = [{"prompt": [{"role": "user"}]}, {"prompt": "b"}]
-    _, error = outcome(engine, arrow.rows_to_arrow, messages_first)
+    _, error = indexed_outcome_on(engine, arrow.rows_to_arrow, messages_first)
     assert error[1] == (
         "row 1: prompt: a str in a table of chat-message prompts (set by row 0); "
         "prompt_kind='messages' wraps each str prompt as one user message"
     )
-    _, error = outcome(engine, arrow.rows_to_arrow, messages_first, prompt_kind="text")
+    _, error = indexed_outcome_on(engine, arrow.rows_to_arrow, messages_first, prompt_kind="text")
     assert error[1].startswith(
         "row 0: prompt: a list of chat messages in a table of str prompts (prompt_kind='text')"
     )
@@ -147,7 +123,7 @@ def test_mixed_prompts_are_refused_naming_the_first_row_of_the_other_kind(engine
 @pytest.mark.parametrize("engine", ENGINES)
 def test_prompt_kind_messages_makes_a_mixed_input_uniform(engine: str) -> None:
     rows = [{"prompt": "a", "answer": "1"}, {"prompt": [{"role": "system", "content": "s"}]}]
-    kind, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
+    kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
     assert kind == "ok"
     assert arrow.arrow_to_rows(table) == (
         {"prompt": [{"role": "user", "content": "a"}], "answer": "1"},
@@ -163,7 +139,7 @@ def test_prompt_kind_is_checked() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
     rows = [{"prompt": "ok"}, {"prompt": [{"role": "user", "meta": {"k\udc00": 1}}]}]
-    _, error = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
+    _, error = indexed_outcome_on(engine, arrow.rows_to_arrow, rows, prompt_kind="messages")
     assert error == (
         "RolloutRowError",
         'row 1: prompt[0].meta["k\\udc00"]: a str with a lone surrogate (U+D800..U+DFFF) '
@@ -172,7 +148,7 @@ def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
     )
     # An earlier row Arrow cannot hold is named before a later kind mismatch.
     rows = [{"prompt": "a", "answer": "\ud800"}, {"prompt": [{"role": "user"}]}]
-    _, error = outcome(engine, arrow.rows_to_arrow, rows)
+    _, error = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
     assert error[1].startswith("row 0: answer: a str with a lone surrogate")
 
 
@@ -182,18 +158,18 @@ def test_text_arrow_cannot_hold_is_named(engine: str) -> None:
 @given(st.lists(row_strategy(odd=False), max_size=6))
 def test_round_trip_over_json_like_rows(data: list) -> None:
     for engine in ENGINES:
-        expected = outcome(engine, normalise_rollout_rows, data)
-        got = outcome(engine, arrow.rows_to_arrow, data, prompt_kind="messages")
+        expected = indexed_outcome_on(engine, normalise_rollout_rows, data)
+        got = indexed_outcome_on(engine, arrow.rows_to_arrow, data, prompt_kind="messages")
         if expected[0] == "error":
             assert got == expected
             continue
         assert got[0] == "ok", got
         back = arrow.arrow_to_rows(got[1])
-        assert typed(back) == typed(tuple(wrapped(row) for row in expected[1]))
+        assert typed_unordered(back) == typed_unordered(tuple(wrapped(row) for row in expected[1]))
         kinds = {isinstance(row["prompt"], str) for row in expected[1]}
-        auto = outcome(engine, arrow.rows_to_arrow, data)
+        auto = indexed_outcome_on(engine, arrow.rows_to_arrow, data)
         if len(kinds) == 1:
-            assert typed(arrow.arrow_to_rows(auto[1])) == typed(expected[1])
+            assert typed_unordered(arrow.arrow_to_rows(auto[1])) == typed_unordered(expected[1])
         else:
             first_other = next(
                 i
@@ -207,8 +183,8 @@ def test_round_trip_over_json_like_rows(data: list) -> None:
 def test_engines_build_equal_tables_or_raise_the_same_error(data: list, kind: str) -> None:
     if len(ENGINES) < 2:
         pytest.skip("the Rust engine is not built")
-    rust = outcome("rust", arrow.rows_to_arrow, data, prompt_kind=kind)
-    python = outcome("python", arrow.rows_to_arrow, data, prompt_kind=kind)
+    rust = indexed_outcome_on("rust", arrow.rows_to_arrow, data, prompt_kind=kind)
+    python = indexed_outcome_on("python", arrow.rows_to_arrow, data, prompt_kind=kind)
     if rust[0] == "ok" and python[0] == "ok":
         assert rust[1].equals(python[1], check_metadata=True)
     else:
@@ -303,7 +279,7 @@ def test_rows_changed_by_user_code_during_a_lookup() -> None:
         # The key goes in first, so a lookup of "prompt" meets it first.
         rows.extend([{evil: 1, "prompt": "a"}, {"prompt": "b"}, {"prompt": "c"}])
         evil.armed = True
-        results.append(outcome(engine, arrow.rows_to_arrow, rows))
+        results.append(indexed_outcome_on(engine, arrow.rows_to_arrow, rows))
     kinds = {kind for kind, _ in results}
     assert kinds == {"ok"}, results
     tables = [table for _, table in results]
@@ -340,7 +316,7 @@ def test_a_finaliser_that_changes_a_message_mid_build_is_no_panic() -> None:
             gc.set_threshold(threshold, 10**6, 10**6)  # gen-0 collections only: fast
             gc.enable()
             try:
-                kind, table = outcome(engine, arrow.rows_to_arrow, rows)
+                kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
             finally:
                 gc.set_threshold(*old)
             assert kind == "ok", (engine, threshold, table)
@@ -385,11 +361,11 @@ def test_every_nemo_gym_example_file_goes_into_one_table() -> None:
     assert with_images > 0
     tables = []
     for engine in ENGINES:
-        kind, table = outcome(engine, arrow.rows_to_arrow, everything, max_rows=10**6)
+        kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, everything, max_rows=10**6)
         assert kind == "ok", table
         tables.append(table)
     assert all(t.equals(tables[0]) for t in tables)
-    assert typed(arrow.arrow_to_rows(tables[0], max_rows=10**6)) == typed(
+    assert typed_unordered(arrow.arrow_to_rows(tables[0], max_rows=10**6)) == typed_unordered(
         normalise_rollout_rows(everything, max_rows=10**6)
     )
 
@@ -399,7 +375,7 @@ def test_batches_hold_batch_rows(engine: str, monkeypatch: Any) -> None:
     monkeypatch.setattr(arrow, "BATCH_ROWS", 10)
     rows = [{"prompt": f"q{i}"} for i in range(35)]
     for kind in arrow.PROMPT_KINDS:
-        _, table = outcome(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
+        _, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
         assert [len(b) for b in table.to_batches()] == [10, 10, 10, 5], kind
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,39 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agent_rollout
-from agent_rollout import (
-    _engine,
-    normalise_rollout_file,
-    read_rollout_jsonl,
-)
-from test_parity import rows as row_strategy
+from agent_rollout import normalise_rollout_file, read_rollout_jsonl
+from support import ENGINES, Cli, outcome_on, row_strategy, temp_files, use_engine
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 arrow = pytest.importorskip("agent_rollout.arrow")
 
-ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
-PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
-
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
-
-
-def outcome(engine: str, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
-    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
-    try:
-        return "ok", fn(*args, **kwargs)
-    except Exception as exc:
-        return "error", (type(exc).__name__, str(exc))
-    finally:
-        _engine.set_engine(previous)
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
 MESSAGE_ROWS = [
@@ -66,7 +42,7 @@ MESSAGE_ROWS = [
 def test_parquet_output_loads_everywhere(engine: str, tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS * 3 + [None][:0])
     dest = tmp_path / "out.parquet"
-    kind, report = outcome(engine, normalise_rollout_file, src, dest)
+    kind, report = outcome_on(engine, normalise_rollout_file, src, dest)
     assert kind == "ok", report
     assert (report.rows, report.dropped_keys, report.engine) == (6, 6, engine)
     assert report.bytes_out == dest.stat().st_size
@@ -92,11 +68,11 @@ def test_both_engines_write_equal_tables_and_as_arrow_reads_the_same(tmp_path: P
     tables = []
     for engine in ENGINES:
         dest = tmp_path / f"{engine}.parquet"
-        assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+        assert outcome_on(engine, normalise_rollout_file, src, dest)[0] == "ok"
         tables.append(pq.read_table(dest))
-        kind, direct = outcome(engine, read_rollout_jsonl, src, as_arrow=True)
+        kind, direct = outcome_on(engine, read_rollout_jsonl, src, as_arrow=True)
         assert kind == "ok" and direct.equals(tables[-1])
-        via_rows = outcome(engine, read_rollout_jsonl, src)[1]
+        via_rows = outcome_on(engine, read_rollout_jsonl, src)[1]
         assert direct.equals(arrow.rows_to_arrow(via_rows))
     assert all(t.equals(tables[0]) for t in tables)
     assert tables[0].schema.equals(arrow.TEXT_SCHEMA)
@@ -111,7 +87,7 @@ def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) 
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     dest = tmp_path / "out.parquet"
-    assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+    assert outcome_on(engine, normalise_rollout_file, src, dest)[0] == "ok"
     meta = pq.ParquetFile(dest).metadata
     assert meta.num_rows == 20000
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -126,7 +102,7 @@ def test_row_groups_are_bounded_in_bytes_too(engine: str, tmp_path: Path, monkey
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     dest = tmp_path / "out.parquet"
-    assert outcome(engine, normalise_rollout_file, src, dest)[0] == "ok"
+    assert outcome_on(engine, normalise_rollout_file, src, dest)[0] == "ok"
     meta = pq.ParquetFile(dest).metadata
     assert meta.num_rows == 20000
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -157,9 +133,9 @@ def test_file_errors_are_the_same_on_both_engines(tmp_path: Path) -> None:
         results = {}
         for engine in ENGINES:
             dest = tmp_path / f"{name}.{engine}.parquet"
-            results[engine] = outcome(engine, normalise_rollout_file, src, dest, **options)
+            results[engine] = outcome_on(engine, normalise_rollout_file, src, dest, **options)
             assert not dest.exists()
-            table = outcome(engine, read_rollout_jsonl, src, as_arrow=True, **options)
+            table = outcome_on(engine, read_rollout_jsonl, src, as_arrow=True, **options)
             assert table == results[engine]
         assert len(set(map(repr, results.values()))) == 1, (name, results)
         kind, (error_type, message) = results[ENGINES[0]]
@@ -178,14 +154,14 @@ def test_file_errors_are_the_same_on_both_engines(tmp_path: Path) -> None:
         }[name]
         assert message.startswith(expected), (name, message)
         assert error_type == ("RolloutFileError" if name == "over_the_cap" else "RolloutRowError")
-    assert leftovers(tmp_path) == []
+    assert temp_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_prompt_kind_messages_makes_a_mixed_file_uniform(engine: str, tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "a"}, {"prompt": [{"role": "u"}]}])
     dest = tmp_path / "out.parquet"
-    kind, _ = outcome(engine, normalise_rollout_file, src, dest, prompt_kind="messages")
+    kind, _ = outcome_on(engine, normalise_rollout_file, src, dest, prompt_kind="messages")
     assert kind == "ok"
     assert arrow.arrow_to_rows(pq.read_table(dest)) == (
         {"prompt": [{"role": "user", "content": "a"}]},
@@ -199,10 +175,10 @@ def test_a_failed_run_leaves_the_old_file(engine: str, tmp_path: Path) -> None:
     dest.write_bytes(b"old")
     rows = [{"prompt": f"q{i}"} for i in range(20000)] + [{"prompt": 1}]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
-    _, error = outcome(engine, normalise_rollout_file, src, dest)
+    _, error = outcome_on(engine, normalise_rollout_file, src, dest)
     assert error[0] == "RolloutRowError" and ":20001: row 20000: prompt" in error[1]
     assert dest.read_bytes() == b"old"
-    assert leftovers(tmp_path) == []
+    assert temp_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -216,26 +192,22 @@ def test_ctrl_c_leaves_nothing_behind(engine: str, tmp_path: Path) -> None:
         calls.append(rows)
         raise KeyboardInterrupt
 
-    previous = _engine.set_engine(engine)  # type: ignore[arg-type]
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            normalise_rollout_file(src, dest, progress=progress)
-    finally:
-        _engine.set_engine(previous)
+    with use_engine(engine), pytest.raises(KeyboardInterrupt):
+        normalise_rollout_file(src, dest, progress=progress)
     assert calls and not dest.exists()
-    assert leftovers(tmp_path) == []
+    assert temp_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None:
-    _, error = outcome(
+    _, error = outcome_on(
         engine, normalise_rollout_file, tmp_path / "nope.jsonl", tmp_path / "o.parquet"
     )
     assert error[0] == "FileNotFoundError" and "nope.jsonl" in error[1]
     src = write_jsonl(tmp_path / "in.jsonl", [{"prompt": "a"}])
-    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
+    _, error = outcome_on(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
     assert error[0] == "FileNotFoundError" and "o.parquet" in error[1]
-    _, error = outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
+    _, error = outcome_on(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
     assert error[0] == "ValueError" and "prompt_kind must be one of" in error[1]
 
 
@@ -243,51 +215,24 @@ def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None
 def test_empty_file_is_refused(engine: str, tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text("\n\n")
-    _, error = outcome(engine, normalise_rollout_file, src, tmp_path / "o.parquet")
+    _, error = outcome_on(engine, normalise_rollout_file, src, tmp_path / "o.parquet")
     assert error[0] == "RolloutFileError" and "no rows" in error[1]
     assert not (tmp_path / "o.parquet").exists()
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_cli_writes_parquet(engine: str, tmp_path: Path) -> None:
+def test_cli_writes_parquet(engine: str, tmp_path: Path, cli: Cli) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
     dest = tmp_path / "out.parquet"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
-    env.pop("AGENT_ROLLOUT_PURE_PYTHON", None)
-    if engine == "python":
-        env["AGENT_ROLLOUT_PURE_PYTHON"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_rollout", "normalise", str(src), "-o", str(dest)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "2 rows out" in done.stderr and done.stderr.rstrip().endswith(f"-> {dest}")
+    done = cli("normalise", str(src), "-o", str(dest))
+    assert done.code == 0, done.err
+    assert "2 rows out" in done.err and done.err.rstrip().endswith(f"-> {dest}")
     assert pq.read_table(dest).num_rows == 2
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "a"}, {"prompt": [{"role": "u"}]}])
-    done = subprocess.run(
-        [sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 1
-    assert done.stderr.startswith(f"{bad}:2: row 1: prompt: a list of chat messages")
-    done = subprocess.run(
-        [
-            *[sys.executable, "-m", "agent_rollout", "normalise", str(bad), "-o", str(dest)],
-            *["--prompt-kind", "messages"],
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli("normalise", str(bad), "-o", str(dest))
+    assert done.code == 1
+    assert done.err.startswith(f"{bad}:2: row 1: prompt: a list of chat messages")
+    done = cli("normalise", str(bad), "-o", str(dest), "--prompt-kind", "messages")
+    assert done.code == 0, done.err
     assert pq.read_table(dest).schema.equals(arrow.MESSAGES_SCHEMA)
 
 
@@ -298,10 +243,10 @@ def test_random_files_read_the_same_on_both_engines(data: list, kind: str) -> No
     with tempfile.TemporaryDirectory() as folder:
         src = write_jsonl(Path(folder) / "in.jsonl", data)
         results = [
-            outcome(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind=kind)
+            outcome_on(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind=kind)
             for engine in ENGINES
         ]
-        rows = outcome(ENGINES[0], read_rollout_jsonl, src)
+        rows = outcome_on(ENGINES[0], read_rollout_jsonl, src)
     if results[0][0] == "ok":
         assert all(r[0] == "ok" and r[1].equals(results[0][1]) for r in results), results
         back = arrow.arrow_to_rows(results[0][1])
@@ -333,14 +278,14 @@ def test_parquet_into_a_named_pipe_is_streamed_and_counted(
 
     reader = threading.Thread(target=read)
     reader.start()
-    kind, report = outcome(engine_name, normalise_rollout_file, src, fifo)
+    kind, report = outcome_on(engine_name, normalise_rollout_file, src, fifo)
     reader.join(timeout=30)
     assert kind == "ok", report
     assert fifo.is_fifo()  # written in place, never replaced
     assert report.bytes_out == len(received[0]) > 0
     table = pq.read_table(pa.BufferReader(received[0]))
     assert table.num_rows == len(MESSAGE_ROWS)
-    assert leftovers(tmp_path) == []
+    assert temp_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
@@ -348,7 +293,7 @@ def test_parquet_rename_failure_names_the_destination(tmp_path: Path, engine_nam
     src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
     dest = tmp_path / "out.parquet"
     dest.mkdir()  # a folder cannot be renamed over
-    kind, (error_type, message) = outcome(engine_name, normalise_rollout_file, src, dest)
+    kind, (error_type, message) = outcome_on(engine_name, normalise_rollout_file, src, dest)
     assert kind == "error" and error_type == "IsADirectoryError"
     assert message == f"[Errno 21] Is a directory: '{dest}'"
-    assert leftovers(tmp_path) == []
+    assert temp_files(tmp_path) == []

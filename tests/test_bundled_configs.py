@@ -1,11 +1,12 @@
 """Every bundled backend config runs with one command: ``agent-rollout run --serve CONFIG``.
 
-Each test runs the real command line in a subprocess on the config shipped in
-``agent_rollout/examples`` (``art`` and ``ruler`` on a copy whose fixed ports
-8791/8792 are swapped for free ones, so a busy port on the test machine cannot
-fail them). ``--serve`` starts the scripted policy and judge servers (and the
-OpenEnv drill server) on 127.0.0.1 and stops them when the run ends. The rows
-are then checked against the rule of ``docs/answer.md`` for that backend.
+Each test runs the command line (``agent_rollout.cli.main``, in this process)
+on the config shipped in ``agent_rollout/examples`` (``art`` and ``ruler`` on a
+copy whose fixed ports 8791/8792 are swapped for free ones, so a busy port on
+the test machine cannot fail them). ``--serve`` starts the scripted policy and
+judge servers (and the OpenEnv drill server) on 127.0.0.1 and stops them when
+the run ends. The rows are then checked against the rule of ``docs/answer.md``
+for that backend.
 """
 
 from __future__ import annotations
@@ -13,21 +14,17 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_rollout.config import load_config
-from test_cli_normalise import cli, cli_argv, cli_env
+from support import BUNDLED_PROMPTS as PROMPTS
+from support import EXAMPLES, Cli
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "examples"
-if not EXAMPLES.is_dir():  # an installed package: use its copy of the examples
-    import agent_rollout.examples
-
-    EXAMPLES = Path(agent_rollout.examples.__file__).resolve().parent
-PROMPTS = EXAMPLES / "prompts.jsonl"
+Serve = Callable[..., tuple[list[dict[str, Any]], str]]
 FIXED_PORTS = {"8791", "8792"}
 
 
@@ -46,14 +43,25 @@ def _on_free_ports(name: str, folder: Path) -> Path:
     return copy
 
 
-def _run(config: Path, out: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
-    env = {**cli_env(), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    env.pop("OPENAI_API_KEY", None)
-    result = cli("run", "--serve", str(config), *extra, "-o", str(out), env=env)
-    err = result.stderr.decode()
-    assert result.returncode == 0, err
-    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    return rows, err
+@pytest.fixture
+def offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No network for LiteLLM's price table (read when it is imported), no real API key."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+def serve(cli: Cli, offline_env: None) -> Serve:
+    """``serve(config, out, *extra)``: ``run --serve CONFIG ... -o OUT``; (rows, stderr)."""
+
+    def run(config: Path, out: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
+        result = cli("run", "--serve", str(config), *extra, "-o", str(out))
+        err = result.err
+        assert result.code == 0, err
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        return rows, err
+
+    return run
 
 
 def _sum_of(prompt: list[dict[str, Any]]) -> str:
@@ -69,10 +77,10 @@ def test_every_bundled_config_is_valid() -> None:
 
 @pytest.mark.parametrize("name", ["art.yaml", "ruler.yaml"])
 def test_art_and_ruler_configs_answer_with_the_best_ranked_rollout(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, serve: Serve
 ) -> None:
     pytest.importorskip("art")
-    rows, err = _run(
+    rows, err = serve(
         _on_free_ports(name, tmp_path), tmp_path / "rows.jsonl", "--prompts", str(PROMPTS)
     )
     # One row per seed prompt (the scripted policy answers right and wrong in
@@ -84,23 +92,23 @@ def test_art_and_ruler_configs_answer_with_the_best_ranked_rollout(
     assert f"ran {name.removesuffix('.yaml')} rollout: 6 seed prompts, 6 rows, " in err
 
 
-def test_openenv_config_serves_the_drill_environment(tmp_path: Path) -> None:
+def test_openenv_config_serves_the_drill_environment(tmp_path: Path, serve: Serve) -> None:
     pytest.importorskip("openenv")
-    rows, err = _run(EXAMPLES / "openenv.yaml", tmp_path / "rows.jsonl", "--prompts", str(PROMPTS))
+    rows, err = serve(EXAMPLES / "openenv.yaml", tmp_path / "rows.jsonl", "--prompts", str(PROMPTS))
     assert len(rows) == 6
     assert rows[0]["answer"] == "42" and rows[2]["answer"] == "-7"
     assert "serving OpenEnv drill server at http://127.0.0.1:" in err
 
 
-def test_nemo_gym_config_collapses_repeats_and_counts_tools(tmp_path: Path) -> None:
-    rows, err = _run(EXAMPLES / "nemo_gym.yaml", tmp_path / "rows.jsonl")
+def test_nemo_gym_config_collapses_repeats_and_counts_tools(tmp_path: Path, serve: Serve) -> None:
+    rows, err = serve(EXAMPLES / "nemo_gym.yaml", tmp_path / "rows.jsonl")
     assert [row.get("answer") for row in rows] == ["42", "108", None]
     assert "this config needs no bundled server" in err
     assert "rollout_source " in err and ", 3 rows, " in err
     assert "not carried into rows: responses_create_params.tools of 3 rows" in err
 
 
-def test_serve_refuses_a_non_loopback_url(tmp_path: Path) -> None:
+def test_serve_refuses_a_non_loopback_url(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "remote.yaml"
     config.write_text(
         (EXAMPLES / "art.yaml")
@@ -109,15 +117,15 @@ def test_serve_refuses_a_non_loopback_url(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     result = cli("run", "--serve", str(config), "--prompts", str(PROMPTS))
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
+    assert result.code == 2
+    assert result.err == (
         "agent-rollout run: --serve starts servers on loopback only: "
         "rollout_policy_base_url='http://example.com:8791/v1' must look like "
         "'http://127.0.0.1:PORT/v1'\n"
     )
 
 
-def test_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
+def test_serve_says_when_the_port_is_taken(tmp_path: Path, cli: Cli) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -130,8 +138,8 @@ def test_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
             encoding="utf-8",
         )
         result = cli("run", "--serve", str(config), "--prompts", str(PROMPTS))
-    assert result.returncode == 2
-    err = result.stderr.decode()
+    assert result.code == 2
+    err = result.err
     assert err.startswith(
         f"agent-rollout run: --serve: cannot start the scripted policy on 127.0.0.1:{port} "
         "(rollout_policy_base_url): "
@@ -139,13 +147,13 @@ def test_serve_says_when_the_port_is_taken(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
-def test_without_serve_nothing_is_started(tmp_path: Path) -> None:
+def test_without_serve_nothing_is_started(tmp_path: Path, cli: Cli) -> None:
     pytest.importorskip("art")
     config = _on_free_ports("art.yaml", tmp_path)
     env_result = cli("run", str(config), "--prompts", str(PROMPTS))
     # Nobody listens on the policy port: the rollout fails to connect, exit 2, no traceback.
-    assert env_result.returncode == 2
-    err = env_result.stderr.decode()
+    assert env_result.code == 2
+    err = env_result.err
     assert re.search(
         r"agent-rollout run: rollout backend 'art' failed: RuntimeError: prompt \d rollout \d: "
         r"rollout_func raised APIConnectionError: Connection error\.",
@@ -181,26 +189,30 @@ def test_policy_keys_reach_the_backend_options_and_only_art_and_ruler_take_them(
 # ------------------------------------------------- --example: a bundled config by name
 
 
-def _run_elsewhere(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """The CLI run from ``cwd``, a folder that holds none of the examples."""
-    return subprocess.run(
-        cli_argv(*args), cwd=cwd, capture_output=True, env=cli_env(), timeout=120, check=False
-    )
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli) -> Cli:
+    """The CLI run from ``tmp_path``, a folder that holds none of the examples."""
+    monkeypatch.chdir(tmp_path)
+    return cli
 
 
-def test_example_runs_a_bundled_config_by_name_from_any_folder(tmp_path: Path) -> None:
+def test_example_runs_a_bundled_config_by_name_from_any_folder(
+    tmp_path: Path, elsewhere: Cli
+) -> None:
     # nemo_gym: its rollout_source is found next to the bundled config, not in the cwd.
-    result = _run_elsewhere(tmp_path, "run", "--example", "nemo_gym", "-o", "rows.jsonl")
-    assert result.returncode == 0, result.stderr.decode()
+    result = elsewhere("run", "--example", "nemo_gym", "-o", "rows.jsonl")
+    assert result.code == 0, result.err
     rows = (tmp_path / "rows.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(rows) == 3
 
 
-def test_example_without_prompts_runs_on_the_bundled_prompts(tmp_path: Path) -> None:
+def test_example_without_prompts_runs_on_the_bundled_prompts(
+    tmp_path: Path, elsewhere: Cli
+) -> None:
     pytest.importorskip("openenv")
-    result = _run_elsewhere(tmp_path, "run", "--serve", "--example", "openenv", "-o", "rows.jsonl")
-    err = result.stderr.decode()
-    assert result.returncode == 0, err
+    result = elsewhere("run", "--serve", "--example", "openenv", "-o", "rows.jsonl")
+    err = result.err
+    assert result.code == 0, err
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     seeds = PROMPTS.read_text(encoding="utf-8").splitlines()
     assert len(rows) == len([line for line in seeds if line.strip()]) == 6
@@ -215,7 +227,7 @@ def test_example_without_prompts_runs_on_the_bundled_prompts(tmp_path: Path) -> 
         (("--example", "nope"), "invalid choice: 'nope'"),
     ],
 )
-def test_example_usage_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
-    result = _run_elsewhere(tmp_path, "run", *args)
-    assert result.returncode == 2
-    assert message in result.stderr.decode()
+def test_example_usage_errors(elsewhere: Cli, args: tuple[str, ...], message: str) -> None:
+    result = elsewhere("run", *args)
+    assert result.code == 2
+    assert message in result.err

@@ -1,60 +1,23 @@
-"""`agent-rollout check` and `agent-rollout schema`, run as real processes."""
+"""`agent-rollout check` and `agent-rollout schema`, run in process (``cli.main``).
+
+Standard input, the 2 MiB stdin limit and the imports of a fresh interpreter
+need a real ``python -m agent_rollout`` process.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-import agent_rollout
 from agent_rollout.cli.check import github_annotation
 from agent_rollout.config import ConfigIssue
-
-PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
-
-# Until the package's own entry point exists, build the parser the way cli.py
-# does: one subparser per command module, add_arguments() then run().
-HARNESS = """
-import argparse, sys
-from importlib import import_module
-parser = argparse.ArgumentParser(prog="agent-rollout")
-commands = parser.add_subparsers(dest="command", required=True)
-for name in ("check", "schema"):
-    module = import_module(f"agent_rollout._cmd_{name}")
-    sub = commands.add_parser(name)
-    module.add_arguments(sub)
-    sub.set_defaults(run=module.run)
-args = parser.parse_args()
-sys.exit(args.run(args))
-"""
-
-
-def cli_prefix() -> list[str]:
-    has_main = importlib.util.find_spec("agent_rollout.__main__") is not None
-    has_cli = importlib.util.find_spec("agent_rollout.cli") is not None
-    if has_main and has_cli:
-        return [sys.executable, "-m", "agent_rollout"]
-    return [sys.executable, "-c", HARNESS]
-
-
-def cli(*args: str, stdin: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [*cli_prefix(), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
+from support import PACKAGE_ROOT, Cli, CliResult, cli_argv, cli_env, cli_process
 
 
 @pytest.fixture
@@ -68,17 +31,19 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"good": good, "bad": bad, "toml": toml}
 
 
-def test_all_valid_exits_0_with_a_summary(files: dict[str, Path]) -> None:
+def test_all_valid_exits_0_with_a_summary(cli: Cli, files: dict[str, Path]) -> None:
     done = cli("check", str(files["good"]), str(files["toml"]))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "checked 2 files: 2 valid, 0 invalid, 0 errors\n"
+    assert done.code == 0, done.err
+    assert done.out == "checked 2 files: 2 valid, 0 invalid, 0 errors\n"
 
 
-def test_text_format_lists_positioned_errors_then_the_summary(files: dict[str, Path]) -> None:
+def test_text_format_lists_positioned_errors_then_the_summary(
+    cli: Cli, files: dict[str, Path]
+) -> None:
     done = cli("check", str(files["good"]), str(files["bad"]))
-    assert done.returncode == 1
+    assert done.code == 1
     bad = files["bad"]
-    assert done.stdout.splitlines() == [
+    assert done.out.splitlines() == [
         f"{bad}:2:20: training.rollout_backend: rollout_backend='verl' is not supported; "
         "valid: art, nemo_gym, openenv, ruler",
         f"{bad}:3:3: training.rollout_fucn: unknown key 'rollout_fucn'; "
@@ -87,10 +52,10 @@ def test_text_format_lists_positioned_errors_then_the_summary(files: dict[str, P
     ]
 
 
-def test_json_format_is_one_report(files: dict[str, Path]) -> None:
+def test_json_format_is_one_report(cli: Cli, files: dict[str, Path]) -> None:
     done = cli("check", "--format", "json", str(files["good"]), str(files["bad"]))
-    assert done.returncode == 1
-    report = json.loads(done.stdout)
+    assert done.code == 1
+    report = json.loads(done.out)
     assert report["valid"] is False
     assert report["summary"] == {
         "files": 2,
@@ -105,10 +70,10 @@ def test_json_format_is_one_report(files: dict[str, Path]) -> None:
     assert (first["line"], first["col"], first["kind"]) == (2, 20, "value")
 
 
-def test_github_format_annotations(files: dict[str, Path]) -> None:
+def test_github_format_annotations(cli: Cli, files: dict[str, Path]) -> None:
     done = cli("check", "--format", "github", str(files["bad"]))
-    assert done.returncode == 1
-    first = done.stdout.splitlines()[0]
+    assert done.code == 1
+    first = done.out.splitlines()[0]
     assert first.startswith(
         f"::error file={files['bad']},line=2,col=20,title=agent-rollout check::"
     )
@@ -124,63 +89,68 @@ def test_github_escaping() -> None:
 
 
 def test_stdin_with_its_format_flag() -> None:
-    done = cli("check", "-", stdin="training:\n  rollout_backend: nope\n")
+    # Standard input is the real process's: a real process.
+    done = cli_process("check", "-", stdin=b"training:\n  rollout_backend: nope\n")
     assert done.returncode == 1
-    assert done.stdout.startswith("<stdin>:2:20: training.rollout_backend:")
-    done = cli(
+    assert done.stdout.decode().startswith("<stdin>:2:20: training.rollout_backend:")
+    done = cli_process(
         "check",
         "--stdin-format",
         "json",
         "-",
-        stdin='{"training": {"rollout_backend": "nemo_gym"}}',
+        stdin=b'{"training": {"rollout_backend": "nemo_gym"}}',
     )
     assert done.returncode == 0, done.stdout
-    done = cli("check", "--stdin-format", "toml", "-", stdin="[training]\nrollout_backend = 3\n")
+    done = cli_process(
+        "check", "--stdin-format", "toml", "-", stdin=b"[training]\nrollout_backend = 3\n"
+    )
     assert done.returncode == 1
-    assert done.stdout.startswith("<stdin>:2:19: training.rollout_backend: rollout_backend must")
+    assert done.stdout.decode().startswith(
+        "<stdin>:2:19: training.rollout_backend: rollout_backend must"
+    )
 
 
-def test_section_flag(tmp_path: Path) -> None:
+def test_section_flag(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("rl:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
-    assert cli("check", "--section", "rl", str(path)).returncode == 0
+    assert cli("check", "--section", "rl", str(path)).code == 0
     done = cli("check", str(path))
-    assert done.returncode == 1
-    assert "section 'training' is missing" in done.stdout
+    assert done.code == 1
+    assert "section 'training' is missing" in done.out
     flat = tmp_path / "flat.json"
     flat.write_text('{"rollout_backend": "art", "rollout_func": "m:f"}', encoding="utf-8")
-    assert cli("check", "--section", "", str(flat)).returncode == 0
+    assert cli("check", "--section", "", str(flat)).code == 0
 
 
-def test_usage_errors_exit_2(files: dict[str, Path]) -> None:
-    assert cli("check").returncode == 2
-    assert cli("check", "--format", "xml", str(files["good"])).returncode == 2
+def test_usage_errors_exit_2(cli: Cli, files: dict[str, Path]) -> None:
+    assert cli("check").code == 2
+    assert cli("check", "--format", "xml", str(files["good"])).code == 2
 
 
 WARNED = "training:\n  rollout_backend: ruler\n  rollout_judge_model: j\n"
 
 
-def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
+def test_warnings_pass_unless_strict(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "ruler.yaml"
     path.write_text(WARNED, encoding="utf-8")
     done = cli("check", str(path))
-    assert done.returncode == 0, done.stdout
-    assert done.stdout.splitlines() == [
+    assert done.code == 0, done.out
+    assert done.out.splitlines() == [
         f"{path}:1:1: warning: training.rollout_func: rollout_func is not set: the built-in "
         "'ruler' adapter needs it (a runner registered with register_rollout_runner may not)",
         "checked 1 file: 1 valid, 0 invalid, 0 errors, 1 warning",
     ]
     strict = cli("check", "--strict", str(path))
-    assert strict.returncode == 1
-    assert strict.stdout.splitlines()[-1] == (
+    assert strict.code == 1
+    assert strict.out.splitlines()[-1] == (
         "checked 1 file: 0 valid, 1 invalid, 0 errors, 1 warning"
     )
 
 
-def test_warnings_in_json_and_github(tmp_path: Path) -> None:
+def test_warnings_in_json_and_github(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "ruler.yaml"
     path.write_text(WARNED, encoding="utf-8")
-    report = json.loads(cli("check", "--format", "json", str(path)).stdout)
+    report = json.loads(cli("check", "--format", "json", str(path)).out)
     assert report["valid"] is True and report["summary"]["warnings"] == 1
     [entry] = report["files"]
     assert entry["errors"] == []
@@ -190,36 +160,36 @@ def test_warnings_in_json_and_github(tmp_path: Path) -> None:
         "incomplete",
         "training.rollout_func",
     )
-    strict = json.loads(cli("check", "--strict", "--format", "json", str(path)).stdout)
+    strict = json.loads(cli("check", "--strict", "--format", "json", str(path)).out)
     assert strict["valid"] is False and strict["files"][0]["valid"] is False
-    github = cli("check", "--format", "github", str(path)).stdout.splitlines()
+    github = cli("check", "--format", "github", str(path)).out.splitlines()
     assert github[0].startswith(f"::warning file={path},line=1,col=1,title=agent-rollout check::")
 
 
-def test_allow_key_declares_the_trainers_own_keys(tmp_path: Path) -> None:
+def test_allow_key_declares_the_trainers_own_keys(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
         "training:\n  rollout_backend: nemo_gym\n  rollout_sources: [a, b]\n", encoding="utf-8"
     )
     done = cli("check", str(path))
-    assert done.returncode == 1
-    assert "unknown key 'rollout_sources'; did you mean 'rollout_source'?" in done.stdout
-    assert cli("check", "--allow-key", "rollout_sources", str(path)).returncode == 0
+    assert done.code == 1
+    assert "unknown key 'rollout_sources'; did you mean 'rollout_source'?" in done.out
+    assert cli("check", "--allow-key", "rollout_sources", str(path)).code == 0
     both = cli("check", "--allow-key", "x", "--allow-key", "rollout_sources", str(path))
-    assert both.returncode == 0
+    assert both.code == 0
 
 
-def test_dotted_section(tmp_path: Path) -> None:
+def test_dotted_section(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("trainer:\n  rl:\n    lr: 1\n    rollout_backend: verl\n", encoding="utf-8")
     done = cli("check", "--section", "trainer.rl", str(path))
-    assert done.returncode == 1
-    assert done.stdout.startswith(f"{path}:4:22: trainer.rl.rollout_backend: ")
+    assert done.code == 1
+    assert done.out.startswith(f"{path}:4:22: trainer.rl.rollout_backend: ")
     done = cli("check", "--section", "trainer.rollout", str(path))
-    assert done.stdout.startswith(f"{path}:1:1: trainer.rollout: section 'trainer.rollout' is")
+    assert done.out.startswith(f"{path}:1:1: trainer.rollout: section 'trainer.rollout' is")
 
 
-def test_skip_unrelated_files(tmp_path: Path) -> None:
+def test_skip_unrelated_files(cli: Cli, tmp_path: Path) -> None:
     workflow = tmp_path / "ci.yaml"
     workflow.write_text("on: push\njobs:\n  test:\n    runs-on: x\n", encoding="utf-8")
     package = tmp_path / "package.json"
@@ -234,39 +204,43 @@ def test_skip_unrelated_files(tmp_path: Path) -> None:
     good.write_text("training:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
     files = [str(p) for p in (workflow, package, tagged, pyproject, typo, good)]
     done = cli("check", "--skip-unrelated", *files)
-    assert done.returncode == 1
-    assert done.stdout.splitlines() == [
+    assert done.code == 1
+    assert done.out.splitlines() == [
         f"{typo}:1:1: training: section 'training' is missing (expected a mapping of "
         "training settings)",
         "checked 6 files: 1 valid, 1 invalid, 1 error, 4 skipped (not training configs)",
     ]
-    report = json.loads(cli("check", "--skip-unrelated", "--format", "json", *files).stdout)
+    report = json.loads(cli("check", "--skip-unrelated", "--format", "json", *files).out)
     assert [entry["skipped"] for entry in report["files"]] == [True] * 4 + [False] * 2
     assert report["summary"]["skipped"] == 4
     # Without the flag they are errors, as before.
-    assert cli("check", str(workflow)).returncode == 1
+    assert cli("check", str(workflow)).code == 1
 
 
-def test_unreadable_files_exit_2_like_normalise(files: dict[str, Path], tmp_path: Path) -> None:
+def test_unreadable_files_exit_2_like_normalise(
+    cli: Cli, files: dict[str, Path], tmp_path: Path
+) -> None:
     missing = tmp_path / "missing.yaml"
     done = cli("check", str(files["bad"]), str(missing), str(files["good"]))
-    assert done.returncode == 2
-    lines = done.stdout.splitlines()
+    assert done.code == 2
+    lines = done.out.splitlines()
     # The other files are still checked and reported.
     assert f"{missing}:1:1: cannot read file: No such file or directory" in lines
     assert lines[-1] == "checked 3 files: 1 valid, 2 invalid, 3 errors"
     directory = tmp_path / "dir.yaml"
     directory.mkdir()
-    assert cli("check", str(directory)).returncode == 2  # a directory is no file either
+    assert cli("check", str(directory)).code == 2  # a directory is no file either
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "fifo.yaml"
         os.mkfifo(fifo)
         done = cli("check", str(fifo))
-        assert done.returncode == 2
-        assert "it is a FIFO, not a regular file" in done.stdout
+        assert done.code == 2
+        assert "it is a FIFO, not a regular file" in done.out
 
 
-def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
+def test_resolve_imports_and_checks_the_function(
+    cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
+) -> None:
     (tmp_path / "user_rollouts.py").write_text(
         "def good(prompts):\n    return []\n"
         "def two_args(a, b):\n    return []\n"
@@ -274,26 +248,27 @@ def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
         "not_callable = 3\n",
         encoding="utf-8",
     )
+    user_modules(tmp_path)  # what `python -m` run from tmp_path would import
     config = tmp_path / "c.yaml"
 
-    def check(func: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    def check(func: str, *flags: str) -> CliResult:
         config.write_text(
             f"training:\n  rollout_backend: openenv\n  rollout_func: {func}\n", encoding="utf-8"
         )
-        return cli("check", *flags, str(config), cwd=tmp_path)
+        return cli("check", *flags, str(config))
 
-    assert check("user_rollouts:missing").returncode == 0  # not imported without --resolve
-    assert check("user_rollouts:good", "--resolve").returncode == 0
+    assert check("user_rollouts:missing").code == 0  # not imported without --resolve
+    assert check("user_rollouts:good", "--resolve").code == 0
     art = tmp_path / "art.yaml"
     art.write_text(
         "training:\n  rollout_backend: art\n  rollout_func: user_rollouts:art_style\n",
         encoding="utf-8",
     )
-    assert cli("check", "--resolve", str(art), cwd=tmp_path).returncode == 0
+    assert cli("check", "--resolve", str(art)).code == 0
     art.write_text(art.read_text(encoding="utf-8").replace("art_style", "good"), encoding="utf-8")
-    done = cli("check", "--resolve", str(art), cwd=tmp_path)
-    assert done.returncode == 1
-    assert "cannot be called as fn(model, prompt)" in done.stdout
+    done = cli("check", "--resolve", str(art))
+    assert done.code == 1
+    assert "cannot be called as fn(model, prompt)" in done.out
     for func, needle in (
         ("user_rollouts:missing", "has no attribute 'missing'"),
         ("user_rollouts:not_callable", "not callable"),
@@ -302,22 +277,22 @@ def test_resolve_imports_and_checks_the_function(tmp_path: Path) -> None:
         ("no_such_module_xyz:f", "could not be imported"),
     ):
         done = check(func, "--resolve")
-        assert done.returncode == 1, func
-        assert done.stdout.startswith(f"{config}:3:17: training.rollout_func: "), done.stdout
-        assert needle in done.stdout
+        assert done.code == 1, func
+        assert done.out.startswith(f"{config}:3:17: training.rollout_func: "), done.out
+        assert needle in done.out
 
 
-def test_schema_command_prints_and_writes(tmp_path: Path) -> None:
+def test_schema_command_prints_and_writes(cli: Cli, tmp_path: Path) -> None:
     done = cli("schema")
-    assert done.returncode == 0
-    schema = json.loads(done.stdout)
+    assert done.code == 0
+    schema = json.loads(done.out)
     assert schema["required"] == ["training"]
     out = tmp_path / "s.json"
-    assert cli("schema", "--section", "rl", "-o", str(out)).returncode == 0
+    assert cli("schema", "--section", "rl", "-o", str(out)).code == 0
     assert json.loads(out.read_text(encoding="utf-8"))["required"] == ["rl"]
     done = cli("schema", "-o", str(tmp_path / "no" / "dir" / "s.json"))
-    assert done.returncode == 2
-    assert "cannot write" in done.stderr
+    assert done.code == 2
+    assert "cannot write" in done.err
 
 
 def test_check_imports_stay_light() -> None:
@@ -347,29 +322,29 @@ def test_pre_commit_hook_manifest() -> None:
     assert set(hook["types_or"]) == {"yaml", "json", "toml"}
 
 
-def test_schema_vscode_settings(tmp_path: Path) -> None:
+def test_schema_vscode_settings(cli: Cli, tmp_path: Path) -> None:
     done = cli("schema", "--vscode")
-    assert done.returncode == 0, done.stderr
-    settings = json.loads(done.stdout)
+    assert done.code == 0, done.err
+    settings = json.loads(done.out)
     path = "./schema/training-config.schema.json"
     assert settings == {
         "yaml.schemas": {path: ["configs/**/*.yaml", "configs/**/*.yml"]},
         "json.schemas": [{"fileMatch": ["configs/**/*.json"], "url": path}],
     }
     custom = json.loads(
-        cli("schema", "--vscode", "--schema-path", "s.json", "--glob", "rl/*.yml").stdout
+        cli("schema", "--vscode", "--schema-path", "s.json", "--glob", "rl/*.yml").out
     )
     assert custom == {"yaml.schemas": {"s.json": ["rl/*.yml"]}}
     toml = cli("schema", "--vscode", "--glob", "rl/*.toml")
-    assert toml.returncode == 2 and "#:schema" in toml.stderr
+    assert toml.code == 2 and "#:schema" in toml.err
 
 
-def test_bundled_example_has_a_modeline_that_resolves() -> None:
+def test_bundled_example_has_a_modeline_that_resolves(cli: Cli) -> None:
     example = PACKAGE_ROOT / "agent_rollout" / "examples" / "grpo.yaml"
     first = example.read_text(encoding="utf-8").splitlines()[0]
     prefix = "# yaml-language-server: $schema="
     assert first.startswith(prefix)
-    assert cli("check", str(example)).returncode == 0
+    assert cli("check", str(example)).code == 0
     repo = Path(__file__).resolve().parent.parent
     if PACKAGE_ROOT != repo / "python":
         pytest.skip("an installed package: the modeline's relative path points into a clone")
@@ -396,14 +371,14 @@ def test_bundled_example_has_a_modeline_that_resolves() -> None:
     ],
 )
 def test_hostile_configs_are_positioned_errors_not_tracebacks(
-    tmp_path: Path, name: str, text: str, where: str
+    cli: Cli, tmp_path: Path, name: str, text: str, where: str
 ) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     done = cli("check", str(path))
-    assert done.returncode == 1, done.stderr
-    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
-    assert done.stdout.startswith(f"{path}{where}")
+    assert done.code == 1, done.err
+    assert "internal error" not in done.err and "Traceback" not in done.err
+    assert done.out.startswith(f"{path}{where}")
 
 
 def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> None:
@@ -412,14 +387,12 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     # everything held in memory.
     from agent_rollout._limits import MAX_CONFIG_BYTES
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
-        [*cli_prefix(), "check", "-"],
+        cli_argv("check", "-"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=env,
+        env=cli_env(),
     )
     assert proc.stdin is not None
     try:
@@ -441,7 +414,9 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     )
 
 
-def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(tmp_path: Path) -> None:
+def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(
+    cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
+) -> None:
     # A module calling sys.exit(0) while imported used to end check with status 0
     # and no report, other files' errors included.
     (tmp_path / "quits.py").write_text("import sys\nsys.exit(0)\n", encoding="utf-8")
@@ -451,9 +426,10 @@ def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(tmp_path: 
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text("training:\n  rollout_backend: nope\n", encoding="utf-8")
-    done = cli("check", "--resolve", str(exits), str(bad), cwd=tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    lines = done.stdout.splitlines()
+    user_modules(tmp_path)
+    done = cli("check", "--resolve", str(exits), str(bad))
+    assert done.code == 1, done.out + done.err
+    lines = done.out.splitlines()
     assert lines[0] == (f"{exits}:3:17: training.rollout_func: importing it raised SystemExit(0)")
     assert lines[1].startswith(f"{bad}:2:20: training.rollout_backend: ")
     assert lines[-1] == "checked 2 files: 0 valid, 2 invalid, 2 errors"

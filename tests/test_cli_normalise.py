@@ -1,21 +1,20 @@
-"""`agent-rollout normalise`, through the real entry point and in process.
+"""`agent-rollout normalise`, in process (``cli.main``) and through the real entry point.
 
-Subprocess tests run ``python -m agent_rollout``; ``AGENT_ROLLOUT_PURE_PYTHON=1``
-in their environment picks the pure-Python engine. The helpers at the top
-(``cli``, ``run_in_pty``, ...) are shared with ``test_cli_run.py``.
+Most tests run the command in this process with the ``engine`` fixture's
+engine and the output captured at the file-descriptor level (``cli`` /
+``cli_bytes``). A real ``python -m agent_rollout`` process runs where the
+process is the point: standard input, a reader closing the pipe, a terminal
+(progress drawing) and Ctrl-C; ``AGENT_ROLLOUT_PURE_PYTHON=1`` in its
+environment picks the pure-Python engine (``support.cli_env``).
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
-import pty
-import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,96 +22,19 @@ from typing import Optional
 
 import pytest
 
-import agent_rollout
-from agent_rollout import _engine
-from agent_rollout.cli import main
 from agent_rollout.cli._progress import ERASE_LINE, Progress, input_position, input_size
-
-PACKAGE_ROOT = Path(agent_rollout.__file__).resolve().parent.parent
-ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
-SMALL_ROW = b'{"prompt":"q","answer":"a","id":7}\n'
-
-
-# ---- shared helpers ----------------------------------------------------------------------
-
-
-def cli_env(engine: Optional[str] = None, extra_path: Optional[Path] = None) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(extra_path) if extra_path else "", str(PACKAGE_ROOT), env.get("PYTHONPATH", "")]
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
-    env.pop("AGENT_ROLLOUT_DEBUG", None)
-    env.pop("AGENT_ROLLOUT_PURE_PYTHON", None)
-    if engine == "python":
-        env["AGENT_ROLLOUT_PURE_PYTHON"] = "1"
-    return env
-
-
-def cli_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agent_rollout", *args]
-
-
-def cli(
-    *args: str,
-    stdin: bytes = b"",
-    engine: Optional[str] = None,
-    extra_path: Optional[Path] = None,
-    env: Optional[dict[str, str]] = None,
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        cli_argv(*args),
-        input=stdin,
-        capture_output=True,
-        env=env or cli_env(engine, extra_path),
-        timeout=60,
-        check=False,
-    )
-
-
-def run_in_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes, bytes]:
-    """Run ``argv`` with standard error on a pseudo-terminal; (exit code, stdout, stderr)."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        env=env,
-    )
-    os.close(follower)
-    seen: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.2)
-            if ready:
-                try:
-                    data = os.read(leader, 65536)
-                except OSError:  # EIO: every writer of the terminal has gone
-                    break
-                if not data:
-                    break
-                seen.append(data)
-            elif proc.poll() is not None:
-                break
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        code = proc.wait(timeout=10)
-    finally:
-        os.close(leader)
-        if proc.poll() is None:
-            proc.kill()
-    return code, out, b"".join(seen)
-
-
-def temp_files(folder: Path) -> list[str]:
-    return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
-
-
-def canonical(rows: list[dict]) -> bytes:
-    return b"".join(
-        (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode() for row in rows
-    )
-
+from support import (
+    ENGINES,
+    SMALL_ROW,
+    Cli,
+    FifoFeeder,
+    canonical,
+    cli_argv,
+    cli_env,
+    cli_process,
+    run_in_pty,
+    temp_files,
+)
 
 # ---- fixtures ------------------------------------------------------------------------------
 
@@ -139,15 +61,13 @@ def rollouts(tmp_path: Path) -> Path:
 # ---- success paths ---------------------------------------------------------------------------
 
 
-def test_file_to_file_in_process(
-    engine: str, rollouts: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_file_to_file_in_process(engine: str, rollouts: Path, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "out.jsonl"
-    assert main(["normalise", str(rollouts), "-o", str(out)]) == 0
+    result = cli("normalise", str(rollouts), "-o", str(out))
+    assert result.code == 0
     assert out.read_bytes() == canonical(EXPECTED_ROWS)
-    captured = capfd.readouterr()
-    assert captured.out == ""
-    summary = captured.err.strip()
+    assert result.out == ""
+    summary = result.err.strip()
     assert "\n" not in summary and "\r" not in summary  # one line, no progress when not a TTY
     assert summary.startswith(
         "normalised 3 rows in, 3 rows out, 1 blank line skipped, 2 dropped keys, "
@@ -156,38 +76,36 @@ def test_file_to_file_in_process(
     assert temp_files(tmp_path) == []
 
 
-def test_stdout_is_the_default_output(
-    engine: str, rollouts: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["normalise", str(rollouts)]) == 0
-    captured = capfd.readouterr()
-    assert captured.out.encode() == canonical(EXPECTED_ROWS)
-    assert captured.err.startswith("normalised 3 rows in, 3 rows out")
-    assert "->" not in captured.err
+def test_stdout_is_the_default_output(engine: str, rollouts: Path, cli: Cli) -> None:
+    result = cli("normalise", str(rollouts))
+    assert result.code == 0
+    assert result.out.encode() == canonical(EXPECTED_ROWS)
+    assert result.err.startswith("normalised 3 rows in, 3 rows out")
+    assert "->" not in result.err
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
 def test_stdin_to_stdout_through_the_entry_point(rollouts: Path, engine_name: str) -> None:
-    result = cli("normalise", "-", stdin=rollouts.read_bytes(), engine=engine_name)
+    # The one test of `python -m agent_rollout` as such, reading its real standard input.
+    result = cli_process("normalise", "-", stdin=rollouts.read_bytes(), engine=engine_name)
     assert result.returncode == 0, result.stderr
     assert result.stdout == canonical(EXPECTED_ROWS)
     assert result.stderr.decode().endswith(f"engine {engine_name}\n")
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_gzip_input(tmp_path: Path, engine_name: str) -> None:
+def test_gzip_input(engine: str, tmp_path: Path, cli: Cli) -> None:
     src = tmp_path / "rollouts.jsonl.gz"
     src.write_bytes(gzip.compress(("\n".join(INPUT_LINES) + "\n").encode()))
     out = tmp_path / "out.jsonl"
-    result = cli("normalise", str(src), "-o", str(out), engine=engine_name)
-    assert result.returncode == 0, result.stderr
+    result = cli("normalise", str(src), "-o", str(out))
+    assert result.code == 0, result.err
     assert out.read_bytes() == canonical(EXPECTED_ROWS)
 
 
-def test_existing_output_is_replaced(engine: str, rollouts: Path, tmp_path: Path) -> None:
+def test_existing_output_is_replaced(engine: str, rollouts: Path, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "out.jsonl"
     out.write_text("old\n")
-    assert main(["normalise", str(rollouts), "-o", str(out)]) == 0
+    assert cli("normalise", str(rollouts), "-o", str(out)).code == 0
     assert out.read_bytes() == canonical(EXPECTED_ROWS)
 
 
@@ -206,44 +124,42 @@ BAD_FILES = [
 
 @pytest.mark.parametrize(("lines", "message"), BAD_FILES)
 def test_invalid_input_exits_1_and_keeps_the_old_output(
-    engine: str,
-    tmp_path: Path,
-    lines: list[str],
-    message: str,
-    capfd: pytest.CaptureFixture[str],
+    engine: str, tmp_path: Path, lines: list[str], message: str, cli: Cli
 ) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     out.write_text("previous contents\n")
-    assert main(["normalise", str(src), "-o", str(out)]) == 1
-    err = capfd.readouterr().err
+    result = cli("normalise", str(src), "-o", str(out))
+    assert result.code == 1
+    err = result.err
     assert err.startswith(f"{src}{message}"), err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert out.read_text() == "previous contents\n"
     assert temp_files(tmp_path) == []
 
 
-def test_bad_utf8_names_line_and_byte(engine: str, tmp_path: Path) -> None:
+def test_bad_utf8_names_line_and_byte(engine: str, tmp_path: Path, cli: Cli) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_bytes(b'{"prompt": "ok"}\n{"prompt": "\xff"}\n')
-    result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), engine=engine)
-    assert result.returncode == 1
-    assert result.stderr.decode() == f"{src}:2: invalid UTF-8 at byte 13 of the line\n"
+    result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"))
+    assert result.code == 1
+    assert result.err == f"{src}:2: invalid UTF-8 at byte 13 of the line\n"
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_row_cap(engine: str, rollouts: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    assert main(["normalise", str(rollouts), "--max-rows", "2"]) == 1
-    err = capfd.readouterr().err
-    assert err == (
+def test_row_cap(engine: str, rollouts: Path, cli: Cli) -> None:
+    result = cli("normalise", str(rollouts), "--max-rows", "2")
+    assert result.code == 1
+    assert result.err == (
         f"{rollouts}:4: more than 2 rows (max_rows=2; raise the limit with max_rows= or "
         "--max-rows)\n"
     )
 
 
-def test_stdin_errors_name_stdin() -> None:
-    result = cli("normalise", "-", stdin=b'{"prompt": "a"}\n[1]\n')
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_stdin_errors_name_stdin(engine_name: str) -> None:
+    result = cli_process("normalise", "-", stdin=b'{"prompt": "a"}\n[1]\n', engine=engine_name)
     assert result.returncode == 1
     assert result.stderr.decode().startswith("<stdin>:2: row 1: a rollout row must be a mapping")
 
@@ -259,48 +175,48 @@ def test_stdin_errors_name_stdin() -> None:
         (["--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
-def test_usage_errors_exit_2(rollouts: Path, args: list[str], message: str) -> None:
+def test_usage_errors_exit_2(rollouts: Path, args: list[str], message: str, cli: Cli) -> None:
     result = cli("normalise", str(rollouts), *args)
-    assert result.returncode == 2
-    assert message in result.stderr.decode()
-    assert result.stdout == b""
+    assert result.code == 2
+    assert message in result.err
+    assert result.out == ""
 
 
-def test_missing_input_argument_exits_2() -> None:
+def test_missing_input_argument_exits_2(cli: Cli) -> None:
     result = cli("normalise")
-    assert result.returncode == 2
-    assert "the following arguments are required: IN" in result.stderr.decode()
+    assert result.code == 2
+    assert "the following arguments are required: IN" in result.err
 
 
-def test_unreadable_input_exits_2(
-    engine: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_unreadable_input_exits_2(engine: str, tmp_path: Path, cli: Cli) -> None:
     missing = tmp_path / "missing.jsonl"
-    assert main(["normalise", str(missing), "-o", str(tmp_path / "out.jsonl")]) == 2
-    err = capfd.readouterr().err
+    result = cli("normalise", str(missing), "-o", str(tmp_path / "out.jsonl"))
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout normalise: [Errno 2] No such file or directory")
     assert str(missing) in err
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_unwritable_output_exits_2(
-    engine: str, rollouts: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_unwritable_output_exits_2(engine: str, rollouts: Path, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "no-such-dir" / "out.jsonl"
-    assert main(["normalise", str(rollouts), "-o", str(out)]) == 2
-    err = capfd.readouterr().err
+    result = cli("normalise", str(rollouts), "-o", str(out))
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout normalise: [Errno 2] No such file or directory")
     assert "no-such-dir" in err
 
 
-def test_reader_leaving_early_is_not_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_reader_leaving_early_is_not_an_error(tmp_path: Path, engine_name: str) -> None:
+    # A real process: its standard output is a pipe the reader closes (`| head -1`).
     src = tmp_path / "many.jsonl"
     src.write_bytes(SMALL_ROW * 200_000)
     proc = subprocess.Popen(
         cli_argv("normalise", str(src), "--max-rows", "200000"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=cli_env(),
+        env=cli_env(engine_name),
     )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
@@ -315,6 +231,7 @@ def test_reader_leaving_early_is_not_an_error(tmp_path: Path) -> None:
 
 
 def test_progress_is_drawn_on_a_terminal(tmp_path: Path) -> None:
+    # A real process: its standard error is a pseudo-terminal.
     src = tmp_path / "rollouts.jsonl"
     src.write_bytes(SMALL_ROW * 150_000)  # about a second on the Python engine
     out = tmp_path / "out.jsonl"
@@ -333,12 +250,13 @@ def test_progress_is_drawn_on_a_terminal(tmp_path: Path) -> None:
     assert out.stat().st_size == len(b'{"prompt":"q","answer":"a"}\n') * 150_000
 
 
-def test_no_progress_when_piped(tmp_path: Path) -> None:
+def test_no_progress_when_piped(engine: str, tmp_path: Path, cli: Cli) -> None:
+    # Standard error is captured to a file here: not a terminal, as when piped.
     src = tmp_path / "rollouts.jsonl"
     src.write_bytes(SMALL_ROW * 150_000)
     result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), "--max-rows", "150000")
-    assert result.returncode == 0
-    err = result.stderr.decode()
+    assert result.code == 0
+    err = result.err
     assert "\r" not in err and "\x1b" not in err
     assert err.count("\n") == 1 and err.startswith("normalised 150,000 rows in")
 
@@ -457,41 +375,6 @@ def test_ctrl_c_on_a_big_file_stops_and_leaves_nothing(tmp_path: Path) -> None:
     assert temp_files(work) == []
 
 
-class _FifoFeeder:
-    """Writes rollout rows into a named pipe from a thread, the way a producer would."""
-
-    def __init__(self, path: Path, keep_writing: bool) -> None:
-        self.path = path
-        self.keep_writing = keep_writing
-        self.started = threading.Event()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._feed, daemon=True)
-        self.thread.start()
-
-    def _feed(self) -> None:
-        block = SMALL_ROW * 30_000  # about 1 MB
-        try:
-            with open(self.path, "wb") as pipe:
-                for _ in range(4):
-                    pipe.write(block)
-                pipe.flush()
-                self.started.set()
-                for _ in range(500):
-                    if self.stop.wait(0.02):
-                        break
-                    if self.keep_writing:
-                        pipe.write(block)
-                        pipe.flush()
-        except BrokenPipeError:
-            pass
-        finally:
-            self.started.set()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=20)
-
-
 def _interrupt_fifo(tmp_path: Path, engine_name: str, keep_writing: bool) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -504,7 +387,7 @@ def _interrupt_fifo(tmp_path: Path, engine_name: str, keep_writing: bool) -> Non
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
     )
-    feeder = _FifoFeeder(fifo, keep_writing)
+    feeder = FifoFeeder(fifo, keep_writing)
     try:
         assert feeder.started.wait(20)
         _wait_for_temp(work, proc)

@@ -1,13 +1,16 @@
-"""`agent-rollout run`, through the real entry point and in process.
+"""`agent-rollout run`, in process (``cli.main``) and, where the process is the point, for real.
 
 The rollouts are real: the bundled OpenEnv example (offline, and live against
 the drill server on 127.0.0.1 when openenv-core is installed), NeMo Gym data
 read by the nemo_gym adapter, and small rollout functions written to a temp
-module for the failure cases.
+module for the failure cases. A real ``python -m agent_rollout`` runs the
+tests of standard input, the terminal progress line, Ctrl-C and the crash
+with ``AGENT_ROLLOUT_DEBUG``.
 """
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import os
 import signal
@@ -15,25 +18,26 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent_rollout import normalise_rollout_rows
-from agent_rollout.cli import main
 from agent_rollout.cli._progress import ERASE_LINE
-from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, offline_rollout
-from test_cli_normalise import cli, cli_argv, cli_env, run_in_pty, temp_files
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "examples"
-if not EXAMPLES.is_dir():  # an installed package: use its copy of the examples
-    import agent_rollout.examples
-
-    EXAMPLES = Path(agent_rollout.examples.__file__).resolve().parent
-BUNDLED_CONFIG = EXAMPLES / "grpo.yaml"
-BUNDLED_PROMPTS = EXAMPLES / "prompts.jsonl"
-OFFLINE = "agent_rollout.examples.openenv_rollout:offline_rollout"
+from agent_rollout.examples.openenv_rollout import URL_ENV_VAR
+from support import (
+    BUNDLED_CONFIG,
+    BUNDLED_PROMPTS,
+    OFFLINE,
+    Cli,
+    cli_argv,
+    cli_env,
+    cli_process,
+    expected_offline_bytes,
+    run_in_pty,
+    temp_files,
+    write_config,
+)
 
 ROLLOUT_MODULE = '''
 """Rollout functions for the `run` command tests."""
@@ -77,63 +81,39 @@ def hang(prompts):
 '''
 
 
-def bundled_seeds() -> list[Any]:
-    lines = BUNDLED_PROMPTS.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
-
-
-def expected_offline_bytes() -> bytes:
-    rows = normalise_rollout_rows(offline_rollout(bundled_seeds()))
-    return b"".join(
-        (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode() for row in rows
-    )
-
-
-def write_config(folder: Path, rollout_func: str, name: str = "config.yaml") -> Path:
-    """The bundled example config with another rollout_func."""
-    text = BUNDLED_CONFIG.read_text(encoding="utf-8")
-    original = "rollout_func: agent_rollout.examples.openenv_rollout:rollout"
-    assert original in text
-    path = folder / name
-    path.write_text(text.replace(original, f"rollout_func: {rollout_func}"), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def offline_config(tmp_path: Path) -> Path:
     return write_config(tmp_path, OFFLINE)
 
 
 @pytest.fixture
-def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder holding ``cli_run_rollouts.py``, importable in process and in subprocesses."""
+def user_module(tmp_path: Path, user_modules: Callable[[Path], Path]) -> Path:
+    """A folder holding ``cli_run_rollouts.py``, importable in process (this test only) and
+    in subprocesses (``extra_path``)."""
     folder = tmp_path / "mods"
     folder.mkdir()
     (folder / "cli_run_rollouts.py").write_text(ROLLOUT_MODULE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
+    return user_modules(folder)
 
 
 # ---- success paths ---------------------------------------------------------------------------
 
 
-def test_bundled_example_offline_to_a_file(offline_config: Path, tmp_path: Path) -> None:
+def test_bundled_example_offline_to_a_file(offline_config: Path, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "rows.jsonl"
     result = cli("run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == b""
+    assert result.code == 0, result.err
+    assert result.out == ""
     assert out.read_bytes() == expected_offline_bytes()
-    err = result.stderr.decode()
+    err = result.err
     assert err.startswith("ran openenv rollout: 6 seed prompts, 6 rows, ")
     assert err.endswith(f" s -> {out}\n") and err.count("\n") == 1
     assert temp_files(tmp_path) == []
 
 
-def test_rows_go_to_stdout_by_default(
-    offline_config: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS)]) == 0
-    captured = capfd.readouterr()
+def test_rows_go_to_stdout_by_default(offline_config: Path, cli: Cli) -> None:
+    captured = cli("run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS))
+    assert captured.code == 0
     assert captured.out.encode() == expected_offline_bytes()
     assert captured.err.startswith("ran openenv rollout: 6 seed prompts, 6 rows, ")
     assert "->" not in captured.err
@@ -141,23 +121,23 @@ def test_rows_go_to_stdout_by_default(
 
 def test_prompts_from_stdin(offline_config: Path) -> None:
     seeds = b'"What is 1 + 2?"\n\n{"prompt": "What is 3 * 4?"}\n'
-    result = cli("run", str(offline_config), "--prompts", "-", stdin=seeds)
+    result = cli_process("run", str(offline_config), "--prompts", "-", stdin=seeds)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert [row["answer"] for row in rows] == ["3", "12"]
     assert result.stderr.decode().startswith("ran openenv rollout: 2 seed prompts, 2 rows, ")
 
 
-def test_top_level_section(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_top_level_section(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "flat.json"
     config.write_text(json.dumps({"rollout_backend": "openenv", "rollout_func": OFFLINE}))
-    code = main(["run", str(config), "--section", "", "--prompts", str(BUNDLED_PROMPTS)])
-    assert code == 0
-    assert capfd.readouterr().out.encode() == expected_offline_bytes()
+    result = cli("run", str(config), "--section", "", "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 0
+    assert result.out.encode() == expected_offline_bytes()
 
 
 def test_live_openenv_with_the_bundled_config_unchanged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
     pytest.importorskip("openenv")
     from agent_rollout.examples.openenv_rollout import serve_drill_env
@@ -166,10 +146,11 @@ def test_live_openenv_with_the_bundled_config_unchanged(
     with serve_drill_env() as url:
         monkeypatch.setenv(URL_ENV_VAR, url)
         args = ["run", str(BUNDLED_CONFIG), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)]
-        assert main(args) == 0
+        result = cli(*args)
+        assert result.code == 0
     # The live rollout and the offline one build the same rows.
     assert out.read_bytes() == expected_offline_bytes()
-    assert capfd.readouterr().err.startswith("ran openenv rollout: 6 seed prompts, 6 rows, ")
+    assert result.err.startswith("ran openenv rollout: 6 seed prompts, 6 rows, ")
 
     # No server any more: a connection error, exit 2, and no file.
     with socket.socket() as probe:
@@ -178,8 +159,9 @@ def test_live_openenv_with_the_bundled_config_unchanged(
     monkeypatch.setenv(URL_ENV_VAR, closed)
     again = tmp_path / "again.jsonl"
     args = ["run", str(BUNDLED_CONFIG), "--prompts", str(BUNDLED_PROMPTS), "-o", str(again)]
-    assert main(args) == 2
-    err = capfd.readouterr().err
+    result = cli(*args)
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout run: rollout backend 'openenv': openenv rollout: ")
     assert f"no OpenEnv drill server answered at {closed}" in err
     assert not again.exists()
@@ -210,11 +192,12 @@ def gym_config(folder: Path, source: Path) -> Path:
     return config
 
 
-def test_nemo_gym_rollout_source(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_nemo_gym_rollout_source(tmp_path: Path, cli: Cli) -> None:
     source = tmp_path / "example.jsonl"
     source.write_text("".join(json.dumps(row) + "\n" for row in GYM_ROWS))
     out = tmp_path / "rows.jsonl"
-    assert main(["run", str(gym_config(tmp_path, source)), "-o", str(out)]) == 0
+    result = cli("run", str(gym_config(tmp_path, source)), "-o", str(out))
+    assert result.code == 0
     assert [json.loads(line) for line in out.read_text().splitlines()] == [
         {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "answer": "4"},
         {
@@ -225,28 +208,28 @@ def test_nemo_gym_rollout_source(tmp_path: Path, capfd: pytest.CaptureFixture[st
             "answer": "Paris",
         },
     ]
-    err = capfd.readouterr().err
+    err = result.err
     assert err.startswith(f"ran nemo_gym rollout: rollout_source {source}, 2 rows, ")
 
 
-def test_nemo_gym_says_when_prompts_are_not_used(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_nemo_gym_says_when_prompts_are_not_used(tmp_path: Path, cli: Cli) -> None:
     source = tmp_path / "example.jsonl"
     source.write_text(json.dumps(GYM_ROWS[0]) + "\n")
     config = gym_config(tmp_path, source)
-    assert main(["run", str(config), "--prompts", str(BUNDLED_PROMPTS)]) == 0
-    err = capfd.readouterr().err
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 0
+    err = result.err
     assert f"note: the rows come from rollout_source '{source}'" in err
     assert f"the prompts in {BUNDLED_PROMPTS} are not used" in err
 
 
-def test_nemo_gym_bad_row_exits_1(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_nemo_gym_bad_row_exits_1(tmp_path: Path, cli: Cli) -> None:
     source = tmp_path / "example.jsonl"
     source.write_text(json.dumps(GYM_ROWS[0]) + "\n" + '{"responses_create_params": 3}\n')
     out = tmp_path / "rows.jsonl"
-    assert main(["run", str(gym_config(tmp_path, source)), "-o", str(out)]) == 1
-    err = capfd.readouterr().err
+    result = cli("run", str(gym_config(tmp_path, source)), "-o", str(out))
+    assert result.code == 1
+    err = result.err
     assert err == (
         f"agent-rollout run: rollout backend 'nemo_gym': {source}:2: row 1: "
         "responses_create_params: must be an object, got int\n"
@@ -254,10 +237,11 @@ def test_nemo_gym_bad_row_exits_1(tmp_path: Path, capfd: pytest.CaptureFixture[s
     assert not out.exists()
 
 
-def test_nemo_gym_missing_source_exits_2(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_nemo_gym_missing_source_exits_2(tmp_path: Path, cli: Cli) -> None:
     missing = tmp_path / "missing.jsonl"
-    assert main(["run", str(gym_config(tmp_path, missing))]) == 2
-    err = capfd.readouterr().err
+    result = cli("run", str(gym_config(tmp_path, missing)))
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout run: rollout backend 'nemo_gym': [Errno 2]")
     assert str(missing) in err
 
@@ -266,7 +250,7 @@ def test_nemo_gym_rows_as_prompts(tmp_path: Path) -> None:
     config = tmp_path / "gym.yaml"
     config.write_text("training:\n  rollout_backend: nemo_gym\n")
     stdin = "".join(json.dumps(row) + "\n" for row in GYM_ROWS).encode()
-    result = cli("run", str(config), "--prompts", "-", stdin=stdin)
+    result = cli_process("run", str(config), "--prompts", "-", stdin=stdin)
     assert result.returncode == 0, result.stderr
     assert [json.loads(line)["answer"] for line in result.stdout.splitlines()] == ["4", "Paris"]
     assert result.stderr.decode().startswith("ran nemo_gym rollout: 2 seed prompts, 2 rows")
@@ -275,30 +259,29 @@ def test_nemo_gym_rows_as_prompts(tmp_path: Path) -> None:
 # ---- exit 1: invalid input -----------------------------------------------------------------
 
 
-def test_bad_config_positioned_errors(tmp_path: Path) -> None:
+def test_bad_config_positioned_errors(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text(
         "training:\n  rollout_backend: openenv\n  rollout_funk: x:y\n  rollout_max_steps: 0\n"
     )
     out = tmp_path / "rows.jsonl"
     result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
-    assert result.returncode == 1
-    lines = result.stderr.decode().splitlines()
+    assert result.code == 1
+    lines = result.err.splitlines()
     assert f"{config}:3:3: training.rollout_funk: unknown key 'rollout_funk'; did you mean " in (
         "\n".join(lines)
     )
     assert any(line.startswith(f"{config}:4:22: training.rollout_max_steps: ") for line in lines)
     assert all(line.startswith(f"{config}:") for line in lines)
-    assert result.stdout == b"" and not out.exists()
+    assert result.out == "" and not out.exists()
 
 
-def test_config_without_a_backend(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_config_without_a_backend(tmp_path: Path, cli: Cli) -> None:
     config = tmp_path / "plain.yaml"
     config.write_text("training:\n  epochs: 1\n")
-    assert main(["run", str(config), "--prompts", str(BUNDLED_PROMPTS)]) == 1
-    assert capfd.readouterr().err == (
-        f"{config}: rollout_backend is not set: there is no rollout to launch\n"
-    )
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 1
+    assert result.err == (f"{config}: rollout_backend is not set: there is no rollout to launch\n")
 
 
 @pytest.mark.parametrize(
@@ -317,45 +300,46 @@ def test_bad_prompt_file_exits_1(
     tmp_path: Path,
     data: bytes,
     message: str,
-    capfd: pytest.CaptureFixture[str],
+    cli: Cli,
 ) -> None:
     prompts = tmp_path / "seeds.jsonl"
     prompts.write_bytes(data)
     out = tmp_path / "rows.jsonl"
-    assert main(["run", str(offline_config), "--prompts", str(prompts), "-o", str(out)]) == 1
-    assert capfd.readouterr().err == f"{prompts}{message}\n"
+    result = cli("run", str(offline_config), "--prompts", str(prompts), "-o", str(out))
+    assert result.code == 1
+    assert result.err == f"{prompts}{message}\n"
     assert not out.exists()
 
 
 def test_backend_refuses_a_seed_exits_1(offline_config: Path) -> None:
-    result = cli("run", str(offline_config), "--prompts", "-", stdin=b'"fine"\n42\n')
+    result = cli_process("run", str(offline_config), "--prompts", "-", stdin=b'"fine"\n42\n')
     assert result.returncode == 1
     err = result.stderr.decode()
     assert err.startswith("agent-rollout run: rollout backend 'openenv': seed prompt 1: ")
     assert "Traceback" not in err and result.stdout == b""
 
 
-def test_bad_rows_from_the_backend_exit_1(
-    user_module: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_rows_from_the_backend_exit_1(user_module: Path, tmp_path: Path, cli: Cli) -> None:
     config = write_config(tmp_path, "cli_run_rollouts:empty_prompt")
     out = tmp_path / "rows.jsonl"
-    assert main(["run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)]) == 1
-    assert capfd.readouterr().err == (
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
+    assert result.code == 1
+    assert result.err == (
         "agent-rollout run: rollout backend 'openenv': row 1: prompt: empty prompt "
         "(a non-empty str or at least one message is required)\n"
     )
     assert not out.exists()
 
 
-def test_too_many_rows_exit_1(offline_config: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_too_many_rows_exit_1(offline_config: Path, cli: Cli) -> None:
     args = ["run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS), "--max-rows", "5"]
-    assert main(args) == 1
-    assert "produced more than 5 rows (max_rows=5)" in capfd.readouterr().err
+    result = cli(*args)
+    assert result.code == 1
+    assert "produced more than 5 rows (max_rows=5)" in result.err
 
 
 def test_summary_counts_the_prompts_a_backend_dropped(
-    user_module: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    user_module: Path, tmp_path: Path, cli: Cli
 ) -> None:
     pytest.importorskip("art")
     config = tmp_path / "art.yaml"
@@ -366,8 +350,9 @@ def test_summary_counts_the_prompts_a_backend_dropped(
     )
     out = tmp_path / "rows.jsonl"
     args = ["run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)]
-    assert main(args) == 0
-    err = capfd.readouterr().err
+    result = cli(*args)
+    assert result.code == 0
+    err = result.err
     # Seeds 0 ("17 + 25") and 4 ("250 + 750") hold a 7: their two rollouts tie.
     assert "ran art rollout: 6 seed prompts, 4 rows, 2 prompts dropped (tie: 2), " in err
     for index in (0, 4):
@@ -378,9 +363,7 @@ def test_summary_counts_the_prompts_a_backend_dropped(
     assert len(out.read_text(encoding="utf-8").splitlines()) == 4
 
 
-def test_the_backend_is_named_once_in_an_error(
-    user_module: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_the_backend_is_named_once_in_an_error(user_module: Path, tmp_path: Path, cli: Cli) -> None:
     pytest.importorskip("art")
     config = tmp_path / "art.yaml"
     config.write_text(
@@ -390,8 +373,9 @@ def test_the_backend_is_named_once_in_an_error(
     )
     seeds = tmp_path / "seeds.jsonl"
     seeds.write_text('"What is 7 + 1?"\n', encoding="utf-8")
-    assert main(["run", str(config), "--prompts", str(seeds)]) == 1
-    last = capfd.readouterr().err.splitlines()[-1]  # after ART's own progress bar
+    result = cli("run", str(config), "--prompts", str(seeds))
+    assert result.code == 1
+    last = result.err.splitlines()[-1]  # after ART's own progress bar
     assert last.startswith(
         "agent-rollout run: rollout_backend 'art': every prompt was dropped (1 of 1; tie: 1)"
     )
@@ -401,95 +385,101 @@ def test_the_backend_is_named_once_in_an_error(
 # ---- exit 2: usage, I/O, packages, failing backends ------------------------------------------
 
 
-def test_missing_prompts_option_exits_2(offline_config: Path) -> None:
+def test_missing_prompts_option_exits_2(offline_config: Path, cli: Cli) -> None:
     result = cli("run", str(offline_config))
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
+    assert result.code == 2
+    assert result.err == (
         "agent-rollout run: --prompts FILE is required: rollout_backend 'openenv' runs on "
         "seed prompts (or set rollout_source where the backend reads one)\n"
     )
 
 
-def test_missing_files_exit_2(
-    offline_config: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_missing_files_exit_2(offline_config: Path, tmp_path: Path, cli: Cli) -> None:
     missing = tmp_path / "missing.yaml"
-    assert main(["run", str(missing), "--prompts", str(BUNDLED_PROMPTS)]) == 2
-    assert capfd.readouterr().err == f"{missing}:1:1: cannot read file: No such file or directory\n"
+    result = cli("run", str(missing), "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 2
+    assert result.err == f"{missing}:1:1: cannot read file: No such file or directory\n"
     seeds = tmp_path / "missing.jsonl"
-    assert main(["run", str(offline_config), "--prompts", str(seeds)]) == 2
-    err = capfd.readouterr().err
+    result = cli("run", str(offline_config), "--prompts", str(seeds))
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout run: [Errno 2] No such file or directory")
     assert str(seeds) in err
 
 
-def test_unwritable_output_exits_2(offline_config: Path, tmp_path: Path) -> None:
+def test_unwritable_output_exits_2(offline_config: Path, tmp_path: Path, cli: Cli) -> None:
     out = tmp_path / "no-such-dir" / "rows.jsonl"
     result = cli("run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
-    assert result.returncode == 2
-    err = result.stderr.decode()
+    assert result.code == 2
+    err = result.err
     assert err.startswith("agent-rollout run: [Errno 2] No such file or directory")
     assert "no-such-dir" in err
 
 
 def test_output_that_is_a_directory_leaves_nothing(
-    offline_config: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    offline_config: Path, tmp_path: Path, cli: Cli
 ) -> None:
     target = tmp_path / "target"
     target.mkdir()
     before = sorted(os.listdir(tmp_path))
     args = ["run", str(offline_config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(target)]
-    assert main(args) == 2
-    assert capfd.readouterr().err.startswith("agent-rollout run: [Errno 21] Is a directory")
+    result = cli(*args)
+    assert result.code == 2
+    assert result.err.startswith("agent-rollout run: [Errno 21] Is a directory")
     assert sorted(os.listdir(tmp_path)) == before  # the temporary file is gone too
     assert os.listdir(target) == []
 
 
-def test_usage_error_exits_2(offline_config: Path) -> None:
+def test_usage_error_exits_2(offline_config: Path, cli: Cli) -> None:
     result = cli("run", str(offline_config), "--max-rows", "-3")
-    assert result.returncode == 2
-    assert "argument --max-rows: must be in [1, 10,000,000], got -3" in result.stderr.decode()
+    assert result.code == 2
+    assert "argument --max-rows: must be in [1, 10,000,000], got -3" in result.err
 
 
-def test_failing_backend_exits_2_without_traceback(user_module: Path, tmp_path: Path) -> None:
+def test_failing_backend_exits_2_without_traceback(
+    user_module: Path, tmp_path: Path, cli: Cli
+) -> None:
     config = write_config(tmp_path, "cli_run_rollouts:boom")
-    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), extra_path=user_module)
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 2
+    assert result.err == (
         "agent-rollout run: rollout backend 'openenv' failed: RuntimeError: the environment "
         "fell over (set AGENT_ROLLOUT_DEBUG=1 for a traceback)\n"
     )
+    # With AGENT_ROLLOUT_DEBUG the process crashes with the traceback: a real process.
     env = cli_env(extra_path=user_module) | {"AGENT_ROLLOUT_DEBUG": "1"}
-    debug = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), env=env)
+    debug = cli_process("run", str(config), "--prompts", str(BUNDLED_PROMPTS), env=env)
     assert debug.returncode != 0 and b"Traceback" in debug.stderr
 
 
-HIDE_ART = """
-import importlib.abc, sys
-
 class HideArt(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
+    """Makes ``art`` look not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
         if name == "art" or name.startswith("art."):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
-sys.meta_path.insert(0, HideArt())
-from agent_rollout.cli._progress import ERASE_LINE
-from agent_rollout.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+
+@pytest.fixture
+def art_hidden(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``art`` not importable, nor imported, for this test only."""
+    for name in list(sys.modules):
+        if name == "art" or name.startswith("art."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [HideArt(), *sys.meta_path])
+    yield
 
 
-def test_missing_backend_package_exits_2(tmp_path: Path) -> None:
+def test_missing_backend_package_exits_2(tmp_path: Path, art_hidden: None, cli: Cli) -> None:
     config = tmp_path / "art.yaml"
     config.write_text(
         "training:\n  rollout_backend: art\n"
         "  rollout_func: agent_rollout.examples.art_rollout:rollout\n"
     )
-    argv = [sys.executable, "-c", HIDE_ART, "run", str(config), "--prompts", str(BUNDLED_PROMPTS)]
-    result = subprocess.run(argv, capture_output=True, env=cli_env(), timeout=60, check=False)
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 2
+    assert result.err == (
         "agent-rollout run: rollout_backend='art' requires the 'openpipe-art' package: "
         "pip install openpipe-art (or pip install 'agent-rollout[art]')\n"
     )
@@ -498,12 +488,12 @@ def test_missing_backend_package_exits_2(tmp_path: Path) -> None:
 # ---- progress and Ctrl-C -------------------------------------------------------------------
 
 
-def test_progress_on_a_terminal_only(user_module: Path, tmp_path: Path) -> None:
+def test_progress_on_a_terminal_only(user_module: Path, tmp_path: Path, cli: Cli) -> None:
     config = write_config(tmp_path, "cli_run_rollouts:slow")
     out = tmp_path / "rows.jsonl"
-    argv = cli_argv("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
-    env = cli_env(extra_path=user_module)
-    code, stdout, seen = run_in_pty(argv, env)
+    args = ["run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)]
+    # A real process with its standard error on a pseudo-terminal.
+    code, stdout, seen = run_in_pty(cli_argv(*args), cli_env(extra_path=user_module))
     assert code == 0 and stdout == b""
     parts = seen.decode().split(ERASE_LINE)
     ticks = [part for part in parts if part.startswith("run  openenv rollout on 6 seed prompts  ")]
@@ -512,9 +502,9 @@ def test_progress_on_a_terminal_only(user_module: Path, tmp_path: Path) -> None:
     assert out.read_bytes() == expected_offline_bytes()
 
     out.unlink()
-    piped = subprocess.run(argv, capture_output=True, env=env, timeout=60, check=False)
-    assert piped.returncode == 0
-    err = piped.stderr.decode()
+    piped = cli(*args)  # standard error captured to a file: not a terminal
+    assert piped.code == 0
+    err = piped.err
     assert "\r" not in err and "\x1b" not in err and err.count("\n") == 1
 
 

@@ -16,7 +16,7 @@ import socket
 import stat
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,17 @@ import pytest
 from agent_rollout import normalise_rollout_file
 from agent_rollout._files import destination
 from agent_rollout._jsonl import write_canonical
-from test_cli_normalise import ENGINES, cli, cli_argv, cli_env, temp_files
-from test_cli_run import BUNDLED_PROMPTS, OFFLINE, expected_offline_bytes, write_config
+from support import (
+    BUNDLED_PROMPTS,
+    ENGINES,
+    OFFLINE,
+    Cli,
+    cli_argv,
+    cli_env,
+    expected_offline_bytes,
+    temp_files,
+    write_config,
+)
 
 ROWS = b'{"prompt":"q","answer":"a","id":1}\n' * 3
 EXPECTED = b'{"prompt":"q","answer":"a"}\n' * 3
@@ -58,10 +67,6 @@ def is_char_device(path: Path) -> bool:
     return stat.S_ISCHR(os.lstat(path).st_mode)
 
 
-def dev_debris(folder: Path) -> list[str]:
-    return [name for name in os.listdir(folder) if name.endswith(".tmp")]
-
-
 # ---- devices ---------------------------------------------------------------------------------
 
 
@@ -72,7 +77,7 @@ def test_a_null_device_is_written_not_replaced(engine: str, src: Path, null_devi
     after = os.stat(null_device)
     assert is_char_device(null_device)
     assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
-    assert dev_debris(null_device.parent) == []
+    assert temp_files(null_device.parent) == []
 
 
 def test_a_null_device_through_the_shared_writer(null_device: Path) -> None:
@@ -80,30 +85,24 @@ def test_a_null_device_through_the_shared_writer(null_device: Path) -> None:
     assert is_char_device(null_device)
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_normalise_command_to_a_null_device(src: Path, null_device: Path, engine_name: str) -> None:
-    result = cli("normalise", str(src), "-o", str(null_device), engine=engine_name)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.decode().endswith(f" -> {null_device}\n")
+def test_normalise_command_to_a_null_device(
+    engine: str, src: Path, null_device: Path, cli: Cli
+) -> None:
+    result = cli("normalise", str(src), "-o", str(null_device))
+    assert result.code == 0, result.err
+    assert result.err.endswith(f" -> {null_device}\n")
     assert is_char_device(null_device)
-    assert dev_debris(null_device.parent) == []
+    assert temp_files(null_device.parent) == []
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_run_command_to_a_null_device(tmp_path: Path, null_device: Path, engine_name: str) -> None:
+def test_run_command_to_a_null_device(
+    engine: str, tmp_path: Path, null_device: Path, cli: Cli
+) -> None:
     config = write_config(tmp_path, OFFLINE)
-    result = cli(
-        "run",
-        str(config),
-        "--prompts",
-        str(BUNDLED_PROMPTS),
-        "-o",
-        str(null_device),
-        engine=engine_name,
-    )
-    assert result.returncode == 0, result.stderr
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(null_device))
+    assert result.code == 0, result.err
     assert is_char_device(null_device)
-    assert dev_debris(null_device.parent) == []
+    assert temp_files(null_device.parent) == []
 
 
 def test_dev_full_is_a_clear_error_naming_it(engine: str, src: Path) -> None:
@@ -159,16 +158,13 @@ def test_a_named_pipe_through_the_shared_writer(tmp_path: Path) -> None:
     assert temp_files(tmp_path) == []
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_run_command_to_a_named_pipe(tmp_path: Path, engine_name: str) -> None:
+def test_run_command_to_a_named_pipe(engine: str, tmp_path: Path, cli: Cli) -> None:
     config = write_config(tmp_path, OFFLINE)
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
     reader = PipeReader(fifo)
-    result = cli(
-        "run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(fifo), engine=engine_name
-    )
-    assert result.returncode == 0, result.stderr
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(fifo))
+    assert result.code == 0, result.err
     assert reader.result() == expected_offline_bytes()
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
@@ -191,19 +187,24 @@ def test_a_socket_is_refused_not_replaced(engine: str, src: Path, tmp_path: Path
 # ---- /dev/stdout and friends -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
 @pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
-def test_dev_stdout_is_our_standard_output(src: Path, engine_name: str, name: str) -> None:
-    result = cli("normalise", str(src), "-o", name, engine=engine_name)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == EXPECTED
+def test_dev_stdout_is_our_standard_output(
+    src: Path, engine: str, name: str, cli_bytes: Cli
+) -> None:
+    # Descriptor 1 is captured to a file here: what the command writes there is its output.
+    result = cli_bytes("normalise", str(src), "-o", name)
+    assert result.code == 0, result.err
+    assert result.out == EXPECTED
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
 def test_dev_stdout_appends_to_a_file_opened_for_append(
     src: Path, tmp_path: Path, engine_name: str
 ) -> None:
-    """``>> log`` keeps its content and its inode: the descriptor is written, not the path."""
+    """``>> log`` keeps its content and its inode: the descriptor is written, not the path.
+
+    A real process: its standard output is the file opened for append.
+    """
     log = tmp_path / "log.jsonl"
     log.write_bytes(b"earlier\n")
     inode = log.stat().st_ino
@@ -300,20 +301,17 @@ def test_a_symlink_loop_is_refused(engine: str, src: Path, tmp_path: Path) -> No
     assert temp_files(tmp_path) == []
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_a_symlink_loop_exits_2(src: Path, tmp_path: Path, engine_name: str) -> None:
+def test_a_symlink_loop_exits_2(src: Path, tmp_path: Path, engine: str, cli: Cli) -> None:
     loop = make_loop(tmp_path)
-    result = cli("normalise", str(src), "-o", str(loop), engine=engine_name)
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
+    result = cli("normalise", str(src), "-o", str(loop))
+    assert result.code == 2
+    assert result.err == (
         f"agent-rollout normalise: [Errno 40] Too many levels of symbolic links: '{loop}'\n"
     )
     config = write_config(tmp_path, OFFLINE)
-    ran = cli(
-        "run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(loop), engine=engine_name
-    )
-    assert ran.returncode == 2
-    assert ran.stderr.decode().endswith(f"Too many levels of symbolic links: '{loop}'\n")
+    ran = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(loop))
+    assert ran.code == 2
+    assert ran.err.endswith(f"Too many levels of symbolic links: '{loop}'\n")
     assert loop.is_symlink()
 
 
@@ -374,32 +372,27 @@ def test_a_full_disk_through_the_shared_writer(small_disk: Path) -> None:
     assert free_blocks(small_disk) == free
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_commands_on_a_full_disk_exit_2(small_disk: Path, tmp_path: Path, engine_name: str) -> None:
+def test_commands_on_a_full_disk_exit_2(
+    small_disk: Path,
+    tmp_path: Path,
+    engine: str,
+    cli: Cli,
+    user_modules: Callable[[Path], Path],
+) -> None:
     src = big_source(tmp_path)
     out = small_disk / "out.jsonl"
-    result = cli("normalise", str(src), "-o", str(out), engine=engine_name)
-    assert result.returncode == 2
-    assert result.stderr.decode() == (
-        f"agent-rollout normalise: [Errno 28] No space left on device: '{out}'\n"
-    )
+    result = cli("normalise", str(src), "-o", str(out))
+    assert result.code == 2
+    assert result.err == (f"agent-rollout normalise: [Errno 28] No space left on device: '{out}'\n")
     mods = tmp_path / "mods"
     mods.mkdir()
     (mods / "big_rollout.py").write_text(
         "def rollout(prompts):\n    return [{'prompt': 'p' * 1000, 'answer': 'a'}] * 3000\n",
         encoding="utf-8",
     )
+    user_modules(mods)
     config = write_config(tmp_path, "big_rollout:rollout")
-    ran = cli(
-        "run",
-        str(config),
-        "--prompts",
-        str(BUNDLED_PROMPTS),
-        "-o",
-        str(out),
-        engine=engine_name,
-        extra_path=mods,
-    )
-    assert ran.returncode == 2, ran.stderr
-    assert ran.stderr.decode().endswith(f"[Errno 28] No space left on device: '{out}'\n")
+    ran = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out))
+    assert ran.code == 2, ran.err
+    assert ran.err.endswith(f"[Errno 28] No space left on device: '{out}'\n")
     assert os.listdir(small_disk) == []

@@ -24,31 +24,21 @@ from agent_rollout import (
     NormaliseReport,
     RolloutFileError,
     RolloutRowError,
-    _engine,
     normalise_rollout_file,
     read_rollout_jsonl,
 )
+from support import ENGINES, canonical, compare_engines, temp_files, use_engine
 
 GOOD = b'{"prompt":"ok"}\n'
 NO_ROWS = "no rows (the file is empty or blank); refusing to train on an empty prompt set"
 NOT_GZIP = "not a valid gzip file (corrupt or truncated)"
-NATIVE = pytest.mark.skipif(not _engine.native_available(), reason="the Rust engine is not built")
+NATIVE = pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")
 
 
 def write(folder: Path, name: str, data: bytes) -> Path:
     path = folder / name
     path.write_bytes(data)
     return path
-
-
-def canonical(rows: Any) -> bytes:
-    return b"".join(
-        json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for row in rows
-    )
-
-
-def temp_files(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
 def both_fail(src: Path, error: type[Exception], message: str, **kwargs: Any) -> list[Exception]:
@@ -460,21 +450,7 @@ def damaged_after_a_bad_row() -> list[Any]:
 @pytest.mark.parametrize("data", damaged_after_a_bad_row())
 def test_a_bad_row_before_gzip_damage_is_reported_alike(tmp_path: Path, data: bytes) -> None:
     src = write(tmp_path, "rows.jsonl.gz", data)
-    assert outcomes(lambda: read_rollout_jsonl(src)) == ("same",)
-
-
-def outcomes(call: Callable[[], Any]) -> tuple[Any, ...]:
-    """("same",) when both engines return equal values or raise the same error; else both."""
-    seen = []
-    for name in ("python", "rust"):
-        previous = _engine.set_engine(name)
-        try:
-            seen.append(("ok", call()))
-        except Exception as exc:  # the error itself is compared
-            seen.append((type(exc).__name__, str(exc)))
-        finally:
-            _engine.set_engine(previous)
-    return ("same",) if seen[0] == seen[1] else tuple(seen)
+    assert compare_engines(lambda: read_rollout_jsonl(src)) == ("same",)
 
 
 # ---- paths, OS errors, the destination ---------------------------------------------------
@@ -765,13 +741,10 @@ def test_a_moderately_large_file_gives_identical_bytes(tmp_path: Path) -> None:
     outputs = {}
     reports = {}
     for name in ("python", "rust"):
-        previous = _engine.set_engine(name)  # type: ignore[arg-type]
-        try:
+        with use_engine(name):
             dst = tmp_path / f"{name}.jsonl"
             reports[name] = normalise_rollout_file(src, dst, max_rows=50_000)
             outputs[name] = dst.read_bytes()
-        finally:
-            _engine.set_engine(previous)
     assert outputs["python"] == outputs["rust"]
     assert outputs["rust"].count(b"\n") == 50_000
     assert (
@@ -807,8 +780,7 @@ def test_errors_deep_in_a_large_file(
     dst = write(tmp_path, "out.jsonl", b"previous\n")
     texts = []
     for name in ("python", "rust"):
-        previous = _engine.set_engine(name)  # type: ignore[arg-type]
-        try:
+        with use_engine(name):
             for call in (
                 lambda: read_rollout_jsonl(src, max_rows=max_rows),
                 lambda: normalise_rollout_file(src, dst, max_rows=max_rows),
@@ -816,8 +788,6 @@ def test_errors_deep_in_a_large_file(
                 with pytest.raises(ValueError) as info:
                     call()
                 texts.append(str(info.value))
-        finally:
-            _engine.set_engine(previous)
     assert texts == [f"{src}{message}"] * 4
     assert dst.read_bytes() == b"previous\n"
     assert temp_files(tmp_path) == []
@@ -831,13 +801,13 @@ def test_lines_longer_than_a_read_block(tmp_path: Path, compressed: bool) -> Non
     good = GOOD * 1000 + big + GOOD * 1000
     pack = gzip.compress if compressed else bytes
     src = write(tmp_path, "mix.jsonl", pack(good + b'{"prompt":3}\n'))
-    assert outcomes(lambda: read_rollout_jsonl(src)) == ("same",)
+    assert compare_engines(lambda: read_rollout_jsonl(src)) == ("same",)
     with pytest.raises(RolloutRowError) as info:
         read_rollout_jsonl(src)
     assert str(info.value) == (
         f"{src}:2002: row 2001: prompt: must be a str or a list of chat messages, got 'int'"
     )
     src.write_bytes(pack(good))
-    assert outcomes(lambda: read_rollout_jsonl(src)) == ("same",)
+    assert compare_engines(lambda: read_rollout_jsonl(src)) == ("same",)
     rows = read_rollout_jsonl(src)
     assert len(rows) == 2001 and rows[1000]["prompt"] == "b" * (3 << 20)

@@ -13,8 +13,6 @@ import gzip
 import json
 import random
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -25,56 +23,13 @@ from hypothesis import strategies as st
 
 from agent_rollout import (
     NormaliseReport,
-    _engine,
     normalise_rollout_file,
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
 from agent_rollout._json import scan
 from agent_rollout._limits import MAX_ROLLOUT_BYTES
-
-ENGINES = ["python", "rust"] if _engine.native_available() else ["python"]
-ERROR_ATTRS = ("line", "column", "index", "path", "code", "source", "errno", "filename")
-
-
-@contextmanager
-def use_engine(name: str) -> Iterator[None]:
-    previous = _engine.set_engine(name)  # type: ignore[arg-type]
-    try:
-        yield
-    finally:
-        _engine.set_engine(previous)
-
-
-def typed(value: Any) -> Any:
-    """``value`` with every type spelled out, so ``1 != 1.0 != True`` and ``0.0 != -0.0``."""
-    if isinstance(value, dict):
-        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [typed(v) for v in value])
-    if isinstance(value, float):
-        return ("float", value.hex())
-    return (type(value).__name__, value)
-
-
-def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
-    """What ``call`` did: its typed result, or its exception's type, text and facts."""
-    try:
-        return ("ok", typed(call()))
-    except Exception as exc:  # a PanicException (BaseException) escapes
-        facts = tuple((name, getattr(exc, name, None)) for name in ERROR_ATTRS)
-        return ("error", type(exc).__name__, str(exc), facts)
-
-
-def canonical(rows: tuple[dict, ...]) -> bytes:
-    return b"".join(
-        json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for row in rows
-    )
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
-
+from support import ENGINES, canonical, temp_files, typed_bits, typed_outcome, use_engine
 
 # ---- JSON values, and their text written by hand --------------------------------------------
 
@@ -299,10 +254,10 @@ def test_good_files_match_json_loads_then_normalise(
     outputs: set[bytes] = set()
     for name in ENGINES:
         with use_engine(name):
-            want = outcome(lambda: normalise_rollout_rows(docs))
+            want = typed_outcome(lambda: normalise_rollout_rows(docs))
             assert want[0] == "ok", want
             expected = normalise_rollout_rows(docs)
-            assert outcome(lambda: read_rollout_jsonl(src)) == want, name
+            assert typed_outcome(lambda: read_rollout_jsonl(src)) == want, name
             if dst.exists():
                 dst.unlink()
             report = normalise_rollout_file(src, dst)
@@ -325,7 +280,7 @@ def test_good_files_match_json_loads_then_normalise(
     for report in reports:
         counts = {name: getattr(report, name) for name in expected_counts}
         assert counts == expected_counts, report.engine
-    assert leftovers(workdir) == []
+    assert temp_files(workdir) == []
 
 
 @given(data=jsonl_files(row_lines(max_size=3)))
@@ -338,7 +293,7 @@ def test_read_result_is_fresh_builtin_objects(workdir: Path, data: bytes) -> Non
             second = read_rollout_jsonl(str(src))
         assert type(first) is tuple
         assert all(type(row) is dict for row in first)
-        assert typed(first) == typed(second)
+        assert typed_bits(first) == typed_bits(second)
         for a, b in zip(first, second, strict=True):
             assert a is not b
             if isinstance(a["prompt"], list):
@@ -479,14 +434,14 @@ def corrupted(draw: st.DrawFn) -> bytes:
 
 
 def read_outcome(path: Path, max_rows: int, max_bytes: int = MAX_ROLLOUT_BYTES) -> tuple[Any, ...]:
-    return outcome(lambda: read_rollout_jsonl(path, max_rows=max_rows, max_bytes=max_bytes))
+    return typed_outcome(lambda: read_rollout_jsonl(path, max_rows=max_rows, max_bytes=max_bytes))
 
 
 def normalise_outcome(
     src: Path, dst: Path, max_rows: int, max_bytes: int = MAX_ROLLOUT_BYTES
 ) -> tuple[Any, ...]:
     before = dst.read_bytes()
-    result = outcome(
+    result = typed_outcome(
         lambda: normalise_rollout_file(src, dst, max_rows=max_rows, max_bytes=max_bytes)
     )
     written = dst.read_bytes()
@@ -515,7 +470,7 @@ def test_broken_files_fail_alike_on_both_engines(
         if read_result[0] == "error":
             assert read_result == normalise_result, name
     assert len(set(map(repr, seen.values()))) == 1, seen
-    assert leftovers(workdir) == []
+    assert temp_files(workdir) == []
 
 
 @given(data=corrupted(), max_rows=st.integers(1, 6), compressed=st.booleans(), pick=st.data())
@@ -538,7 +493,7 @@ def test_the_byte_limit_cuts_alike_on_both_engines(
         if max_bytes >= len(data):  # the limit is not reached: as without one
             assert seen[name][0] == read_outcome(src, max_rows), name
     assert len(set(map(repr, seen.values()))) == 1, seen
-    assert leftovers(workdir) == []
+    assert temp_files(workdir) == []
 
 
 def test_every_catalogue_line_fails_alike(workdir: Path) -> None:

@@ -18,7 +18,7 @@ from agent_rollout import (
     read_rollout_jsonl,
 )
 from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES
-from test_cli_normalise import ENGINES, cli, temp_files
+from support import Cli, temp_files
 
 ROW = b'{"prompt":"a"}\n'  # 15 bytes
 
@@ -157,20 +157,19 @@ def test_singular_limits(engine: str, tmp_path: Path) -> None:
 # ---- the command ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine_name", ENGINES)
-def test_max_bytes_on_the_command_line(tmp_path: Path, engine_name: str) -> None:
+def test_max_bytes_on_the_command_line(engine: str, tmp_path: Path, cli_bytes: Cli) -> None:
     src = tmp_path / "rows.jsonl"
     src.write_bytes(ROW * 100)  # 1,500 bytes
-    ok = cli("normalise", str(src), "--max-bytes", "2KiB", engine=engine_name)
-    assert ok.returncode == 0, ok.stderr
-    assert ok.stdout == ROW * 100
-    over = cli("normalise", str(src), "--max-bytes", "1000", engine=engine_name)
-    assert over.returncode == 1
-    assert over.stderr.decode() == too_large(src, 67, 1000) + "\n"
-    rows = cli("normalise", str(src), "--max-rows", "1", engine=engine_name)
-    assert rows.returncode == 1
+    ok = cli_bytes("normalise", str(src), "--max-bytes", "2KiB")
+    assert ok.code == 0, ok.err
+    assert ok.out == ROW * 100
+    over = cli_bytes("normalise", str(src), "--max-bytes", "1000")
+    assert over.code == 1
+    assert over.err.decode() == too_large(src, 67, 1000) + "\n"
+    rows = cli_bytes("normalise", str(src), "--max-rows", "1")
+    assert rows.code == 1
     assert "more than 1 row (max_rows=1; raise the limit with max_rows= or --max-rows)" in (
-        rows.stderr.decode()
+        rows.err.decode()
     )
 
 
@@ -184,12 +183,14 @@ def test_max_bytes_on_the_command_line(tmp_path: Path, engine_name: str) -> None
         ("-5", "expected a number of bytes"),
     ],
 )
-def test_bad_max_bytes_on_the_command_line(tmp_path: Path, value: str, message: str) -> None:
+def test_bad_max_bytes_on_the_command_line(
+    tmp_path: Path, value: str, message: str, cli: Cli
+) -> None:
     src = tmp_path / "rows.jsonl"
     src.write_bytes(ROW)
     result = cli("normalise", str(src), f"--max-bytes={value}")
-    assert result.returncode == 2
-    assert message in result.stderr.decode()
+    assert result.code == 2
+    assert message in result.err
 
 
 def test_byte_count_units() -> None:

@@ -21,55 +21,10 @@ from typing import Any, ClassVar, Optional, Union
 
 import pytest
 
-from agent_rollout import RolloutRowError, _engine, normalise_rollout_rows
+from agent_rollout import RolloutRowError
+from support import ENGINES, row_outcome, use_engine
 
 BIG = 10_000_000  # a prompt big enough that a freed one is unmapped, not reused
-
-
-def check_clean(value: Any, level: int = 0) -> None:
-    """Every value in an output row is of an exact JSON-like type."""
-    kind = type(value)
-    if kind is dict:
-        for key, item in value.items():
-            assert type(key) is str, key
-            check_clean(item, level + 1)
-    elif kind is list:
-        for item in value:
-            check_clean(item, level + 1)
-    else:
-        assert kind in (str, int, float, bool, type(None)), kind
-
-
-def check_rows(rows: Any) -> None:
-    """The rules hold for every row of a result."""
-    assert type(rows) is tuple and rows
-    for row in rows:
-        assert type(row) is dict
-        assert set(row) <= {"prompt", "answer"}
-        prompt = row["prompt"]
-        if type(prompt) is str:
-            assert prompt
-        else:
-            assert type(prompt) is list and prompt, type(prompt)
-            for message in prompt:
-                assert type(message) is dict
-                assert type(message["role"]) is str and message["role"]
-                check_clean(message)
-        if "answer" in row:
-            assert type(row["answer"]) is str and row["answer"]
-
-
-Outcome = tuple[str, Any, Any]
-
-
-def outcome(rows: Any) -> Outcome:
-    """What a call gave: ("rows", rows, None) or ("error", type, text)."""
-    try:
-        result = normalise_rollout_rows(rows)
-    except Exception as err:  # the type is part of the outcome
-        return ("error", type(err), str(err))
-    check_rows(result)
-    return ("rows", result, None)
 
 
 @dataclass
@@ -733,7 +688,7 @@ def _collector_restored() -> Iterator[None]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case(engine: str, name: str) -> None:
     expect = CASES[name].expect
-    kind, value, text = outcome(CASES[name].make())
+    kind, value, text = row_outcome(CASES[name].make())
     if isinstance(expect, list):
         assert kind == "rows", (value, text)
         assert list(value) == expect
@@ -744,14 +699,11 @@ def test_case(engine: str, name: str) -> None:
         assert kind == "rows" or value in (RuntimeError, RolloutRowError), (value, text)
 
 
-@pytest.mark.skipif(not _engine.native_available(), reason="needs the Rust engine")
+@pytest.mark.skipif("rust" not in ENGINES, reason="needs the Rust engine")
 @pytest.mark.parametrize("name", sorted(set(CASES) - NOT_DETERMINISTIC))
 def test_engines_agree(name: str) -> None:
     results = []
     for engine in ("python", "rust"):
-        previous = _engine.set_engine(engine)
-        try:
-            results.append(outcome(CASES[name].make()))
-        finally:
-            _engine.set_engine(previous)
+        with use_engine(engine):
+            results.append(row_outcome(CASES[name].make()))
     assert results[0] == results[1]

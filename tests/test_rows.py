@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from agent_rollout import MAX_MESSAGE_DEPTH, RolloutRowError, normalise_rollout_rows
+from support import Count, Image
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
@@ -20,17 +21,9 @@ def rows_error(rows: object, **kwargs: object) -> RolloutRowError:
     return info.value
 
 
-class Image:
-    pass
-
-
 class Text(str):
     def __len__(self) -> int:  # lies: the rules must not trust it
         return 0
-
-
-class Count(int):
-    pass
 
 
 class Score(float):

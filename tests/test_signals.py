@@ -28,7 +28,7 @@ from typing import Optional
 import pytest
 
 from agent_rollout import normalise_rollout_file, read_rollout_jsonl
-from test_cli_normalise import ENGINES, SMALL_ROW, _FifoFeeder, cli_argv, cli_env, temp_files
+from support import ENGINES, SMALL_ROW, FifoFeeder, cli_argv, cli_env, temp_files
 
 ROW = b'{"prompt":"a"}\n'
 
@@ -80,7 +80,7 @@ def test_normalise_ends_cleanly_on_sigterm_and_sighup(
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
     )
-    feeder = _FifoFeeder(fifo, keep_writing=True)  # hundreds of MB if nothing stops it
+    feeder = FifoFeeder(fifo, keep_writing=True)  # hundreds of MB if nothing stops it
     try:
         assert feeder.started.wait(20)
         wait_for(lambda: temp_files(work), proc, "the temporary file")

@@ -43,74 +43,20 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_rollout import (
+HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:  # run as a script: the shared test helpers are in tests/
+    sys.path.insert(0, str(HERE.parent))
+
+from agent_rollout import (  # noqa: E402
     MAX_MESSAGE_DEPTH,
-    _engine,
     normalise_rollout_file,
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
+from support import ENGINES, checked_outcome, on_engine, typed_json  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 FAILURES = HERE / "failures"
-ERROR_ATTRS = ("line", "column", "index", "path", "code", "source")
-
-
-# ---- comparing results ----------------------------------------------------------------
-
-
-def typed(value: Any) -> Any:
-    """``value`` with every type spelled out (``1 != 1.0 != True``, ``0.0 != -0.0``)."""
-    kind = type(value)
-    if kind is dict:
-        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
-    if kind is list or kind is tuple:
-        return (kind.__name__, [typed(v) for v in value])
-    if kind is float:
-        return ("float", value.hex())
-    if kind in (str, int, bool, type(None)):
-        return (kind.__name__, value)
-    raise AssertionError(f"a result holds a {kind.__name__}")
-
-
-def check_rows(rows: Any) -> None:
-    """The rules hold for every row returned."""
-    assert type(rows) is tuple and rows, type(rows)
-    for row in rows:
-        assert type(row) is dict and set(row) <= {"prompt", "answer"}, row
-        prompt = row["prompt"]
-        if type(prompt) is str:
-            assert prompt
-        else:
-            assert type(prompt) is list and prompt, type(prompt)
-            for message in prompt:
-                assert type(message) is dict, type(message)
-                role = message.get("role")
-                assert type(role) is str and role, role
-        if "answer" in row:
-            assert type(row["answer"]) is str and row["answer"]
-        typed(row)  # only JSON-like exact types inside
-
-
-def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
-    try:
-        result = call()
-    except Exception as exc:  # a PanicException (BaseException) escapes: a bug
-        facts = tuple((name, getattr(exc, name, None)) for name in ERROR_ATTRS)
-        return ("error", type(exc).__name__, str(exc), facts)
-    if isinstance(result, tuple):
-        check_rows(result)
-        return ("ok", typed(result))
-    return ("ok", result)
-
-
-def on_engine(name: str, call: Callable[[], Any]) -> Any:
-    previous = _engine.set_engine(name)  # type: ignore[arg-type]
-    try:
-        return call()
-    finally:
-        _engine.set_engine(previous)
 
 
 # ---- hostile row structures -------------------------------------------------------------
@@ -366,7 +312,7 @@ def fuzz_rows_once(seed: int, seeds: list[Any]) -> tuple[Any, Any]:
         # Built afresh for each engine: the run mutates it.
         rows = Builder(seed, base).build()
         results.append(
-            on_engine(name, lambda rows=rows: outcome(lambda: normalise_rollout_rows(rows)))
+            on_engine(name, lambda rows=rows: checked_outcome(lambda: normalise_rollout_rows(rows)))
         )
         gc.enable()  # a hook may have left the collector in any state
     return results[0], results[1]
@@ -447,10 +393,10 @@ def file_seeds() -> list[bytes]:
 
 
 def file_outcomes(src: Path, dst: Path, max_rows: int) -> tuple[Any, Any]:
-    read = outcome(lambda: read_rollout_jsonl(src, max_rows=max_rows))
+    read = checked_outcome(lambda: read_rollout_jsonl(src, max_rows=max_rows))
     before = b"previous\n"
     dst.write_bytes(before)
-    normalised = outcome(lambda: normalise_rollout_file(src, dst, max_rows=max_rows))
+    normalised = checked_outcome(lambda: normalise_rollout_file(src, dst, max_rows=max_rows))
     written = dst.read_bytes()
     if normalised[0] == "error":
         assert written == before, "the destination changed although the run failed"
@@ -458,7 +404,7 @@ def file_outcomes(src: Path, dst: Path, max_rows: int) -> tuple[Any, Any]:
         normalised = ("ok", written)
         if read[0] == "ok":
             rows = [json.loads(line) for line in written.splitlines()]
-            assert typed(tuple(rows)) == read[1], "normalise and read disagree"
+            assert typed_json(tuple(rows)) == read[1], "normalise and read disagree"
     if read[0] == "error" or normalised[0] == "error":
         assert read == normalised, (read, normalised)
     return read, normalised
@@ -508,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=None, help="stop after this many inputs")
     parser.add_argument("--replay", type=int, default=None, help="run one seed and show it")
     args = parser.parse_args(argv)
-    if not _engine.native_available():
+    if "rust" not in ENGINES:
         print("the Rust engine is not built; nothing to compare", file=sys.stderr)
         return 2
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_rollout import _engine
+from support import ENGINES
 
 HERE = Path(__file__).resolve().parent
 
@@ -25,7 +25,7 @@ def test_corpus_is_there() -> None:
     assert len(list((HERE / "corpus" / "jsonl").glob("*.jsonl"))) >= 8
 
 
-@pytest.mark.skipif(not _engine.native_available(), reason="needs the Rust engine")
+@pytest.mark.skipif("rust" not in ENGINES, reason="needs the Rust engine")
 def test_fixed_seed_run_agrees(capsys: pytest.CaptureFixture[str]) -> None:
     assert load_fuzzer().main(["--count", "200", "--seed", "20261130"]) == 0
     assert "engines agreed on all" in capsys.readouterr().out
