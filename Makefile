@@ -94,9 +94,11 @@ nemo-gym-data: $(VENV)/.deps-dev
 	PYTHON=$(BIN)/python bash scripts/fetch_nemo_gym_data.sh $(NEMO_GYM_DATA)
 
 # HYPOTHESIS_PROFILE=thorough runs the parity properties at 1,500 examples (tests/conftest.py).
+# One pytest worker per core (pytest-xdist); PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= auto
 pytest: build nemo-gym-data
 	$(BIN)/python -c "import agent_rollout as a, sys; e = a.implementation(); print('engine in use:', e); sys.exit(e != 'rust')"
-	$(BIN)/python -m pytest --durations=30
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=30
 
 test: lint cargo-test pytest
 
@@ -105,7 +107,7 @@ test: lint cargo-test pytest
 # engines for a fixed time budget.
 FUZZ_SECONDS ?= 60
 reliability: build
-	PYTHONMALLOC=debug $(BIN)/python -X dev -m pytest -q -p no:cacheprovider \
+	PYTHONMALLOC=debug $(BIN)/python -X dev -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) \
 		tests/test_reentrancy.py tests/test_rows.py tests/test_jsonl.py tests/test_jsonl_parity.py \
 		tests/test_float_output.py tests/fuzz/test_fuzz.py
 	$(BIN)/python tests/fuzz/fuzz.py --seconds $(FUZZ_SECONDS)

@@ -79,7 +79,7 @@ run_tests() {  # $1 venv python, $2 version, $3 which wheel, $4 what, then the t
     echo "  $what"
     local log="$WORK/pytest-$version-$wheel.log"
     if ! (cd "$WORK" && "$py" -m pytest -q -x -p no:cacheprovider -c "$REPO/pyproject.toml" \
-        --rootdir "$REPO" --durations=30 "${tests[@]}") >"$log" 2>&1; then
+        --rootdir "$REPO" -n auto --dist worksteal --durations=30 "${tests[@]}") >"$log" 2>&1; then
         tail -n 80 "$log"
         echo "test_wheels: the tests failed on CPython $version with the $wheel wheel (log: $log)" >&2
         return 1

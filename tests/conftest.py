@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,7 +29,35 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
+"""``quick`` (60 examples a property), ``thorough`` (1,500 where it finds things, see
+``THOROUGH_MODULES``; quick elsewhere) or ``thorough-everywhere``."""
+if PROFILE == "thorough-everywhere":
+    settings.register_profile("thorough-everywhere", settings.get_profile("thorough"))
+settings.load_profile(PROFILE)
+
+THOROUGH_MODULES = frozenset({"test_parity.py", "test_jsonl_parity.py", "test_float_output.py"})
+"""Where many examples find things: the two engines' agreement over rows, JSONL files and
+floats (the fuzz replay runs its own fixed budget). Other properties (schema, loader,
+Arrow round trips) run quick under ``thorough``: more examples there only cost time."""
+
+
+def _profile_for(path: Path) -> str:
+    if PROFILE == "thorough" and path.name not in THOROUGH_MODULES:
+        return "quick"
+    return PROFILE
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[Any]:
+    """Import each test module under its profile: ``@given`` takes the settings of that moment."""
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    settings.load_profile(_profile_for(collector.path))
+    try:
+        return (yield)
+    finally:
+        settings.load_profile(PROFILE)
 
 
 @pytest.fixture(params=ENGINES)
