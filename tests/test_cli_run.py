@@ -10,6 +10,7 @@ with ``AGENT_ROLLOUT_DEBUG``.
 
 from __future__ import annotations
 
+import gzip
 import importlib.abc
 import json
 import os
@@ -308,6 +309,35 @@ def test_bad_prompt_file_exits_1(
     result = cli("run", str(offline_config), "--prompts", str(prompts), "-o", str(out))
     assert result.code == 1
     assert result.err == f"{prompts}{message}\n"
+    assert not out.exists()
+
+
+def blank_line_bomb(path: Path, megabytes: int) -> Path:
+    """A small .jsonl.gz that expands to ``megabytes`` MiB of blank lines."""
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        for _ in range(megabytes):
+            out.write(b"\n" * (1 << 20))
+    return path
+
+
+def test_a_blank_line_bomb_of_prompts_stops_at_the_byte_limit(
+    offline_config: Path, tmp_path: Path, cli: Cli
+) -> None:
+    # The limits of `normalise` hold for seed prompts too: the same reader, bytes counted
+    # after gzip, blank lines included (once a reader without a byte limit spent minutes here).
+    bomb = blank_line_bomb(tmp_path / "seeds.jsonl.gz", 40)
+    assert bomb.stat().st_size < 100_000
+    out = tmp_path / "rows.jsonl"
+    args = ("run", str(offline_config), "--prompts", str(bomb), "-o", str(out))
+    result = cli(*args, "--max-bytes", "8MiB")
+    assert result.code == 1
+    assert result.err == (
+        f"{bomb}:8388609: more than 8388608 bytes after gzip decompression, blank lines "
+        "included (max_bytes=8388608; raise the limit with max_bytes= or --max-bytes)\n"
+    )
+    result = cli(*args)  # within the default 4 GiB: read to the end, and nothing in it
+    assert result.code == 1
+    assert result.err == f"{bomb}: no seed prompts (the file is empty or blank)\n"
     assert not out.exists()
 
 

@@ -641,10 +641,12 @@ def write_parquet(
     try:
         counts = file_batches(src, limits, prompt_kind, on_batch, progress)
         write_pending()
-        assert output is not None  # file_batches yields at least one batch or raises
+        if output is None:  # pragma: no cover - file_batches gives a batch or raises
+            raise ValueError(f"{src}: no rows")
         with naming(dest):
             writer.close()
-            bytes_out = counted.tell() if counted is not None else os.path.getsize(output.temp)
+            # A pipe or terminal has no size to ask: the counting wrapper knows it.
+            bytes_out = counted.tell() if output.temp is None else os.path.getsize(output.temp)
         output.commit()
     except BaseException:
         if writer is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROWS_LIMIT, check_int
+from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES, MAX_ROWS_LIMIT, check_int
 
-__all__ = ["add_output", "add_section", "byte_count", "positive_rows"]
+__all__ = ["add_max_bytes", "add_output", "add_section", "byte_count", "positive_rows"]
 
 
 def positive_rows(text: str) -> int:
@@ -60,4 +60,16 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         metavar="OUT",
         default="-",
         help="where to write the rows (default '-': standard output)",
+    )
+
+
+def add_max_bytes(parser: argparse.ArgumentParser, what: str = "input") -> None:
+    """``--max-bytes``: the byte limit of a JSONL input (``read_rollout_jsonl``'s ``max_bytes``)."""
+    parser.add_argument(
+        "--max-bytes",
+        type=byte_count,
+        default=MAX_ROLLOUT_BYTES,
+        metavar="B",
+        help=f"refuse {what} of more than B bytes after gzip decompression, blank lines "
+        f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
     )

@@ -20,8 +20,8 @@ from typing import Any, Optional
 
 from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
 from agent_rollout._io import normalise_rollout_file
-from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
-from agent_rollout.cli._args import add_output, byte_count, positive_rows
+from agent_rollout._limits import MAX_ROLLOUT_ROWS
+from agent_rollout.cli._args import add_max_bytes, add_output, positive_rows
 from agent_rollout.cli._progress import (
     Progress,
     end_on,
@@ -51,14 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
     )
-    parser.add_argument(
-        "--max-bytes",
-        type=byte_count,
-        default=MAX_ROLLOUT_BYTES,
-        metavar="B",
-        help="refuse input of more than B bytes after gzip decompression, blank lines "
-        f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
-    )
+    add_max_bytes(parser)
     parser.add_argument(
         "--prompt-kind",
         choices=("auto", "text", "messages"),

@@ -43,7 +43,7 @@ from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values, write_canonical
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
-from agent_rollout.cli._args import add_output, add_section, positive_rows
+from agent_rollout.cli._args import add_max_bytes, add_output, add_section, positive_rows
 from agent_rollout.cli._progress import Progress, end_on, format_count
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
@@ -102,26 +102,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"refuse a rollout of more than N rows (default {MAX_ROLLOUT_ROWS:,})",
     )
+    add_max_bytes(parser, "a --prompts file")
 
 
 # ---- seed prompts --------------------------------------------------------------------------
 
 
-def read_prompts(path: str) -> list[Any]:
+def read_prompts(path: str, max_bytes: int = MAX_ROLLOUT_BYTES) -> list[Any]:
     """Every non-blank line of a JSONL file (gzip or not) as a JSON value, in file order.
 
     Read by the package's one JSONL reader (``agent_rollout._jsonl``), with the
     rules and messages of ``normalise`` (line length, blank lines, at most
-    ``MAX_ROWS_LIMIT`` prompts and ``MAX_ROLLOUT_BYTES`` bytes after gzip,
-    UTF-8, strict JSON with the column), except that a line may hold any JSON
-    value: the backend decides what a seed prompt is. ``"-"`` reads standard
-    input. Raises ``PromptFileError`` (the reader's message, with
-    ``file:line[:column]`` in front) and ``OSError`` when the file cannot be read.
+    ``MAX_ROWS_LIMIT`` prompts and ``max_bytes`` bytes after gzip, UTF-8,
+    strict JSON with the column), except that a line may hold any JSON value:
+    the backend decides what a seed prompt is. ``"-"`` reads standard input.
+    Raises ``PromptFileError`` (the reader's message, with ``file:line[:column]``
+    in front) and ``OSError`` when the file cannot be read.
     """
     try:
-        prompts = [
-            value for _, value in read_values(path, FileLimits(MAX_ROWS_LIMIT, MAX_ROLLOUT_BYTES))
-        ]
+        prompts = [value for _, value in read_values(path, FileLimits(MAX_ROWS_LIMIT, max_bytes))]
     except RolloutFileError as exc:
         raise PromptFileError(str(exc)) from None
     if not prompts:
@@ -194,7 +193,7 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
             f"the prompts in {args.prompts} are not used\n"
         )
     try:
-        return read_prompts(args.prompts)
+        return read_prompts(args.prompts, getattr(args, "max_bytes", MAX_ROLLOUT_BYTES))
     except PromptFileError as exc:
         raise _Stop(str(exc), 1) from None
     except OSError as exc:
