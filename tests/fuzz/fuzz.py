@@ -257,10 +257,16 @@ class Builder:
             return self.hostile_value(depth)
         if isinstance(value, dict):
             for key in list(value):
+                # A hook run while mutating an earlier entry (a colliding key's
+                # __eq__) may have removed this one.
                 if rng.random() < 0.05:
-                    del value[key]
-                else:
-                    value[key] = self.mutate(value[key], depth + 1)
+                    value.pop(key, None)
+                    continue
+                try:
+                    current = value[key]
+                except KeyError:
+                    continue
+                value[key] = self.mutate(current, depth + 1)
             if rng.random() < 0.05:
                 value[rng.choice(["prompt", "answer", "role", "content"])] = self.hostile_value(
                     depth
