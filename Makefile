@@ -19,7 +19,8 @@ export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: setup build build-release nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest \
-	workflows cargo-test pytest test bench reliability pure-wheel wheels test-wheels
+	workflows cargo-test pytest test bench reliability debug-allocator fuzz pure-wheel wheels \
+	test-wheels
 
 $(UV):
 	@echo "== a virtual environment in $(VENV), and uv to install into it"
@@ -106,10 +107,14 @@ test: lint cargo-test pytest
 # use-after-free faults instead of passing by luck), then the differential fuzzer of both
 # engines for a fixed time budget.
 FUZZ_SECONDS ?= 60
-reliability: build
+reliability: debug-allocator fuzz
+
+debug-allocator: build
 	PYTHONMALLOC=debug $(BIN)/python -X dev -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) \
 		tests/test_reentrancy.py tests/test_rows.py tests/test_jsonl.py tests/test_jsonl_parity.py \
 		tests/test_float_output.py tests/fuzz/test_fuzz.py
+
+fuzz: build
 	$(BIN)/python tests/fuzz/fuzz.py --seconds $(FUZZ_SECONDS)
 
 bench: build-release

@@ -123,15 +123,20 @@ def destination(dest: str) -> Destination:
     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), dest)
 
 
+def named(err: OSError, shown: str) -> OSError:
+    """The same error, naming ``shown`` (the destination the caller gave, not a temporary)."""
+    if err.errno is None:
+        return OSError(f"{shown}: {err}")
+    return OSError(err.errno, err.strerror, shown)
+
+
 @contextmanager
 def naming(shown: str) -> Iterator[None]:
     """An ``OSError`` raised in the block names ``shown`` (not a temporary file)."""
     try:
         yield
     except OSError as err:
-        if err.errno is None:
-            raise OSError(f"{shown}: {err}") from None
-        raise OSError(err.errno, err.strerror, shown) from None
+        raise named(err, shown) from None
 
 
 def _open_in_place(where: Destination, shown: str) -> Any:
@@ -195,8 +200,10 @@ class Output:
         raise OSError(f"{shown}: no free temporary file name")
 
     def write(self, data: bytes) -> None:
-        with naming(self.shown):
+        try:  # once per row: no context manager here
             self.file.write(data)
+        except OSError as err:
+            raise named(err, self.shown) from None
 
     def commit(self) -> None:
         """Close the output; a temporary file takes the destination's place."""
@@ -313,6 +320,7 @@ __all__ = [
     "Opened",
     "Output",
     "destination",
+    "named",
     "naming",
     "open_input",
     "path_text",
