@@ -551,7 +551,8 @@ impl Sink {
             Sink::File { temp, dest, out } => {
                 let done = out
                     .into_inner()
-                    .map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))
+                    // The error itself, errno kept: Python names it as its own write would.
+                    .map_err(io::IntoInnerError::into_error)
                     .and_then(|file| {
                         drop(file);
                         fs::rename(&temp, &dest)

@@ -811,3 +811,16 @@ def test_lines_longer_than_a_read_block(tmp_path: Path, compressed: bool) -> Non
     assert compare_engines(lambda: read_rollout_jsonl(src)) == ("same",)
     rows = read_rollout_jsonl(src)
     assert len(rows) == 2001 and rows[1000]["prompt"] == "b" * (3 << 20)
+
+
+def test_a_stream_gets_no_row_of_a_file_refused_for_its_row_cap(
+    engine: str, tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # Standard output cannot be taken back: a file refused for a rule of the reader (here
+    # the row cap, checked before any row of its block is used) writes nothing there, on
+    # either engine (the Rust engine refuses a chunk whole before writing any of it).
+    src = write(tmp_path, "rows.jsonl", b'{"prompt":"a"}\n{"prompt":"b"}\n{"prompt":"c"}\n')
+    capfdbinary.readouterr()
+    with pytest.raises(RolloutFileError, match=r":3: more than 2 rows"):
+        normalise_rollout_file(src, "-", max_rows=2)
+    assert capfdbinary.readouterr().out == b""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from agent_rollout import _json, _rows
 from agent_rollout._errors import RolloutFileError, RolloutRowError, file_error, row_error
@@ -99,19 +99,25 @@ def _fill(opened: Opened, buf: bytearray, limits: FileLimits, tally: Tally) -> O
             return "line_too_long"  # no newline in sight: the line after all before it
 
 
-def read_lines(
-    opened: Opened, limits: FileLimits, tally: Tally, source: str
-) -> Iterator[list[tuple[int, bytes]]]:
-    """The non-blank lines of a file, a block at a time: ``(line number, bytes)``, 1-based.
+class Block(NamedTuple):
+    """The non-blank lines of one block of input, and the line fault that ends it, if any."""
 
-    A block may hold no line at all (only blank ones).
+    lines: list[tuple[int, bytes]]
+    """``(line number, bytes)``, 1-based, the newline cut off; may be empty."""
+    fault: Optional[RolloutFileError]
+    """A line over ``MAX_LINE_BYTES`` or past the ``max_rows``-th non-blank line,
+    after ``lines``. The caller checks ``lines`` first (a broken row before it is
+    the first problem) and then raises it, having used none of the block's rows:
+    the Rust engine refuses a chunk whole before writing any of it."""
 
-    The line's newline (and nothing else) is cut off. Raises
-    ``RolloutFileError`` at the first line over ``MAX_LINE_BYTES`` or past the
-    ``max_rows``-th non-blank line, after yielding the lines before it; and for
-    the input as a whole (bad gzip, more than ``max_bytes`` bytes) or an
-    ``OSError``, after yielding the whole lines read before. Counts lines,
-    blank lines and bytes on ``tally``; does not close the input.
+
+def read_lines(opened: Opened, limits: FileLimits, tally: Tally, source: str) -> Iterator[Block]:
+    """The non-blank lines of a file, a block at a time (see ``Block``).
+
+    Problems of the input as a whole (bad gzip, more than ``max_bytes`` bytes,
+    an ``OSError``) are raised after the block of the whole lines read before
+    them, as the Rust reader thread reports them after the chunks before.
+    Counts lines, blank lines and bytes on ``tally``; does not close the input.
     """
     max_rows = limits.max_rows
     buf = bytearray()
@@ -148,9 +154,9 @@ def read_lines(
                 rows += 1
                 out.append((line_no, line))
         tally.lines = line_no
-        yield out  # also when empty: the caller's progress moves on
+        yield Block(out, failed)  # also when empty: the caller's progress moves on
         if failed is not None:
-            raise failed
+            return  # the caller raises it
         if stop is None:
             continue
         if stop == "eof":
@@ -199,9 +205,11 @@ def read_values(
     shown = source_name(path) if source is None else source
     opened = open_input(path)
     try:
-        for batch in read_lines(opened, limits, Tally(), shown):
-            for line_no, content in batch:
+        for block in read_lines(opened, limits, Tally(), shown):
+            for line_no, content in block.lines:
                 yield line_no, decode(content, line_no, shown, limits.max_rows)
+            if block.fault is not None:
+                raise block.fault
     finally:
         opened.stream.close()
 
@@ -226,13 +234,13 @@ def row_batches(
     while the input stalls), then built with it paused.
     """
     max_rows = limits.max_rows
-    for lines in read_lines(opened, limits, tally, source):
+    for block in read_lines(opened, limits, tally, source):
         batch: list[dict] = []
         batch_lines: list[int] = []
         tally.batch_lines = batch_lines
         failed: Optional[ValueError] = None
         with _rows.GcPause():
-            for line_no, content in lines:
+            for line_no, content in block.lines:
                 try:
                     doc = decode(content, line_no, source, max_rows)
                     try:
@@ -256,6 +264,10 @@ def row_batches(
                 batch.append(row)
                 batch_lines.append(line_no)
                 tally.rows += 1
+        if failed is None and block.fault is not None:
+            if not partial:
+                raise block.fault  # none of the block's rows is used (nor written)
+            failed = block.fault
         if batch:
             yield batch
         if failed is not None:
@@ -355,6 +367,7 @@ def normalise_to_jsonl(
 
 __all__ = [
     "BATCH_BYTES",
+    "Block",
     "FileCounts",
     "FileLimits",
     "Progress",
