@@ -226,7 +226,7 @@ def test_ruler_needs_art_rewards_not_just_art(tmp_path: Path) -> None:
     assert found["art"] is None
     assert found["ruler"] == (
         "rollout_backend='ruler' requires the 'openpipe-art' package: "
-        "pip install openpipe-art (or pip install 'agent-rollout[art]')"
+        "pip install 'agent-rollout[art]'"
     )
     assert found["openenv"] is None
     assert found["nemo_gym"] is None

@@ -166,6 +166,31 @@ def test_warnings_in_json_and_github(cli: Cli, tmp_path: Path) -> None:
     assert github[0].startswith(f"::warning file={path},line=1,col=1,title=agent-rollout check::")
 
 
+def test_yaml_version_flag_and_warnings(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "training:\n  rollout_backend: nemo_gym\n  rollout_max_steps: 010\n", encoding="utf-8"
+    )
+    done = cli("check", str(path))
+    assert done.code == 0, done.out
+    assert done.out.splitlines() == [
+        f"{path}:3:22: warning: training.rollout_max_steps: '010' reads as int 8 under YAML 1.1 "
+        "(yaml.safe_load, as trainers read it) and as int 10 under YAML 1.2 (YAML editors and "
+        "1.2 loaders); quote it, or write it so that both read it alike",
+        "checked 1 file: 1 valid, 0 invalid, 0 errors, 1 warning",
+    ]
+    assert cli("check", "--strict", str(path)).code == 1
+    report = json.loads(cli("check", "--format", "json", str(path)).out)
+    assert report["files"][0]["warnings"][0]["kind"] == "yaml_version"
+    # The reading decides the value: 0o10 is a string to YAML 1.1, 8 to YAML 1.2.
+    path.write_text(
+        "training:\n  rollout_backend: nemo_gym\n  rollout_max_steps: 0o10\n", encoding="utf-8"
+    )
+    assert cli("check", str(path)).code == 1
+    assert cli("check", "--yaml-version", "1.2", str(path)).code == 0
+    assert cli("check", "--yaml-version", "1.3", str(path)).code == 2
+
+
 def test_allow_key_declares_the_trainers_own_keys(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(

@@ -173,18 +173,33 @@ def test_max_steps_in_range(steps: int) -> None:
     assert RolloutSettings(rollout_max_steps=steps).rollout_max_steps == steps
 
 
-@pytest.mark.parametrize("steps", [0, MAX_ROLLOUT_STEPS + 1, True, 5.0, "5", None])
+@pytest.mark.parametrize("steps", [0, MAX_ROLLOUT_STEPS + 1, True, 5.5, "5", None, 1e300])
 def test_max_steps_strict_int(steps: object) -> None:
     errors = errors_of({"rollout_max_steps": steps})
     assert [loc for loc, _ in errors] == [("rollout_max_steps",)]
 
 
-@pytest.mark.parametrize("size", [0, 1025, False, 2.0, "4"])
+@pytest.mark.parametrize("size", [0, 1025, False, 2.5, "4", 1025.0])
 def test_group_size_strict_int_in_range(size: object) -> None:
     errors = errors_of(
         {"rollout_backend": "art", "rollout_func": "m:f", "rollout_group_size": size}
     )
     assert [loc for loc, _ in errors] == [("rollout_group_size",)]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("rollout_max_steps", 5.0), ("rollout_group_size", 2.0), ("rollout_gym_head_port", 11500.0)],
+)
+def test_integral_floats_are_the_ints_they_are(key: str, value: float) -> None:
+    # As JSON Schema's "integer" reads them (and pydantic hosts): 5.0 is 5, an int out.
+    section = {"rollout_backend": "nemo_gym", key: value}
+    if key != "rollout_max_steps":
+        live = {"rollout_gym_config": "g.yaml", "rollout_policy_model": "p"}
+        section.update(live, rollout_policy_base_url="http://h")
+    settings = RolloutSettings.model_validate(section)
+    assert getattr(settings, key) == int(value) and type(getattr(settings, key)) is int
+    assert only_message({**section, key: 2.5}) == f"{key} must be an int, got float 2.5"
 
 
 def test_openenv_without_rollout_func_loads_with_a_warning() -> None:
@@ -283,6 +298,117 @@ def test_func_needs_a_func_backend() -> None:
         "but rollout_backend is 'nemo_gym'"
     )
     assert "rollout_backend is not set" in only_message({"rollout_func": "m:f"})
+
+
+# ------------------------------------------------------------ defaults count as unset
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_a_dump_of_a_valid_config_validates_again(backend: str) -> None:
+    # The example: the dump writes rollout_group_size: 4 back, which is no key
+    # the user set, so openenv (and no backend at all) do not refuse it.
+    section: dict[str, Any] = {"rollout_backend": backend}
+    if backend in ("art", "openenv", "ruler"):
+        section["rollout_func"] = "a.b:c"
+    settings = RolloutSettings.model_validate(section)
+    dumped = settings.model_dump()
+    assert dumped["rollout_group_size"] == 4
+    assert RolloutSettings.model_validate(dumped) == settings
+    assert RolloutSettings.model_validate(RolloutSettings().model_dump()) == RolloutSettings()
+
+
+@pytest.mark.parametrize("value", [5, 1, 1024, 4.5, True])
+def test_a_group_size_the_user_set_is_still_a_key_of_another_backend(value: object) -> None:
+    errors = errors_of(
+        {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_group_size": value}
+    )
+    if isinstance(value, bool) or isinstance(value, float):
+        assert [loc for loc, _ in errors] == [("rollout_group_size",)] * 2  # type and rule
+    else:
+        assert errors == [
+            (
+                ("rollout_group_size",),
+                "rollout_group_size needs rollout_backend 'art' or 'ruler' or 'nemo_gym', "
+                "but rollout_backend is 'openenv'",
+            )
+        ]
+    # Its default is unset: written back by a dump or copied by a host, it is not refused.
+    for default in (4, 4.0):
+        RolloutSettings.model_validate(
+            {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_group_size": default}
+        )
+    # nemo_gym without live mode: the default is left out of the launch options too.
+    gym = RolloutSettings.model_validate({"rollout_backend": "nemo_gym", "rollout_group_size": 4})
+    assert gym.to_launch_kwargs()["options"] == {}
+
+
+# ------------------------------------------------------------ the policy pair, the head port
+
+
+@pytest.mark.parametrize("backend", ["art", "ruler", "ART"])
+@pytest.mark.parametrize(
+    ("given", "missing"),
+    [
+        ("rollout_policy_model", "rollout_policy_base_url"),
+        ("rollout_policy_base_url", "rollout_policy_model"),
+    ],
+)
+def test_a_half_set_policy_pair_is_refused(backend: str, given: str, missing: str) -> None:
+    value = "http://127.0.0.1:8000/v1" if given.endswith("url") else "Qwen/Qwen2.5-0.5B-Instruct"
+    section = {"rollout_backend": backend, "rollout_func": "m:f", given: value}
+    if backend.lower() == "ruler":
+        section["rollout_judge_model"] = "j"
+    assert errors_of(section) == [
+        (
+            (given,),
+            f"{given} needs {missing} when rollout_backend is '{backend.lower()}' "
+            "(set both or neither)",
+        )
+    ]
+    whole = {**section, missing: "http://127.0.0.1:8000/v1" if missing.endswith("url") else "m"}
+    options = RolloutSettings.model_validate(whole).to_launch_kwargs()["options"]
+    assert {options["policy_model"], options["policy_base_url"]} == {
+        whole["rollout_policy_model"],
+        whole["rollout_policy_base_url"],
+    }
+
+
+def test_nemo_gym_live_keeps_its_own_wording_for_the_policy_pair() -> None:
+    live = {"rollout_backend": "nemo_gym", "rollout_gym_config": "g.yaml"}
+    assert errors_of({**live, "rollout_policy_model": "m"}) == [
+        (
+            ("rollout_policy_base_url",),
+            "rollout_policy_base_url is required when rollout_gym_config is set",
+        )
+    ]
+
+
+def test_gym_head_port_is_a_live_nemo_gym_port() -> None:
+    live = {
+        "rollout_backend": "nemo_gym",
+        "rollout_gym_config": "g.yaml",
+        "rollout_policy_model": "p",
+        "rollout_policy_base_url": "http://127.0.0.1:8000/v1",
+    }
+    settings = RolloutSettings.model_validate({**live, "rollout_gym_head_port": 11500})
+    assert settings.to_launch_kwargs()["options"]["gym_head_port"] == 11500
+    assert (
+        RolloutSettings.model_validate(live).to_launch_kwargs()["options"].get("gym_head_port")
+        is None
+    )
+    for port, message in (
+        (0, "rollout_gym_head_port must be in [1, 65535], got 0"),
+        (65536, "rollout_gym_head_port must be in [1, 65535], got 65536"),
+        ("11500", "rollout_gym_head_port must be an int, got str '11500'"),
+        (True, "rollout_gym_head_port must be an int, got bool True"),
+    ):
+        assert only_message({**live, "rollout_gym_head_port": port}) == message
+    assert only_message({"rollout_backend": "nemo_gym", "rollout_gym_head_port": 11500}) == (
+        "rollout_gym_head_port needs rollout_gym_config when rollout_backend is 'nemo_gym'"
+    )
+    assert only_message(
+        {"rollout_backend": "art", "rollout_func": "m:f", "rollout_gym_head_port": 11500}
+    ) == ("rollout_gym_head_port needs rollout_backend 'nemo_gym', but rollout_backend is 'art'")
 
 
 def test_judge_keys_are_ruler_only() -> None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from agent_rollout.config import (
     MAX_YAML_EXPANDED_NODES,
     ConfigError,
     ConfigIssue,
+    check_bytes,
     check_file,
     load_config,
     load_config_bytes,
@@ -76,17 +78,91 @@ def test_section_none_reads_the_top_level_and_other_sections(tmp_path: Path) -> 
     assert load_config(other, section="rl").rollout_backend == "nemo_gym"
 
 
-def test_yaml_is_read_as_yaml_1_2_core(tmp_path: Path) -> None:
-    # 'on' and 'yes' are strings in YAML 1.2 (booleans in 1.1), as editors read them.
+def test_yaml_is_read_as_yaml_safe_load_reads_it(tmp_path: Path) -> None:
+    # The trainers' reading (PyYAML, YAML 1.1): 010 is 8, 1_000 is 1000, 1:30 is 90,
+    # yes is True; a YAML 1.2 loader reads 10, '1_000', '1:30' and 'yes'.
+    text = (
+        "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n  rollout_judge_model: j\n"
+        "  rollout_max_steps: {steps}\n"
+    )
+    for written, value in (("010", 8), ("1_000", 1000), ("1:30", 90), ("0x10", 16), ("64", 64)):
+        path = write(tmp_path, "c.yaml", text.format(steps=written))
+        assert load_config(path).rollout_max_steps == value, written
+        assert yaml.safe_load(path.read_text())["training"]["rollout_max_steps"] == value
+    path = write(tmp_path, "c.yaml", text.format(steps="0o10"))
+    assert [i.message for i in issues_of(path)] == [
+        "rollout_max_steps must be an int, got str '0o10'"
+    ]
+    yes = write(tmp_path, "y.yaml", text.format(steps=8).replace("model: j", "model: yes"))
+    assert [i.message for i in issues_of(yes)] == ["rollout_judge_model must be a string, got bool"]
+
+
+def test_yaml_version_1_2_reads_the_core_schema(tmp_path: Path) -> None:
+    # For a host whose YAML loader reads YAML 1.2 (the editors' reading).
     path = write(
         tmp_path,
         "c.yaml",
         "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n  rollout_judge_model: yes\n"
-        "  rollout_max_steps: 0x10\n",
+        "  rollout_max_steps: 0o10\n",
     )
-    settings = load_config(path)
-    assert settings.rollout_judge_model == "yes"
-    assert settings.rollout_max_steps == 16
+    settings = load_config(path, yaml_version="1.2")
+    assert (settings.rollout_judge_model, settings.rollout_max_steps) == ("yes", 8)
+    assert check_file(path, yaml_version="1.2").settings == settings
+    assert load_config_bytes(path.read_text(), yaml_version="1.2") == settings
+    for reading, steps in (("1.1", 10), ("1.2", 10)):
+        assert (
+            load_config_bytes(
+                "training: {rollout_backend: nemo_gym, rollout_max_steps: 10}", yaml_version=reading
+            ).rollout_max_steps
+            == steps
+        )
+    assert (
+        load_config_bytes(
+            "training: {rollout_backend: nemo_gym, rollout_max_steps: 010}", yaml_version="1.2"
+        ).rollout_max_steps
+        == 10
+    )
+    with pytest.raises(ConfigError, match="must be an int, got str '1_000'"):
+        load_config_bytes(
+            "training: {rollout_backend: nemo_gym, rollout_max_steps: 1_000}", yaml_version="1.2"
+        )
+    with pytest.raises(ValueError, match=r"yaml_version must be one of 1\.1, 1\.2, got '1\.3'"):
+        load_config(path, yaml_version="1.3")
+
+
+def test_yaml_1_1_and_1_2_differences_on_our_keys_are_warnings(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "training:\n"
+        "  rollout_backend: nemo_gym\n"
+        "  rollout_max_steps: 010\n"
+        "  rollout_gym_config: '010'\n"
+        "  rollout_policy_model: 2001-12-14\n"
+        "  rollout_policy_base_url: http://h:1/v1\n"
+        "  rollout_batch_size: 1e3\n"
+        "  epochs: 010\n",
+    )
+    for reading in ("1.1", "1.2"):
+        result = check_file(path, yaml_version=reading)
+        found = [(w.line, w.col, w.location, w.kind, w.severity) for w in result.warnings]
+        assert found == [
+            (3, 22, "training.rollout_max_steps", "yaml_version", "warning"),
+            (5, 25, "training.rollout_policy_model", "yaml_version", "warning"),
+            (7, 23, "training.rollout_batch_size", "yaml_version", "warning"),
+        ], reading
+    first = check_file(path).warnings[0]
+    assert first.message == (
+        "'010' reads as int 8 under YAML 1.1 (yaml.safe_load, as trainers read it) and as "
+        "int 10 under YAML 1.2 (YAML editors and 1.2 loaders); quote it, or write it so "
+        "that both read it alike"
+    )
+    assert "reads as date datetime.date(2001, 12, 14) under YAML 1.1" in (
+        check_file(path).warnings[1].message
+    )
+    assert "and as str '2001-12-14' under YAML 1.2" in check_file(path).warnings[1].message
+    # JSON and TOML have one reading: no such warning.
+    assert check_bytes('{"training": {"rollout_max_steps": 8}}', format="json").warnings == []
 
 
 def test_yaml_merge_keys_and_anchors(tmp_path: Path) -> None:
@@ -205,7 +281,7 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
-        ("c.yaml", "training: [1\n", ":2:1: invalid YAML: did not find expected ',' or ']'"),
+        ("c.yaml", "training: [1\n", ":2:1: invalid YAML: expected ',' or ']', but got"),
         ("c.yaml", "a: 1\n---\nb: 2\n", ":2:1: expected a single YAML document"),
         ("c.toml", "[training]\nx = \n", ":2:5: invalid TOML: Invalid value"),
         ("c.yaml", "- 1\n- 2\n", ":1:1: the file must hold a mapping of settings, got list"),
@@ -215,7 +291,13 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
         ("c.yaml", "training:\n", ":1:10: training: section must be a mapping, got null"),
         ("c.yaml", "training: 3\n", ":1:11: training: section must be a mapping, got int"),
         ("c.yaml", "x: !!python/object:os.system {}\n", ":1:4: unsupported YAML tag"),
-        ("c.yaml", "x: !!binary aGk=\n", ":1:4: unsupported YAML tag"),
+        ("c.yaml", "x: !!python/tuple [1]\n", ":1:4: unsupported YAML tag"),
+        ("c.yaml", "a: &x 1\nb: &x 2\n", ":2:4: invalid YAML: found duplicate anchor 'x'"),
+        ("c.yaml", "x: =\n", ":1:4: unsupported YAML tag 'tag:yaml.org,2002:value'"),
+        ("c.yaml", "x: !!int abc\n", ":1:4: bad int 'abc': invalid literal"),
+        ("c.yaml", "x: !!bool maybe\n", ":1:4: 'maybe' is not a YAML bool"),
+        ("c.yaml", "x: a\x01\n", ":1:5: invalid YAML: unacceptable character #x0001"),
+        ("c.yaml", "x: {<<: 3}\n", ":1:9: a '<<' merge takes a mapping or a list of them"),
         ("c.yaml", "x: !custom 1\n", ":1:4: unsupported YAML tag '!custom'"),
         ("c.yaml", "x: &a [*a]\n", ":1:8: alias *a names no complete anchor"),
         ("c.yaml", "x: *nope\n", ":1:4: alias *nope names no complete anchor"),
@@ -262,8 +344,12 @@ def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:
         tmp_path, "c.json", '{"training": {},\n "x": [{"k": 1,\n  "k": 2}],\n "training": {}}'
     )
     assert [(i.line, i.col, i.location, i.kind) for i in issues_of(json_file)] == [
-        (3, 3, "k", "duplicate"),
+        (3, 3, "x[0].k", "duplicate"),
         (4, 2, "training", "duplicate"),
+    ]
+    nested = write(tmp_path, "n.yaml", "training: {}\nx:\n  - {k: 1,\n     k: 2}\n")
+    assert [(i.line, i.col, i.location, i.kind) for i in issues_of(nested)] == [
+        (4, 6, "x[0].k", "duplicate"),
     ]
 
 
@@ -603,3 +689,23 @@ def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> 
     big.write_text("training:\n  rollout_backend: art\n" + "# pad\n" * 300_000)
     refused = check_file(big, skip_unrelated=True)
     assert not refused.skipped and "-byte limit" in refused.issues[0].message
+
+
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [
+        # The typo stands for the key it looks like: no "rollout_func is not set" besides it.
+        ("training:\n  rollout_backend: openenv\n  rollout_fucn: m:f\n", []),
+        # A key the section holds keeps its value: ruler still misses its judge.
+        (
+            "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n  rolout_backend: art\n",
+            ["training.rollout_judge_model"],
+        ),
+        # A look-alike of the backend is no backend: no warning for any backend's keys.
+        ("training:\n  rolloutbackend: art\n", []),
+    ],
+)
+def test_a_look_alike_key_changes_no_other_warning(text: str, warned: list[str]) -> None:
+    result = check_bytes(text, source="c.yaml")
+    assert [issue.kind for issue in result.issues] == ["unknown_key"]
+    assert [issue.location for issue in result.warnings] == warned

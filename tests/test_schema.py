@@ -1,13 +1,13 @@
 """The JSON Schema: committed copy, editor-facing content, and editor/loader agreement.
 
-The agreement property: over generated configs, the schema (draft 7, checked
-with the ``jsonschema`` package) accepts a config exactly when ``load_config``
-does, warnings included (they do not fail either). Both read backend names
-in any case. One difference follows from JSON's number model and is tested
-on its own:
-- an integral float such as ``64.0`` is not an integer to the loader (strict
-  ints, as in the reference), while JSON Schema's ``integer`` type accepts any
-  number with a zero fraction: editors cannot tell ``64.0`` from ``64``.
+The agreement property: over generated configs (every key, in and out of
+range, of every type, trailing newlines, any case, set or unset, defaults
+written back), the schema (draft 7, checked with the ``jsonschema`` package)
+accepts a config exactly when ``load_config`` does, warnings included (they
+do not fail either). Both read backend names in any case, both read an
+integral float such as ``64.0`` as the integer it is (JSON Schema's
+``integer`` takes it, so the loader does too), and both take a key holding
+its default (``rollout_group_size: 4``) as unset for the cross-field rules.
 """
 
 from __future__ import annotations
@@ -183,27 +183,39 @@ def test_lookalike_rule_on_edited_keys(key: str, edits: list[tuple[int, str, str
 # ------------------------------------------------------------ agreement property
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+URLS = ["http://h", "https://h:1/v1?q=1#f", "ftp://h", "http://", "http://a b", "http://h\n", 1]
+MODELS = st.one_of(
+    st.sampled_from(["j", "", "a\x00b", "m" * 200, "m" * 201, 3, False, "j\n"]), TEXT
+)
 VALUES: dict[str, st.SearchStrategy[Any]] = {
     "rollout_backend": st.one_of(
-        st.sampled_from([*BACKEND_NAMES, "verl", "", "x" * 40, "art\x00"]),
+        st.sampled_from([*BACKEND_NAMES, "verl", "", "x" * 40, "art\x00", "art\n", "Ruler\n"]),
         st.sampled_from([True, 3, 1.5, [], {}]),
+        st.sampled_from(BACKEND_NAMES).map(str.upper),
         TEXT,
     ),
     "rollout_func": st.sampled_from(
         ["m:f", "pkg.mod:fn", "a:b\n", "nocolon", "", "a" * 130 + ":f", ":f", 5, True, [], "é:f"]
     ),
     "rollout_max_steps": st.one_of(
-        st.sampled_from([0, 1, 64, 100_000, 100_001, -3, True, "5", 1.5, [], "64"]),
+        st.sampled_from([0, 1, 64, 100_000, 100_001, -3, True, "5", 1.5, [], "64", 5.0, 64.0]),
+        st.sampled_from([0.0, 100_000.0, 100_001.0, 1e300, -0.0, 2.5e2]),
         st.integers(-5, 200_000),
     ),
-    "rollout_group_size": st.sampled_from([0, 1, 4, 1024, 1025, False, "4", 2.5]),
-    "rollout_judge_model": st.one_of(
-        st.sampled_from(["j", "", "a\x00b", "m" * 200, "m" * 201, 3, False]), TEXT
+    "rollout_group_size": st.sampled_from(
+        [0, 1, 4, 4.0, 8, 8.0, 1024, 1025, 1024.0, False, True, "4", 2.5]
     ),
-    "rollout_judge_base_url": st.sampled_from(
-        ["http://h", "https://h:1/v1?q=1#f", "ftp://h", "http://", "http://a b", "http://h\n", 1]
-    ),
+    "rollout_judge_model": MODELS,
+    "rollout_judge_base_url": st.sampled_from(URLS),
+    "rollout_policy_model": MODELS,
+    "rollout_policy_base_url": st.sampled_from(URLS),
     "rollout_source": st.one_of(st.sampled_from(["d.jsonl", "", "a\x00b", 2, "s" * 4097]), TEXT),
+    "rollout_gym_config": st.one_of(
+        st.sampled_from(["gym.yaml", "a.yaml,b.yaml", "", "a\x00b", 2, "g" * 4097]), TEXT
+    ),
+    "rollout_gym_head_port": st.sampled_from(
+        [0, 1, 11000, 11000.0, 65535, 65536, -1, True, "11000", 1.5, []]
+    ),
 }
 OTHER_KEYS = st.one_of(
     st.sampled_from(
@@ -227,6 +239,17 @@ def sections(draw: st.DrawFn) -> Any:
             section["rollout_func"] = "m:f"
         if backend == "ruler":
             section["rollout_judge_model"] = "judge"
+        if backend in ("art", "ruler", "nemo_gym") and draw(st.booleans()):
+            # The policy pair, whole or half (refused by both), and nemo_gym's live mode.
+            for key, value in (
+                ("rollout_policy_model", "p"),
+                ("rollout_policy_base_url", "http://h"),
+            ):
+                if draw(st.integers(0, 3)):
+                    section[key] = value
+            if backend == "nemo_gym" and draw(st.booleans()):
+                section["rollout_gym_config"] = "gym.yaml"
+                section.pop("rollout_source", None)
     for key in draw(st.lists(OTHER_KEYS, max_size=3)):
         section[key] = draw(st.sampled_from([1, "x", None, [1]]))
     return section
@@ -244,29 +267,15 @@ def documents(draw: st.DrawFn) -> Any:
     return {"model": "m", "training": draw(sections())}
 
 
-def without_differences(doc: Any) -> Any:
-    """Drop integral floats: the documented difference."""
-    if isinstance(doc, dict):
-        out = {}
-        for key, value in doc.items():
-            if isinstance(value, float) and value.is_integer():
-                continue
-            out[key] = without_differences(value)
-        return out
-    return doc
-
-
 @given(documents(), st.sampled_from(["json", "yaml"]))
 @settings(max_examples=MANY)
 def test_schema_accepts_exactly_what_the_loader_accepts(doc: Any, fmt: str) -> None:
-    doc = without_differences(doc)
     assert schema_accepts(doc) == loader_accepts(doc, fmt)
 
 
 @given(sections(), st.sampled_from(BACKEND_NAMES))
 @settings(max_examples=100)
 def test_backend_case_is_read_alike(section: dict[str, Any], backend: str) -> None:
-    section = without_differences(section)
     lower = {**section, "rollout_backend": backend}
     for spelling in (backend.upper(), backend.title()):
         other = {"training": {**section, "rollout_backend": spelling}}
@@ -274,13 +283,87 @@ def test_backend_case_is_read_alike(section: dict[str, Any], backend: str) -> No
         assert schema_accepts(other) == loader_accepts(other, "json")
 
 
-@pytest.mark.parametrize("key", ["rollout_max_steps", "rollout_group_size"])
-def test_difference_integral_floats(key: str) -> None:
-    doc = {"training": {"rollout_backend": "art", "rollout_func": "m:f", key: 8.0}}
-    assert schema_accepts(doc)
-    assert not loader_accepts(doc, "json")
-    doc["training"][key] = 8
+@pytest.mark.parametrize(
+    ("key", "backend"),
+    [
+        ("rollout_max_steps", "art"),
+        ("rollout_group_size", "art"),
+        ("rollout_gym_head_port", "nemo_gym"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_integral_floats_are_read_alike(key: str, backend: str, fmt: str) -> None:
+    # JSON Schema's integer takes 8.0 (JSON readers cannot tell it from 8), so the loader
+    # does too; a fraction, a bool or a numeric string is refused by both.
+    live = {"rollout_gym_config": "g.yaml", "rollout_policy_model": "p"}
+    base = (
+        {"rollout_backend": backend, "rollout_func": "m:f"}
+        if backend == "art"
+        else {
+            "rollout_backend": backend,
+            **live,
+            "rollout_policy_base_url": "http://h",
+        }
+    )
+    for value, accepted in ((8.0, True), (8, True), (8.5, False), (True, False), ("8", False)):
+        doc = {"training": {**base, key: value}}
+        assert schema_accepts(doc) is accepted, value
+        assert loader_accepts(doc, fmt) is accepted, value
+    text = "training:\n" + "".join(f"  {k}: {v}\n" for k, v in base.items()) + f"  {key}: 8.0\n"
+    settings = load_config_bytes(text)
+    assert getattr(settings, key) == 8 and type(getattr(settings, key)) is int
+
+
+@pytest.mark.parametrize("value", ["art\n", "ART\n", "openenv\n"])
+def test_a_trailing_newline_is_refused_by_both(value: str) -> None:
+    # A YAML block scalar (`rollout_backend: |`) ends with a newline; Python's "$" would
+    # let it through the pattern, so the schema says "no newline" as the loader does.
+    doc = {"training": {"rollout_backend": value, "rollout_func": "m:f"}}
+    assert not schema_accepts(doc) and not loader_accepts(doc, "yaml")
+    text = "training:\n  rollout_backend: |\n    art\n  rollout_func: m:f\n"
+    with pytest.raises(ConfigError, match="is not supported"):
+        load_config_bytes(text)
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        # A key at its default is unset: a dump of the model validates again.
+        {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_group_size": 4},
+        {"rollout_backend": "nemo_gym", "rollout_group_size": 4.0},
+        {"rollout_group_size": 4, "rollout_max_steps": 64},
+        {
+            "rollout_backend": "art",
+            "rollout_policy_model": "p",
+            "rollout_policy_base_url": "http://h",
+        },
+    ],
+)
+def test_defaults_and_whole_pairs_pass_both(section: dict[str, Any]) -> None:
+    doc = {"training": section}
     assert schema_accepts(doc) and loader_accepts(doc, "json")
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_group_size": 5},
+        {"rollout_backend": "art", "rollout_func": "m:f", "rollout_policy_model": "p"},
+        {"rollout_backend": "RULER", "rollout_policy_base_url": "http://h"},
+        {"rollout_backend": "nemo_gym", "rollout_gym_head_port": 11000},
+        {"rollout_backend": "art", "rollout_gym_head_port": 11000},
+        {
+            "rollout_backend": "nemo_gym",
+            "rollout_gym_config": "g.yaml",
+            "rollout_policy_model": "p",
+            "rollout_policy_base_url": "http://h",
+            "rollout_gym_head_port": 70000,
+        },
+    ],
+)
+def test_half_pairs_and_misplaced_keys_fail_both(section: dict[str, Any]) -> None:
+    doc = {"training": section}
+    assert not schema_accepts(doc) and not loader_accepts(doc, "json")
 
 
 def test_property_sees_both_outcomes() -> None:

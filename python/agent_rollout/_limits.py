@@ -68,6 +68,8 @@ MAX_JUDGE_MODEL_LEN = 200
 MAX_URL_LEN = 2048
 MAX_SOURCE_LEN = 4096
 """The longest path (``rollout_source``, ``rollout_gym_config``)."""
+MAX_PORT = 65535
+"""The highest TCP port (``rollout_gym_head_port``); the lowest is 1."""
 
 # ---- config files ----------------------------------------------------------------------------
 

@@ -24,7 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from agent_rollout._limits import MAX_BACKEND_NAME_LEN, MAX_ROLLOUT_FUNC_LEN
+from agent_rollout._limits import (
+    DEFAULT_GROUP_SIZE,
+    DEFAULT_ROLLOUT_STEPS,
+    MAX_BACKEND_NAME_LEN,
+    MAX_ROLLOUT_FUNC_LEN,
+)
 
 # ``module.path:function_name``. ``fullmatch`` is used, so no trailing newline
 # slips through the way ``$`` would let it.
@@ -131,8 +136,18 @@ ROLLOUT_KEYS: tuple[str, ...] = (
     "rollout_policy_base_url",
     "rollout_source",
     "rollout_gym_config",
+    "rollout_gym_head_port",
 )
 """Every key of ours, in the order the models and the schema list them."""
+
+ROLLOUT_DEFAULTS: Mapping[str, Any] = types.MappingProxyType(
+    {"rollout_max_steps": DEFAULT_ROLLOUT_STEPS, "rollout_group_size": DEFAULT_GROUP_SIZE}
+)
+"""The keys whose unset value is not ``None``, and that value.
+
+A key holding its default counts as unset for the cross-field rules (so a
+dump of the model, or a host that copies the defaults, validates again); any
+other value counts as set."""
 
 BACKEND_KEYS: tuple[RolloutKey, ...] = (
     RolloutKey("rollout_func", BACKENDS_WITH_FUNC),
@@ -143,6 +158,7 @@ BACKEND_KEYS: tuple[RolloutKey, ...] = (
     RolloutKey("rollout_policy_base_url", ("art", "ruler", "nemo_gym"), "policy_base_url"),
     RolloutKey("rollout_source", ("art", "nemo_gym"), "source"),
     RolloutKey("rollout_gym_config", ("nemo_gym",), "gym_config"),
+    RolloutKey("rollout_gym_head_port", ("nemo_gym",), "gym_head_port"),
 )
 """The keys that apply to some backends only (``rollout_backend`` and
 ``rollout_max_steps`` apply to every one)."""
@@ -172,12 +188,25 @@ RUNNER_HINT = "(a runner registered with register_rollout_runner may not)"
 LIVE_KEYS: Mapping[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "nemo_gym": (
         "rollout_gym_config",
-        ("rollout_policy_model", "rollout_policy_base_url", "rollout_group_size"),
+        (
+            "rollout_policy_model",
+            "rollout_policy_base_url",
+            "rollout_group_size",
+            "rollout_gym_head_port",
+        ),
         ("rollout_policy_model", "rollout_policy_base_url"),
     ),
 }
 """Per backend with a live mode: (the key that turns it on, the keys that mean
 something only then, the keys it then requires)."""
+
+PAIRED_KEYS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "art": (("rollout_policy_model", "rollout_policy_base_url"),),
+    "ruler": (("rollout_policy_model", "rollout_policy_base_url"),),
+}
+"""Per backend, groups of keys that are set together or not at all (an error):
+the policy of art and ruler is a model name on a server, both or neither (the
+caller's own model then). nemo_gym live requires both through ``LIVE_KEYS``."""
 
 
 def key_backends(key: str) -> tuple[str, ...]:
@@ -276,9 +305,11 @@ def require_backend_package(name: str, *, live: bool = False) -> None:
     if import_name is None or _module_available(import_name):
         return
     mode = " live" if live and spec.live_package is not None else ""
+    # Only the extra: it pins what the package needs alongside (a bare
+    # `pip install openpipe-art` resolves openai 3, which breaks ART's client).
     raise ImportError(
         f"rollout_backend={spec.name!r}{mode} requires the {package!r} package: "
-        f"pip install {package} (or pip install 'agent-rollout[{spec.extra}]')"
+        f"pip install 'agent-rollout[{spec.extra}]'"
     )
 
 
@@ -347,7 +378,9 @@ __all__ = [
     "BACKEND_NAMES",
     "EXPECTED_KEYS",
     "LIVE_KEYS",
+    "PAIRED_KEYS",
     "REQUIRED_KEYS",
+    "ROLLOUT_DEFAULTS",
     "ROLLOUT_FUNC_PATTERN",
     "ROLLOUT_KEYS",
     "SUPPORTED_ROLLOUT_BACKENDS",

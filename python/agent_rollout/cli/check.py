@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="text: one line per error; json: one report; github: workflow annotations",
     )
     parser.add_argument(
+        "--yaml-version",
+        choices=("1.1", "1.2"),
+        default="1.1",
+        help="how YAML is read: 1.1 as yaml.safe_load (PyYAML, what trainers use; the "
+        "default) or 1.2 (for a trainer whose loader reads YAML 1.2)",
+    )
+    parser.add_argument(
         "--stdin-format",
         choices=("yaml", "json", "toml"),
         default="yaml",
@@ -147,6 +154,7 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
         "section": section,
         "known_keys": frozenset(args.allow_key),
         "skip_unrelated": args.skip_unrelated,
+        "yaml_version": args.yaml_version,
     }
     results = []
     for name in args.files:

@@ -2,8 +2,13 @@
 
 The public face of the config layer; each part lives in a module of its own:
 
-- ``_parse``: YAML/JSON/TOML text as values with key positions (no rollout knowledge);
-- ``_fields``: the value type (check + JSON Schema) of each key;
+- ``_parse``: YAML/JSON/TOML text as values with key positions, read as the
+  trainers read it (no rollout knowledge);
+- ``_document``: a whole file with positions for a host's own model
+  (``read_config``, ``ConfigDocument``), and pydantic errors to positioned issues;
+- ``_fields``: the value type (check + JSON Schema) and help text of each key;
+- ``_kits``: adoption kits for hosts without pydantic (``RolloutArguments``,
+  ``add_rollout_arguments``) and what ``from_section`` accepts;
 - ``_lookalike``: keys that look like a typo of ours;
 - ``_rules``: the cross-field rules and their severity, derived from the
   backend table (``agent_rollout.backends``);
@@ -32,12 +37,15 @@ from agent_rollout._limits import (
     MAX_GROUP_SIZE,
     MAX_JUDGE_MODEL_LEN,
     MAX_NESTING_DEPTH,
+    MAX_PORT,
     MAX_SOURCE_LEN,
     MAX_URL_LEN,
     MAX_YAML_EXPANDED_NODES,
 )
-from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_KEYS
+from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_DEFAULTS, ROLLOUT_KEYS
+from agent_rollout.config._document import ConfigDocument, read_config, read_config_bytes
 from agent_rollout.config._fields import RolloutBackend, RolloutFunc
+from agent_rollout.config._kits import RolloutArguments, add_rollout_arguments
 from agent_rollout.config._lookalike import (
     LOOKALIKE_PAIRS_PATTERN,
     lookalike_key,
@@ -46,7 +54,7 @@ from agent_rollout.config._lookalike import (
     nearest_key,
 )
 from agent_rollout.config._models import RolloutFields, RolloutSettings
-from agent_rollout.config._parse import format_for_suffix
+from agent_rollout.config._parse import DEFAULT_YAML_VERSION, YAML_VERSIONS, format_for_suffix
 from agent_rollout.config._rules import RolloutWarning, section_warnings
 from agent_rollout.config._schema import training_config_schema
 from agent_rollout.config.check import (
@@ -68,23 +76,30 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BACKENDS_WITH_FUNC",
     "DEFAULT_GROUP_SIZE",
+    "DEFAULT_YAML_VERSION",
     "LOOKALIKE_PAIRS_PATTERN",
     "MAX_CONFIG_BYTES",
     "MAX_GROUP_SIZE",
     "MAX_JUDGE_MODEL_LEN",
     "MAX_NESTING_DEPTH",
+    "MAX_PORT",
     "MAX_SOURCE_LEN",
     "MAX_URL_LEN",
     "MAX_YAML_EXPANDED_NODES",
+    "ROLLOUT_DEFAULTS",
     "ROLLOUT_KEYS",
+    "YAML_VERSIONS",
     "CheckResult",
+    "ConfigDocument",
     "ConfigError",
     "ConfigIssue",
+    "RolloutArguments",
     "RolloutBackend",
     "RolloutFields",
     "RolloutFunc",
     "RolloutSettings",
     "RolloutWarning",
+    "add_rollout_arguments",
     "check_bytes",
     "check_file",
     "format_for_suffix",
@@ -94,6 +109,8 @@ __all__ = [
     "lookalike_key_schema",
     "near_pattern",
     "nearest_key",
+    "read_config",
+    "read_config_bytes",
     "section_path",
     "section_warnings",
     "training_config_schema",

@@ -10,7 +10,7 @@ is our own text (see ``custom_error``); the limits come from
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import PlainValidator, WithJsonSchema
@@ -18,14 +18,18 @@ from pydantic_core import PydanticCustomError
 
 from agent_rollout._limits import (
     MAX_BACKEND_NAME_LEN,
+    MAX_GROUP_SIZE,
     MAX_JUDGE_MODEL_LEN,
+    MAX_PORT,
     MAX_ROLLOUT_FUNC_LEN,
+    MAX_ROLLOUT_STEPS,
     MAX_SOURCE_LEN,
     MAX_URL_LEN,
 )
 from agent_rollout.backends import (
     BACKEND_NAMES,
     ROLLOUT_FUNC_PATTERN,
+    ROLLOUT_KEYS,
     validate_rollout_backend,
     validate_rollout_func,
 )
@@ -104,6 +108,55 @@ def doc(text: str, example: str) -> dict[str, Any]:
     }
 
 
+KEY_HELP: Mapping[str, str] = {
+    "rollout_backend": "Agent rollout backend: art (OpenPipe ART), ruler (ART groups ranked by an "
+    "LLM judge), nemo_gym (NeMo Gym data) or openenv (a rollout_func returns "
+    "the rows). Any case is accepted; the canonical name is lower case. Unset: "
+    "no agent rollout.",
+    "rollout_func": "The rollout function as 'module.path:function_name' (art, openenv, "
+    "ruler). It is imported only when the rollout starts (or by "
+    "'agent-rollout check --resolve').",
+    "rollout_max_steps": "Most steps (turns) one rollout may take: an int in "
+    f"[1, {MAX_ROLLOUT_STEPS}].",
+    "rollout_group_size": "Trajectories gathered per seed prompt (art and ruler; nemo_gym with "
+    f"rollout_gym_config: Gym's num_repeats): an int in [1, {MAX_GROUP_SIZE}].",
+    "rollout_judge_model": "The LLM judge RULER ranks trajectories with (ruler only; the "
+    "built-in adapter needs it).",
+    "rollout_judge_base_url": "Base URL of an OpenAI-compatible server for the judge (ruler "
+    "only); unset means the judge model's provider default.",
+    "rollout_policy_model": "The policy model the rollouts sample from, as its "
+    "OpenAI-compatible server names it (art and ruler: passed to rollout_func as an "
+    "art.Model, with rollout_policy_base_url; nemo_gym with rollout_gym_config: the model "
+    "Gym's policy server asks for).",
+    "rollout_policy_base_url": "Base URL of the OpenAI-compatible server of "
+    "rollout_policy_model (art, ruler, and nemo_gym with rollout_gym_config); set both "
+    "or neither.",
+    "rollout_source": "A data file the backend reads instead of running anything: a NeMo Gym "
+    "JSONL file (nemo_gym) or an ART trajectory file (art, instead of "
+    "rollout_func). A relative path in a config file is read from the "
+    "file's directory.",
+    "rollout_gym_config": "NeMo Gym config files (comma-separated) naming a resources server "
+    "and an agent: nemo_gym then runs Gym live against rollout_policy_base_url "
+    "(needs nemo-gym, Python 3.12+).",
+    "rollout_gym_head_port": "The port of NeMo Gym's head server (nemo_gym with "
+    f"rollout_gym_config): an int in [1, {MAX_PORT}]; unset means Gym's default, 11000.",
+}
+"""What each key means: the hover text of the schema and the help of the adoption kits."""
+assert tuple(KEY_HELP) == ROLLOUT_KEYS
+
+
+def integral_float(value: object) -> object:
+    """An integral float (``5.0``) as the int it is; any other value as it is.
+
+    JSON Schema's ``integer`` takes ``5.0`` (and JSON readers cannot tell it
+    from ``5``), pydantic hosts read it as 5: so do we. ``5.5``, ``True`` and
+    ``"5"`` stay what they are, and are refused.
+    """
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
 def _any_case(name: str) -> str:
     return "".join(f"[{c.upper()}{c}]" if "a" <= c <= "z" else re.escape(c) for c in name)
 
@@ -142,13 +195,9 @@ RolloutBackend = Annotated[
                 {"pattern": backend_in(BACKEND_NAMES)["pattern"]},
             ],
             "maxLength": MAX_BACKEND_NAME_LEN,
-            **doc(
-                "Agent rollout backend: art (OpenPipe ART), ruler (ART groups ranked by an "
-                "LLM judge), nemo_gym (NeMo Gym data) or openenv (a rollout_func returns "
-                "the rows). Any case is accepted; the canonical name is lower case. Unset: "
-                "no agent rollout.",
-                "rollout_backend: openenv",
-            ),
+            # Python's "$" also matches before a final newline: "art\n" must not pass.
+            "allOf": [_NO_NEWLINE],
+            **doc(KEY_HELP["rollout_backend"], "rollout_backend: openenv"),
             "examples": ["openenv", "art"],
         }
     ),
@@ -169,12 +218,7 @@ RolloutFunc = Annotated[
                 "and dots; the function name after the colon)."
             ),
             "allOf": [_NO_NEWLINE],
-            **doc(
-                "The rollout function as 'module.path:function_name' (art, openenv, "
-                "ruler). It is imported only when the rollout starts (or by "
-                "'agent-rollout check --resolve').",
-                "rollout_func: my_project.rollouts:play_episode",
-            ),
+            **doc(KEY_HELP["rollout_func"], "rollout_func: my_project.rollouts:play_episode"),
             "examples": ["my_project.rollouts:play_episode"],
         }
     ),
@@ -182,7 +226,7 @@ RolloutFunc = Annotated[
 """A ``module.path:function_name`` spec, checked without importing anything."""
 
 
-def _model_schema(key: str, text: str, example: str) -> WithJsonSchema:
+def _model_schema(key: str, example: str) -> WithJsonSchema:
     """The schema of a model-name key: a bounded string without NUL."""
     return WithJsonSchema(
         {
@@ -190,13 +234,13 @@ def _model_schema(key: str, text: str, example: str) -> WithJsonSchema:
             "minLength": 1,
             "maxLength": MAX_JUDGE_MODEL_LEN,
             "allOf": [_NO_NUL],
-            **doc(text, f"{key}: {example}"),
+            **doc(KEY_HELP[key], f"{key}: {example}"),
             "examples": [example],
         }
     )
 
 
-def _url_schema(key: str, text: str) -> WithJsonSchema:
+def _url_schema(key: str) -> WithJsonSchema:
     """The schema of a base-URL key of an OpenAI-compatible server."""
     return WithJsonSchema(
         {
@@ -206,7 +250,7 @@ def _url_schema(key: str, text: str) -> WithJsonSchema:
             "pattern": f"^{_URL_CORE}$",
             "patternErrorMessage": "Expected an http:// or https:// URL without spaces.",
             "allOf": [_NO_NEWLINE],
-            **doc(text, f"{key}: http://127.0.0.1:8000/v1"),
+            **doc(KEY_HELP[key], f"{key}: http://127.0.0.1:8000/v1"),
             "examples": ["http://127.0.0.1:8000/v1"],
         }
     )
@@ -219,40 +263,22 @@ def _validator(check: Callable[[object], str]) -> PlainValidator:
 JudgeModel = Annotated[
     str,
     _validator(_text_checker("rollout_judge_model", MAX_JUDGE_MODEL_LEN)),
-    _model_schema(
-        "rollout_judge_model",
-        "The LLM judge RULER ranks trajectories with (ruler only; the built-in adapter needs it).",
-        "openai/o4-mini",
-    ),
+    _model_schema("rollout_judge_model", "openai/o4-mini"),
 ]
 JudgeBaseUrl = Annotated[
     str,
     _validator(_url_checker("rollout_judge_base_url")),
-    _url_schema(
-        "rollout_judge_base_url",
-        "Base URL of an OpenAI-compatible server for the judge (ruler only); "
-        "unset means the judge model's provider default.",
-    ),
+    _url_schema("rollout_judge_base_url"),
 ]
 PolicyModel = Annotated[
     str,
     _validator(_text_checker("rollout_policy_model", MAX_JUDGE_MODEL_LEN)),
-    _model_schema(
-        "rollout_policy_model",
-        "The policy model the rollouts sample from, as its OpenAI-compatible server "
-        "names it (art and ruler: passed to rollout_func as an art.Model; nemo_gym "
-        "with rollout_gym_config: the model Gym's policy server asks for).",
-        "Qwen/Qwen2.5-0.5B-Instruct",
-    ),
+    _model_schema("rollout_policy_model", "Qwen/Qwen2.5-0.5B-Instruct"),
 ]
 PolicyBaseUrl = Annotated[
     str,
     _validator(_url_checker("rollout_policy_base_url")),
-    _url_schema(
-        "rollout_policy_base_url",
-        "Base URL of the OpenAI-compatible server of rollout_policy_model "
-        "(art, ruler, and nemo_gym with rollout_gym_config).",
-    ),
+    _url_schema("rollout_policy_base_url"),
 ]
 
 SourcePath = Annotated[
@@ -264,13 +290,7 @@ SourcePath = Annotated[
             "minLength": 1,
             "maxLength": MAX_SOURCE_LEN,
             "allOf": [_NO_NUL],
-            **doc(
-                "A data file the backend reads instead of running anything: a NeMo Gym "
-                "JSONL file (nemo_gym) or an ART trajectory file (art, instead of "
-                "rollout_func). A relative path in a config file is read from the "
-                "file's directory.",
-                "rollout_source: data/example.jsonl",
-            ),
+            **doc(KEY_HELP["rollout_source"], "rollout_source: data/example.jsonl"),
             "examples": ["data/example.jsonl"],
         }
     ),
@@ -286,9 +306,7 @@ GymConfigPaths = Annotated[
             "maxLength": MAX_SOURCE_LEN,
             "allOf": [_NO_NUL],
             **doc(
-                "NeMo Gym config files (comma-separated) naming a resources server and an "
-                "agent: nemo_gym then runs Gym live against rollout_policy_base_url "
-                "(needs nemo-gym, Python 3.12+).",
+                KEY_HELP["rollout_gym_config"],
                 "rollout_gym_config: resources_servers/example_single_tool_call/configs/"
                 "example_single_tool_call.yaml",
             ),
@@ -301,6 +319,7 @@ GymConfigPaths = Annotated[
 
 
 __all__ = [
+    "KEY_HELP",
     "GymConfigPaths",
     "JudgeBaseUrl",
     "JudgeModel",
@@ -312,4 +331,5 @@ __all__ = [
     "backend_in",
     "custom_error",
     "doc",
+    "integral_float",
 ]

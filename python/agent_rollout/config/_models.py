@@ -13,12 +13,13 @@ on the validated model (``rollout_warnings``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import (
     AliasChoices,
     AliasPath,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -30,14 +31,10 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from agent_rollout._errors import shown
-from agent_rollout._limits import (
-    DEFAULT_GROUP_SIZE,
-    DEFAULT_ROLLOUT_STEPS,
-    MAX_GROUP_SIZE,
-    MAX_ROLLOUT_STEPS,
-)
-from agent_rollout.backends import ROLLOUT_KEYS, launch_options
+from agent_rollout._limits import MAX_GROUP_SIZE, MAX_PORT, MAX_ROLLOUT_STEPS
+from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS, launch_options
 from agent_rollout.config._fields import (
+    KEY_HELP,
     GymConfigPaths,
     JudgeBaseUrl,
     JudgeModel,
@@ -48,7 +45,9 @@ from agent_rollout.config._fields import (
     SourcePath,
     custom_error,
     doc,
+    integral_float,
 )
+from agent_rollout.config._kits import section_values
 from agent_rollout.config._lookalike import (
     key_set,
     lookalike_key,
@@ -62,6 +61,21 @@ from agent_rollout.config._rules import (
     section_warnings,
 )
 
+INT_RANGES: Mapping[str, tuple[int, int]] = {
+    "rollout_max_steps": (1, MAX_ROLLOUT_STEPS),
+    "rollout_group_size": (1, MAX_GROUP_SIZE),
+    "rollout_gym_head_port": (1, MAX_PORT),
+}
+"""The integer keys and their ranges (strict ints: an integral float such as
+``5.0`` is read as 5, as JSON Schema's ``integer`` reads it; a bool, a
+fraction or a numeric string is refused)."""
+
+
+_INTEGRAL = BeforeValidator(integral_float)
+StepCount = Annotated[int, Field(strict=True, ge=1, le=MAX_ROLLOUT_STEPS), _INTEGRAL]
+GroupSize = Annotated[int, Field(strict=True, ge=1, le=MAX_GROUP_SIZE), _INTEGRAL]
+Port = Annotated[int, Field(strict=True, ge=1, le=MAX_PORT), _INTEGRAL]
+
 
 def _our_wording(error: Any) -> str:
     """A pydantic error on one of our fields, in the wording of our own rules."""
@@ -71,10 +85,8 @@ def _our_wording(error: Any) -> str:
     if kind in ("int_type", "int_parsing", "int_from_float"):
         got = type(value).__name__
         return f"{key} must be an int, got {got} {shown(value)}"
-    if kind in ("greater_than_equal", "less_than_equal"):
-        field = RolloutFields.model_fields[key]
-        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
-        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+    if kind in ("greater_than_equal", "less_than_equal") and key in INT_RANGES:
+        low, high = INT_RANGES[key]
         return f"{key} must be in [{low}, {high}], got {shown(value)}"
     return f"{key}: {error['msg']} (got {shown(value)})"
 
@@ -174,29 +186,15 @@ class RolloutFields(BaseModel):
 
     rollout_backend: Optional[RolloutBackend] = None
     rollout_func: Optional[RolloutFunc] = None
-    rollout_max_steps: int = Field(
-        default=DEFAULT_ROLLOUT_STEPS,
-        strict=True,
-        ge=1,
-        le=MAX_ROLLOUT_STEPS,
-        description="Most steps (turns) one rollout may take.",
-        examples=[DEFAULT_ROLLOUT_STEPS],
-        json_schema_extra=doc(
-            f"Most steps (turns) one rollout may take: an int in [1, {MAX_ROLLOUT_STEPS}].",
-            "rollout_max_steps: 32",
-        ),
+    rollout_max_steps: StepCount = Field(
+        default=ROLLOUT_DEFAULTS["rollout_max_steps"],
+        examples=[ROLLOUT_DEFAULTS["rollout_max_steps"]],
+        json_schema_extra=doc(KEY_HELP["rollout_max_steps"], "rollout_max_steps: 32"),
     )
-    rollout_group_size: int = Field(
-        default=DEFAULT_GROUP_SIZE,
-        strict=True,
-        ge=1,
-        le=MAX_GROUP_SIZE,
-        examples=[DEFAULT_GROUP_SIZE],
-        json_schema_extra=doc(
-            "Trajectories gathered per seed prompt (art and ruler; nemo_gym with "
-            f"rollout_gym_config: Gym's num_repeats): an int in [1, {MAX_GROUP_SIZE}].",
-            "rollout_group_size: 8",
-        ),
+    rollout_group_size: GroupSize = Field(
+        default=ROLLOUT_DEFAULTS["rollout_group_size"],
+        examples=[ROLLOUT_DEFAULTS["rollout_group_size"]],
+        json_schema_extra=doc(KEY_HELP["rollout_group_size"], "rollout_group_size: 8"),
     )
     rollout_judge_model: Optional[JudgeModel] = None
     rollout_judge_base_url: Optional[JudgeBaseUrl] = None
@@ -204,6 +202,11 @@ class RolloutFields(BaseModel):
     rollout_policy_base_url: Optional[PolicyBaseUrl] = None
     rollout_source: Optional[SourcePath] = None
     rollout_gym_config: Optional[GymConfigPaths] = None
+    rollout_gym_head_port: Optional[Port] = Field(
+        default=None,
+        examples=[11000],
+        json_schema_extra=doc(KEY_HELP["rollout_gym_head_port"], "rollout_gym_head_port: 11500"),
+    )
 
     @property
     def rollout_warnings(self) -> tuple[RolloutWarning, ...]:
@@ -257,12 +260,19 @@ class RolloutFields(BaseModel):
         return result
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any], *, known_keys: Iterable[str] = ()) -> Any:
+    def from_section(cls, section: Any, *, known_keys: Iterable[str] = ()) -> Any:
         """Validate a trainer's section; ``known_keys`` are the trainer's own keys.
 
-        The same as ``model_validate(section, context={"known_keys": ...})``.
+        ``section`` is a Mapping (a dict, an OmegaConf ``DictConfig``), a
+        dataclass instance (``RolloutArguments``, or a host's own dataclass
+        holding our keys) or an ``argparse.Namespace``; keys set to ``None``
+        are unset and left out, and the fields of a dataclass or the options
+        of a namespace are the host's own keys. Otherwise the same as
+        ``model_validate(section, context={"known_keys": ...})``.
         """
-        return cls.model_validate(section, context={"known_keys": key_set(known_keys)})
+        values, declared = section_values(section)
+        known = key_set(known_keys) | declared
+        return cls.model_validate(values, context={"known_keys": known})
 
     def to_launch_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``agent_rollout.launch_rollout(**kwargs)``.

@@ -2,13 +2,19 @@
 
 A rule whose breach means the config cannot be right is an error
 (``rule_errors``: a key of another backend, two keys of which only one may be
-set, a live-mode key without live mode, or live mode without its keys); a
+set, two keys set only together, a live-mode key without live mode, or live
+mode without its keys); a
 rule that only says the config is incomplete for the built-in adapter, and
 may be completed at run time by a registered runner, is a warning
 (``section_warnings``), kept on the validated model. Every config the seed's
 rules accept validates without error. ``rules_schema`` states the error rules
 as JSON Schema for editors. Which key belongs to which backend is read from
 ``agent_rollout.backends``, nowhere else.
+
+A key is *set* when its value is not ``None`` and not its default
+(``ROLLOUT_DEFAULTS``: ``rollout_group_size: 4`` is unset): the rules are
+about what the user chose, so a dump of a valid model (which writes every
+default back) and a host that copies our defaults validate again.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from agent_rollout.backends import (
     BACKEND_KEYS,
     EXPECTED_KEYS,
     LIVE_KEYS,
+    PAIRED_KEYS,
     REQUIRED_KEYS,
+    ROLLOUT_DEFAULTS,
     RUN_TIME_HINT,
     RUNNER_HINT,
     validate_rollout_backend,
@@ -47,7 +55,20 @@ class RolloutWarning:
 
 
 def is_set(data: Mapping[Any, Any], key: str) -> bool:
-    return data.get(key) is not None
+    """The key holds a value of the user's: not ``None``, not its default.
+
+    The default compares as a number (``4.0`` is 4, as JSON Schema's
+    ``const`` reads it); a bool never equals it.
+    """
+    value = data.get(key)
+    if value is None:
+        return False
+    if key in ROLLOUT_DEFAULTS and not isinstance(value, bool):
+        try:
+            return not (isinstance(value, (int, float)) and value == ROLLOUT_DEFAULTS[key])
+        except Exception:  # a number type whose comparison fails: a value of the user's
+            return True
+    return True
 
 
 def canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
@@ -96,6 +117,20 @@ def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
                     type=custom_error("rollout_cross_field", message),
                     loc=(present[-1],),
                     input=data[present[-1]],
+                )
+            )
+    for group in PAIRED_KEYS.get(backend or "", ()):
+        present = [key for key in group if is_set(data, key)]
+        if not present or len(present) == len(group):
+            continue
+        absent = " and ".join(key for key in group if key not in present)
+        for key in present:
+            message = (
+                f"{key} needs {absent} when rollout_backend is {backend!r} (set both or neither)"
+            )
+            errors.append(
+                InitErrorDetails(
+                    type=custom_error("rollout_cross_field", message), loc=(key,), input=data[key]
                 )
             )
     for group in REQUIRED_KEYS.get(backend or "", ()):
@@ -151,6 +186,10 @@ def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
 
 
 def _set_schema(key: str) -> dict[str, Any]:
+    """The key is set: present, not null, not its default (as ``is_set`` reads it)."""
+    if key in ROLLOUT_DEFAULTS:
+        unset: dict[str, Any] = {"anyOf": [{"type": "null"}, {"const": ROLLOUT_DEFAULTS[key]}]}
+        return {"required": [key], "properties": {key: {"not": unset}}}
     return {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
 
 
@@ -181,6 +220,19 @@ def rules_schema() -> list[dict[str, Any]]:
         for group in groups:
             if len(group) > 1:
                 needs.append((backend, {"not": {"allOf": [_set_schema(key) for key in group]}}))
+    for backend, groups in PAIRED_KEYS.items():
+        for group in groups:
+            # One key of the group set: all of them set.
+            for key in group:
+                needs.append(
+                    (
+                        backend,
+                        {
+                            "if": _set_schema(key),
+                            "then": {"allOf": [_set_schema(other) for other in group]},
+                        },
+                    )
+                )
     for backend, need in needs:
         rules.append(
             {
@@ -200,7 +252,7 @@ def rules_schema() -> list[dict[str, Any]]:
         rules.append(
             {
                 "if": {"allOf": [chosen, {"not": _set_schema(switch)}]},
-                "then": {"properties": {key: {"type": "null"} for key in only_live}},
+                "then": {"allOf": [{"not": _set_schema(key)} for key in only_live]},
                 "else": {"if": chosen, "then": {"allOf": [_set_schema(key) for key in required]}},
             }
         )

@@ -1,19 +1,22 @@
 """Checking config files and sections: ``check_file``, ``check_bytes``, ``load_config``.
 
-Reads a config file (only a regular file, at most ``MAX_CONFIG_BYTES``,
-looked at before it is opened so that a FIFO or device never blocks), parses
-it with positions (``agent_rollout.config._parse``), finds the section,
-validates it with ``RolloutSettings`` and places every error and warning at
-its ``path:line:col``. Problems with the file itself (unreadable, not UTF-8,
-too big, bad syntax, duplicate keys, a root or section that is not a mapping)
-come out the same way, all of them, never a traceback.
+Reads a config file (``agent_rollout.config._document``: only a regular
+file, at most ``MAX_CONFIG_BYTES``, looked at before it is opened so that a
+FIFO or device never blocks), parses it with positions as the trainer reads
+it (``agent_rollout.config._parse``), finds the section, validates it with
+``RolloutSettings`` and places every error and warning at its
+``path:line:col``. Problems with the file itself (unreadable, not UTF-8, too
+big, bad syntax, duplicate keys, a root or section that is not a mapping)
+come out the same way, all of them, never a traceback. A plain YAML scalar
+on a ``rollout_*`` key that YAML 1.1 and YAML 1.2 read differently (``010``,
+``yes``, ``1e3``) is a warning (kind ``yaml_version``) at the value.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
-import stat
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -22,21 +25,34 @@ from pydantic import ValidationError
 
 from agent_rollout._errors import ConfigError, ConfigIssue, shown
 from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout.config._document import (
+    error_issues,
+    not_regular,
+    parse_config_bytes,
+    read_config_file,
+    section_path,
+    too_big,
+    unsupported_suffix,
+    warning_issues,
+)
 from agent_rollout.config._lookalike import key_set, lookalike_key, nearest_key
 from agent_rollout.config._models import RolloutSettings
 from agent_rollout.config._parse import (
+    DEFAULT_YAML_VERSION,
     FORMATS,
+    YAML_VERSIONS,
     KeyPath,
     Parsed,
-    ParseProblem,
     Pos,
-    decode,
+    check_yaml_version,
     format_for_suffix,
-    parse,
+    location,
+    plain_scalar_value,
 )
 from agent_rollout.config._rules import section_warnings
 
 __all__ = [
+    "YAML_VERSIONS",
     "CheckResult",
     "ConfigError",
     "ConfigIssue",
@@ -45,15 +61,12 @@ __all__ = [
     "load_config",
     "load_config_bytes",
     "section_path",
+    "version_warnings",
 ]
 
 
-_LOCATED_AT_KEY = ("rollout_unknown_key", "rollout_cross_field")
-_KINDS = {
-    "rollout_unknown_key": "unknown_key",
-    "rollout_missing": "missing",
-    "rollout_cross_field": "cross_field",
-}
+_STANDS_FOR_A_TYPO = object()
+"""The value a key gets, for the warnings only, when the section holds a look-alike of it."""
 
 
 def _settings_issues(
@@ -64,7 +77,7 @@ def _settings_issues(
     known_keys: Collection[str],
 ) -> tuple[Optional[RolloutSettings], list[ConfigIssue], list[ConfigIssue]]:
     """(settings or None, errors, warnings) of one section."""
-    section_pos = parsed.keys[prefix][0] if prefix in parsed.keys else parsed.root_pos
+    section_pos = parsed.locate(prefix)[1]
 
     def warnings_of(section: Mapping[Any, Any]) -> list[ConfigIssue]:
         return [
@@ -84,42 +97,69 @@ def _settings_issues(
         settings = RolloutSettings.model_validate(
             section_value, context={"known_keys": frozenset(known_keys)}
         )
-        return settings, [], warnings_of(section_value)
+        return settings, [], warning_issues(source, parsed, settings, under=prefix)
     except ValidationError as exc:
         errors = exc.errors()
     # A look-alike key is reported as the key it looks like: no second report
-    # that this key is not set (``rollout_fucn`` is not also "rollout_func is not set").
+    # that this key is not set (``rollout_fucn`` is not also "rollout_func is not
+    # set"). The key it looks like counts as set, by a value no rule reads (a
+    # backend it stands for is no backend at all); a key the section does hold
+    # keeps its own value, so every other warning stays as it was.
     meant = {
-        nearest_key(str(error["loc"][0])): error["input"]
+        nearest_key(str(error["loc"][0]))
         for error in errors
         if error["type"] == "rollout_unknown_key" and error["loc"]
     }
-    warnings = warnings_of({**section_value, **meant} if meant else section_value)
-    issues = []
-    for error in errors:
-        key = str(error["loc"][0]) if error["loc"] else ""
-        kind = error["type"]
-        located = parsed.keys.get((*prefix, key))
-        if kind == "rollout_missing" or located is None:
-            pos = section_pos
-        elif kind in _LOCATED_AT_KEY:
-            pos = located[0]
-        else:
-            pos = located[1]
-        message = error["msg"]
-        if not kind.startswith("rollout_"):
-            message = f"{message} (got {shown(error['input'])})"
-        issues.append(
+    stand_ins = {key: _STANDS_FOR_A_TYPO for key in meant if section_value.get(key) is None}
+    warnings = warnings_of({**section_value, **stand_ins} if stand_ins else section_value)
+    issues = error_issues(source, parsed, errors, under=prefix, data=section_value)
+    return None, issues, warnings
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _reading(readable: bool, value: Any) -> str:
+    return f"{type(value).__name__} {shown(value)}" if readable else "an error"
+
+
+def version_warnings(
+    source: str, parsed: Parsed, prefix: KeyPath, section_value: Mapping[Any, Any]
+) -> list[ConfigIssue]:
+    """Plain scalars on ``rollout_*`` keys that YAML 1.1 and YAML 1.2 read differently.
+
+    ``rollout_max_steps: 010`` is 8 to ``yaml.safe_load`` (the trainers'
+    reading) and 10 to a YAML 1.2 loader or editor: the value works in one
+    place and not the other. Quoted or tagged values are read alike.
+    """
+    found = []
+    for key in section_value:
+        if not (isinstance(key, str) and key.startswith("rollout_")):
+            continue
+        plain = parsed.plain_scalar((*prefix, key))
+        if plain is None:
+            continue
+        pos, text = plain
+        old = plain_scalar_value(text, "1.1")
+        new = plain_scalar_value(text, "1.2")
+        if old[0] and new[0] and _same(old[1], new[1]):
+            continue
+        message = (
+            f"{text!r} reads as {_reading(*old)} under YAML 1.1 (yaml.safe_load, as trainers "
+            f"read it) and as {_reading(*new)} under YAML 1.2 (YAML editors and 1.2 loaders); "
+            "quote it, or write it so that both read it alike"
+        )
+        found.append(
             ConfigIssue(
-                source,
-                pos[0],
-                pos[1],
-                ".".join((*prefix, key)) if key else ".".join(prefix),
-                message,
-                _KINDS.get(kind, "value"),
+                source, pos[0], pos[1], location((*prefix, key)), message, "yaml_version", "warning"
             )
         )
-    return None, issues, warnings
+    return found
 
 
 @dataclass
@@ -136,18 +176,6 @@ class CheckResult:
     """Incomplete-config warnings (``severity == "warning"``); settings stay valid."""
     skipped: bool = False
     """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
-
-
-def section_path(section: Optional[str], root: Any = None) -> KeyPath:
-    """The key path a ``section`` names: ``None`` is the top level, ``a.b`` is nested.
-
-    A top-level key that itself holds a dot wins over the dotted reading.
-    """
-    if section is None or section == "":
-        return ()
-    if isinstance(root, dict) and section in root:
-        return (section,)
-    return tuple(section.split("."))
 
 
 _ROLLOUT_WORD = re.compile(r"(?i)rol+out")
@@ -184,15 +212,6 @@ def _unrelated_text(text: str, path: KeyPath) -> bool:
     return not (path and path[0] in text)
 
 
-def _load(
-    source: str, data: bytes, fmt: str, section: Optional[str], known_keys: Iterable[str]
-) -> RolloutSettings:
-    result = check_bytes(data, format=fmt, source=source, section=section, known_keys=known_keys)
-    if result.settings is None:
-        raise ConfigError(result.issues)
-    return result.settings
-
-
 def check_bytes(
     data: Union[bytes, str],
     *,
@@ -201,41 +220,42 @@ def check_bytes(
     section: Optional[str] = "training",
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
+    yaml_version: str = DEFAULT_YAML_VERSION,
 ) -> CheckResult:
     """Check a config held in memory; never raises for bad input.
 
     ``known_keys`` are the host trainer's own keys in the section (never
     flagged as look-alikes). With ``skip_unrelated``, a file with neither the
     section nor any rollout-like key in its top two levels is not a training
-    config: the result is ``skipped`` and has no issues.
+    config: the result is ``skipped`` and has no issues. ``yaml_version``:
+    how YAML is read, ``"1.1"`` (``yaml.safe_load``'s reading, what trainers
+    use; the default) or ``"1.2"`` (for a host whose loader reads YAML 1.2).
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    check_yaml_version(yaml_version)
     known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
-        message = _too_big(len(raw))
+        message = too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
     issues: list[ConfigIssue] = []
 
-    def add(pos: Pos, location: str, message: str, kind: str) -> None:
-        issues.append(ConfigIssue(source, pos[0], pos[1], location, message, kind))
+    def add(pos: Pos, where: str, message: str, kind: str) -> None:
+        issues.append(ConfigIssue(source, pos[0], pos[1], where, message, kind))
 
     path = section_path(section)
-    try:
-        text = decode(raw)
-        parsed = parse(text, format, max(2, len(path) + 1))
-    except ParseProblem as problem:
+    parsed = parse_config_bytes(raw, format, source, yaml_version, max(2, len(path) + 1))
+    if isinstance(parsed, ConfigIssue):
         if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
             return CheckResult(source, None, [], {}, skipped=True)
-        add(problem.pos, "", problem.message, problem.kind)
-        return CheckResult(source, None, issues, {})
+        return CheckResult(source, None, [parsed], {})
     root = parsed.root
     path = section_path(section, root)
     if skip_unrelated and _unrelated(root, path):
         return CheckResult(source, None, [], parsed.keys, skipped=True)
-    for pos, location, message, kind in parsed.problems:
-        add(pos, location, message, kind)
+    for pos, where, message, kind in parsed.problems:
+        add(pos, where, message, kind)
     section_value: Any = root
     if not isinstance(root, dict):
         got = "an empty file" if root is None else type(root).__name__
@@ -266,6 +286,8 @@ def check_bytes(
     if isinstance(section_value, dict):
         settings, found, warnings = _settings_issues(source, parsed, path, section_value, known)
         issues.extend(found)
+        if format == "yaml":
+            warnings.extend(version_warnings(source, parsed, path, section_value))
     if issues:
         settings = None
     return CheckResult(
@@ -284,61 +306,20 @@ def load_config_bytes(
     source: str = "<stdin>",
     section: Optional[str] = "training",
     known_keys: Iterable[str] = (),
+    yaml_version: str = DEFAULT_YAML_VERSION,
 ) -> RolloutSettings:
     """Like :func:`load_config`, for text already in memory (``source`` names it)."""
-    raw = data if isinstance(data, bytes) else data.encode()
-    return _load(source, raw, format, section, known_keys)
-
-
-_FILE_TYPES = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _not_regular(mode: int) -> Optional[str]:
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in _FILE_TYPES:
-        if test(mode):
-            return f"cannot read file: it is {name}, not a regular file"
-    return "cannot read file: not a regular file"
-
-
-def _read_config(name: str) -> Union[bytes, ConfigIssue]:
-    """The bytes of a regular file of at most ``MAX_CONFIG_BYTES``, or the issue.
-
-    The path is looked at with ``stat`` before it is opened, and opened
-    non-blocking, so a FIFO or device never blocks the caller; the open file
-    is checked again (it may have been swapped in between).
-    """
-
-    def unreadable(message: str) -> ConfigIssue:
-        return ConfigIssue(name, 1, 1, "", message, "unreadable")
-
-    try:
-        info = os.stat(name)
-        problem = _not_regular(info.st_mode)
-        if problem is not None:
-            return unreadable(problem)
-        if info.st_size > MAX_CONFIG_BYTES:
-            return ConfigIssue(name, 1, 1, "", _too_big(info.st_size), "file")
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-        fd = os.open(name, flags)
-        with os.fdopen(fd, "rb") as handle:
-            problem = _not_regular(os.fstat(handle.fileno()).st_mode)
-            if problem is not None:
-                return unreadable(problem)
-            return handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        return unreadable(f"cannot read file: {exc.strerror or exc}")
-
-
-def _too_big(size: int) -> str:
-    return f"larger than the {MAX_CONFIG_BYTES:,}-byte limit ({size:,} bytes)"
+    result = check_bytes(
+        data,
+        format=format,
+        source=source,
+        section=section,
+        known_keys=known_keys,
+        yaml_version=yaml_version,
+    )
+    if result.settings is None:
+        raise ConfigError(result.issues)
+    return result.settings
 
 
 _SCAN_LIMIT = 256 * 1024 * 1024
@@ -361,7 +342,7 @@ def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
     try:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         with os.fdopen(os.open(name, flags), "rb") as handle:
-            if _not_regular(os.fstat(handle.fileno()).st_mode) is not None:
+            if not_regular(os.fstat(handle.fileno()).st_mode) is not None:
                 return False
             while True:
                 chunk = handle.read(1024 * 1024)
@@ -394,28 +375,20 @@ def check_file(
     section: Optional[str] = "training",
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
+    yaml_version: str = DEFAULT_YAML_VERSION,
 ) -> CheckResult:
     """Check one config file; never raises for bad input.
 
     A relative ``rollout_source`` in the file is taken relative to the
-    file's own directory (the settings hold the joined path). ``known_keys``
-    and ``skip_unrelated``: see :func:`check_bytes`.
+    file's own directory (the settings hold the joined path). ``known_keys``,
+    ``skip_unrelated`` and ``yaml_version``: see :func:`check_bytes`.
     """
+    check_yaml_version(yaml_version)
     name = os.fspath(path)
     fmt = format_for_suffix(name)
     if fmt is None:
-        try:
-            not_regular = _not_regular(os.stat(name).st_mode)
-        except OSError:
-            not_regular = None  # missing: its type is the first problem to name
-        if not_regular is not None:  # a folder: a usage error, as for any unreadable path
-            return CheckResult(
-                name, None, [ConfigIssue(name, 1, 1, "", not_regular, "unreadable")], {}
-            )
-        suffix = os.path.splitext(name)[1] or "(none)"
-        message = f"unsupported file type {suffix} (expected .yaml, .yml, .json or .toml)"
-        return CheckResult(name, None, [ConfigIssue(name, 1, 1, "", message, "file")], {})
-    data = _read_config(name)
+        return CheckResult(name, None, [unsupported_suffix(name)], {})
+    data = read_config_file(name)
     if isinstance(data, ConfigIssue):
         if skip_unrelated and data.kind == "file" and _big_and_unrelated(name, section):
             return CheckResult(name, None, [], {}, skipped=True)  # a lock file, a dataset
@@ -427,6 +400,7 @@ def check_file(
         section=section,
         known_keys=known_keys,
         skip_unrelated=skip_unrelated,
+        yaml_version=yaml_version,
     )
     _source_beside(result, name)
     return result
@@ -437,18 +411,21 @@ def load_config(
     *,
     section: Optional[str] = "training",
     known_keys: Iterable[str] = (),
+    yaml_version: str = DEFAULT_YAML_VERSION,
 ) -> RolloutSettings:
     """Load and validate the rollout settings of a ``.yaml``/``.yml``/``.json``/``.toml`` file.
 
     ``section`` names the key that holds the settings: a top-level key, a
     dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
     ``known_keys`` are the trainer's own keys, never taken for typos of ours.
+    YAML is read as ``yaml.safe_load`` reads it (YAML 1.1, what trainers
+    use); ``yaml_version="1.2"`` reads it as a YAML 1.2 loader does.
     Raises :class:`ConfigError` listing every error. Warnings (the config is
     incomplete for the built-in adapter) do not raise: they are on the
     returned settings' ``rollout_warnings``, and positioned in
     :func:`check_file`'s ``CheckResult.warnings``.
     """
-    result = check_file(path, section=section, known_keys=known_keys)
+    result = check_file(path, section=section, known_keys=known_keys, yaml_version=yaml_version)
     if result.settings is None:
         raise ConfigError(result.issues)
     return result.settings

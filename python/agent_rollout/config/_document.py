@@ -1,0 +1,462 @@
+"""A config file read as the trainer reads it, with a position for every key, and
+pydantic errors placed at ``path:line:col``.
+
+For a host that validates the whole file (or a section of it) with its own
+pydantic model, after its own merging (command-line overrides, defaults,
+composition): ``read_config`` keeps the positions, the host validates
+``document.data`` (or what it made of it) with its model, and
+``document.issues(error)`` turns each error of the ``ValidationError`` --
+the host's and ours, at any depth, list indices included -- into a
+``ConfigIssue``. A key the file does not hold (added by an override) is
+placed at the nearest key that holds it. ``document.validate(Model)`` does
+all three at once and raises ``ConfigError``.
+
+Also the file side of ``check`` (``agent_rollout.config.check``): the one
+reader of config files (``read_config_file``: regular files only, at most
+``MAX_CONFIG_BYTES``, looked at before they are opened so that a FIFO or
+device never blocks) and ``error_issues``, the one translation of pydantic
+errors into positioned issues.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, TypeVar, Union
+
+from pydantic import BaseModel, ValidationError
+
+from agent_rollout._errors import ConfigError, ConfigIssue, shown
+from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout.config._parse import (
+    DEFAULT_YAML_VERSION,
+    FORMATS,
+    KeyPath,
+    Parsed,
+    ParseProblem,
+    Pos,
+    check_yaml_version,
+    decode,
+    format_for_suffix,
+    location,
+    parse,
+)
+
+Model = TypeVar("Model", bound=BaseModel)
+Under = Union[str, Sequence[Any], None]
+
+_KINDS = {
+    "rollout_unknown_key": "unknown_key",
+    "rollout_missing": "missing",
+    "rollout_cross_field": "cross_field",
+    "missing": "missing",
+    "extra_forbidden": "unknown_key",
+}
+_AT_KEY = frozenset(("rollout_unknown_key", "rollout_cross_field", "extra_forbidden"))
+_MISSING = frozenset(("rollout_missing", "missing"))
+
+
+# ---------------------------------------------------------------- reading files
+
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def not_regular(mode: int) -> Optional[str]:
+    """Why a file of this ``st_mode`` is not read (``None``: a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in _FILE_TYPES:
+        if test(mode):
+            return f"cannot read file: it is {name}, not a regular file"
+    return "cannot read file: not a regular file"
+
+
+def too_big(size: int) -> str:
+    return f"larger than the {MAX_CONFIG_BYTES:,}-byte limit ({size:,} bytes)"
+
+
+def read_config_file(name: str) -> Union[bytes, ConfigIssue]:
+    """The bytes of a regular file of at most ``MAX_CONFIG_BYTES``, or the issue.
+
+    The path is looked at with ``stat`` before it is opened, and opened
+    non-blocking, so a FIFO or device never blocks the caller; the open file
+    is checked again (it may have been swapped in between).
+    """
+
+    def unreadable(message: str) -> ConfigIssue:
+        return ConfigIssue(name, 1, 1, "", message, "unreadable")
+
+    try:
+        info = os.stat(name)
+        problem = not_regular(info.st_mode)
+        if problem is not None:
+            return unreadable(problem)
+        if info.st_size > MAX_CONFIG_BYTES:
+            return ConfigIssue(name, 1, 1, "", too_big(info.st_size), "file")
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(name, flags)
+        with os.fdopen(fd, "rb") as handle:
+            problem = not_regular(os.fstat(handle.fileno()).st_mode)
+            if problem is not None:
+                return unreadable(problem)
+            return handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        return unreadable(f"cannot read file: {exc.strerror or exc}")
+
+
+def unsupported_suffix(name: str) -> ConfigIssue:
+    """The issue of a path whose suffix names no format we read (or that is a folder)."""
+    try:
+        problem = not_regular(os.stat(name).st_mode)
+    except OSError:
+        problem = None  # missing: its type is the first problem to name
+    if problem is not None:  # a folder: a usage error, as for any unreadable path
+        return ConfigIssue(name, 1, 1, "", problem, "unreadable")
+    suffix = os.path.splitext(name)[1] or "(none)"
+    message = f"unsupported file type {suffix} (expected .yaml, .yml, .json or .toml)"
+    return ConfigIssue(name, 1, 1, "", message, "file")
+
+
+def section_path(section: Optional[str], root: Any = None) -> KeyPath:
+    """The key path a ``section`` names: ``None`` is the top level, ``a.b`` is nested.
+
+    A top-level key that itself holds a dot wins over the dotted reading.
+    """
+    if section is None or section == "":
+        return ()
+    if isinstance(root, dict) and section in root:
+        return (section,)
+    return tuple(section.split("."))
+
+
+# ---------------------------------------------------------------- errors to issues
+
+
+def _child(node: Any, part: Any) -> tuple[bool, Any]:
+    if isinstance(node, Mapping):
+        try:
+            if part in node:
+                return True, node[part]
+        except TypeError:  # an unhashable location part
+            return False, None
+    elif isinstance(node, (list, tuple)) and isinstance(part, int) and not isinstance(part, bool):
+        if 0 <= part < len(node):
+            return True, node[part]
+    return False, None
+
+
+def split_location(data: Any, loc: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``(path in the data, path to show)`` of a pydantic error location.
+
+    pydantic puts the name of a union member into the location
+    (``('lr', 'float')``, ``('items', 0, 'Cat', 'name')``): a part the data
+    does not hold, where the data goes on past it, is such a name and is
+    left out. A missing key is shown (it ends the path in the data). Without
+    the data (``None``), the location is taken as it is.
+    """
+    if data is None:
+        return tuple(loc), tuple(loc)
+    node = data
+    real: list[Any] = []
+    show: list[Any] = []
+    inside = True
+    for index, part in enumerate(loc):
+        if not inside:
+            show.append(part)
+            continue
+        found, value = _child(node, part)
+        if found:
+            real.append(part)
+            show.append(part)
+            node = value
+        elif isinstance(node, Mapping):
+            following = loc[index + 1] if index + 1 < len(loc) else None
+            if following is not None and _child(node, following)[0]:
+                continue  # a union member's name
+            show.append(part)
+            inside = False
+        elif isinstance(node, (list, tuple)) and not isinstance(part, str):
+            show.append(part)
+            inside = False
+        # else: a union member's name under a list or a scalar
+    return tuple(real), tuple(show)
+
+
+def error_issues(
+    source: str,
+    parsed: Parsed,
+    errors: Sequence[Any],
+    *,
+    under: Sequence[Any] = (),
+    data: Any = None,
+) -> list[ConfigIssue]:
+    """Each pydantic error (``ValidationError.errors()``) as a positioned ``ConfigIssue``.
+
+    ``data`` is what was validated, found at key path ``under`` in the file.
+    A bad value is placed at the value; an unknown key, a cross-field rule
+    and ``extra_forbidden`` at the key; a missing key at the key of the
+    mapping that lacks it; a key the file does not hold at the nearest one
+    it does. Our own errors (types ``rollout_*``) keep their message; the
+    host's get the value they refused appended.
+    """
+    issues = []
+    prefix = tuple(under)
+    for error in errors:
+        kind = error["type"]
+        real, show = split_location(data, tuple(error["loc"]))
+        path = (*prefix, *real)
+        found, key_pos, value_pos = parsed.locate(path)
+        if found < len(path) or kind in _MISSING or kind in _AT_KEY:
+            pos = key_pos
+        else:
+            pos = value_pos
+        message = error["msg"]
+        if not kind.startswith("rollout_") and kind not in _MISSING:
+            message = f"{message} (got {shown(error.get('input'))})"
+        issues.append(
+            ConfigIssue(
+                source,
+                pos[0],
+                pos[1],
+                location((*prefix, *show)),
+                message,
+                _KINDS.get(kind, "value"),
+            )
+        )
+    return issues
+
+
+def _field_key(model: BaseModel, name: str) -> Any:
+    field = type(model).model_fields[name]
+    alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
+    return alias if alias is not None else name
+
+
+def warning_issues(
+    source: str, parsed: Parsed, model: Any, *, under: Sequence[Any] = ()
+) -> list[ConfigIssue]:
+    """The ``rollout_warnings`` of every model inside ``model``, positioned at its key."""
+    issues = []
+    todo: list[tuple[tuple[Any, ...], Any]] = [((), model)]
+    seen: set[int] = set()
+    while todo:
+        path, value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, BaseModel):
+            full = (*under, *path)
+            pos = parsed.locate(full)[1]
+            for warning in getattr(value, "rollout_warnings", ()):
+                issues.append(
+                    ConfigIssue(
+                        source,
+                        pos[0],
+                        pos[1],
+                        location((*full, warning.key)),
+                        warning.message,
+                        "incomplete",
+                        "warning",
+                    )
+                )
+            for name in type(value).model_fields:
+                todo.append(((*path, _field_key(value, name)), getattr(value, name, None)))
+        elif isinstance(value, (list, tuple)):
+            todo.extend(((*path, index), item) for index, item in enumerate(value))
+        elif isinstance(value, dict):
+            todo.extend(((*path, key), item) for key, item in value.items())
+    return sorted(issues, key=lambda issue: (issue.line, issue.col))
+
+
+# ---------------------------------------------------------------- the document
+
+
+class ConfigDocument:
+    """A config file as values (what ``yaml.safe_load``, ``json.loads`` or
+    ``tomllib`` give) plus the position of every key in it.
+
+    ``data`` is the whole file; ``problems`` the errors the reader could read
+    past (duplicate keys, which YAML and JSON readers silently resolve).
+    """
+
+    def __init__(self, source: str, fmt: str, parsed: Parsed, yaml_version: str) -> None:
+        self.source = source
+        self.format = fmt
+        self.yaml_version = yaml_version
+        self.data: Any = parsed.root
+        self.problems: list[ConfigIssue] = [
+            ConfigIssue(source, pos[0], pos[1], where, message, kind)
+            for pos, where, message, kind in parsed.problems
+        ]
+        self._parsed = parsed
+
+    def __repr__(self) -> str:
+        return f"ConfigDocument({self.source!r}, format={self.format!r})"
+
+    def path_of(self, under: Under) -> tuple[Any, ...]:
+        """``under`` as a key path: a dotted string (a top-level key holding a dot
+        is taken whole), a sequence of keys and list indices, or ``None`` (the top)."""
+        if under is None or isinstance(under, str):
+            return section_path(under, self.data)
+        return tuple(under)
+
+    def section(self, under: Under = None) -> Any:
+        """The values at ``under``; ``ConfigError`` when the file does not hold it."""
+        path = self.path_of(under)
+        node = self.data
+        for depth, part in enumerate(path, 1):
+            found, node = _child(node, part)
+            if not found:
+                at = self._parsed.locate(path[: depth - 1])[1]
+                name = location(path[:depth])
+                raise ConfigError(
+                    [
+                        ConfigIssue(
+                            self.source,
+                            at[0],
+                            at[1],
+                            name,
+                            f"section {name!r} is missing",
+                            "missing",
+                        )
+                    ]
+                )
+        return node
+
+    def position(self, path: Sequence[Any]) -> Pos:
+        """``(line, col)`` of the value at ``path`` (or of the nearest key the file holds)."""
+        found, key_pos, value_pos = self._parsed.locate(tuple(path))
+        return value_pos if found == len(tuple(path)) else key_pos
+
+    def key_position(self, path: Sequence[Any]) -> Pos:
+        """``(line, col)`` of the key at the end of ``path`` (a list item: the item)."""
+        return self._parsed.locate(tuple(path))[1]
+
+    def issues(
+        self, error: ValidationError, *, under: Under = None, data: Any = None
+    ) -> list[ConfigIssue]:
+        """Every error of ``error`` as a ``ConfigIssue`` at its ``path:line:col``, in file order.
+
+        ``under``: where in the file the validated data sits (default: the
+        top); ``data``: what was validated, when the host changed it after
+        reading (default: the file's own values at ``under``).
+        """
+        path = self.path_of(under)
+        if data is None:
+            data = self._values_at(path)
+        found = error_issues(self.source, self._parsed, error.errors(), under=path, data=data)
+        return _ordered(found)
+
+    def warnings(self, model: Any, *, under: Under = None) -> list[ConfigIssue]:
+        """The ``rollout_warnings`` of ``model`` (and of the models inside it), positioned."""
+        return warning_issues(self.source, self._parsed, model, under=self.path_of(under))
+
+    def validate(
+        self,
+        model: type[Model],
+        *,
+        under: Under = None,
+        data: Any = None,
+        context: Optional[Mapping[str, Any]] = None,
+    ) -> Model:
+        """``model.model_validate`` of the file (or of ``under``, or of ``data``), every
+        error positioned; raises ``ConfigError`` listing them, duplicate keys included."""
+        path = self.path_of(under)
+        if data is None:
+            data = self.section(path)
+        try:
+            result = model.model_validate(data, context=dict(context) if context else None)
+        except ValidationError as exc:
+            found = error_issues(self.source, self._parsed, exc.errors(), under=path, data=data)
+            raise ConfigError(_ordered([*self.problems, *found])) from None
+        if self.problems:
+            raise ConfigError(_ordered(self.problems))
+        return result
+
+    def _values_at(self, path: tuple[Any, ...]) -> Any:
+        node = self.data
+        for part in path:
+            found, node = _child(node, part)
+            if not found:
+                return None
+        return node
+
+
+def _ordered(issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    return sorted(issues, key=lambda issue: (issue.line, issue.col))
+
+
+def parse_config_bytes(
+    raw: bytes, fmt: str, source: str, yaml_version: str, depth: int = 2
+) -> Union[Parsed, ConfigIssue]:
+    """Text to values with positions, or the issue that stopped the reader."""
+    try:
+        return parse(decode(raw), fmt, depth, yaml_version)
+    except ParseProblem as problem:
+        line, col = problem.pos
+        return ConfigIssue(source, line, col, "", problem.message, problem.kind)
+
+
+def read_config_bytes(
+    data: Union[bytes, str],
+    *,
+    format: str = "yaml",
+    source: str = "<stdin>",
+    yaml_version: str = DEFAULT_YAML_VERSION,
+) -> ConfigDocument:
+    """A config held in memory as a ``ConfigDocument``; ``ConfigError`` when it
+    cannot be read (too big, not UTF-8, bad syntax, too deep)."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    check_yaml_version(yaml_version)
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError([ConfigIssue(source, 1, 1, "", too_big(len(raw)), "file")])
+    parsed = parse_config_bytes(raw, format, source, yaml_version)
+    if isinstance(parsed, ConfigIssue):
+        raise ConfigError([parsed])
+    return ConfigDocument(source, format, parsed, yaml_version)
+
+
+def read_config(
+    path: Union[str, os.PathLike[str]], *, yaml_version: str = DEFAULT_YAML_VERSION
+) -> ConfigDocument:
+    """A ``.yaml``/``.yml``/``.json``/``.toml`` file as a ``ConfigDocument``.
+
+    YAML is read as ``yaml.safe_load`` reads it (``yaml_version="1.2"``: as
+    YAML 1.2 loaders do). Raises ``ConfigError`` when the file cannot be
+    read at all (missing, not a regular file, over ``MAX_CONFIG_BYTES``, not
+    UTF-8, bad syntax, too deep).
+    """
+    check_yaml_version(yaml_version)
+    name = os.fspath(path)
+    fmt = format_for_suffix(name)
+    if fmt is None:
+        raise ConfigError([unsupported_suffix(name)])
+    data = read_config_file(name)
+    if isinstance(data, ConfigIssue):
+        raise ConfigError([data])
+    return read_config_bytes(data, format=fmt, source=name, yaml_version=yaml_version)
+
+
+__all__ = [
+    "ConfigDocument",
+    "error_issues",
+    "not_regular",
+    "parse_config_bytes",
+    "read_config",
+    "read_config_bytes",
+    "read_config_file",
+    "section_path",
+    "split_location",
+    "too_big",
+    "unsupported_suffix",
+    "warning_issues",
+]
