@@ -3,9 +3,12 @@
     python benches/bench_arrow.py [--rows N] [--big-rows M] [--repeat R] [--no-ray] [--dir D]
 
 1. rows -> Arrow table, on ``--rows`` rows of each shape (str prompts; two-message
-   prompts): ``rows_to_arrow`` (Rust, twin) vs ``pyarrow.Table.from_pylist(rows)``
-   and ``datasets.Dataset.from_list(rows)``. The anchors take the raw rows as a
-   user would hand them over (they do not normalise, and keep the extra keys).
+   prompts; four-message prompts with a tool call, whose arguments are an object,
+   and a tool answer): ``rows_to_arrow`` (Rust, twin) vs
+   ``pyarrow.Table.from_pylist(rows)``, and ``to_dataset`` vs
+   ``datasets.Dataset.from_list(rows)``. The anchors take the raw rows as a user
+   would hand them over (they do not normalise, and keep the extra keys). The
+   two ratios the Arrow work is held to are printed under each table.
 2. JSONL -> zstd Parquet file (the message file of ``bench_jsonl.py``):
    ``normalise_rollout_file(src, "out.parquet")`` (Rust, twin) vs
    ``pyarrow.json.read_json`` + the same rules in Python (the twin) +
@@ -36,8 +39,35 @@ import pyarrow.parquet as pq
 
 from _common import best_settled, message_rows, string_rows
 from agent_rollout import _engine, normalise_rollout_file, normalise_rollout_rows
-from agent_rollout.arrow import arrow_to_rows, rows_to_arrow
+from agent_rollout.arrow import arrow_to_rows, rows_to_arrow, to_dataset
 from bench_jsonl import write_file
+
+
+def tool_call_rows(n: int) -> list[dict]:
+    """Rows of a tool-calling rollout: system, user, an assistant tool call, the tool's answer."""
+    return [
+        {
+            "prompt": [
+                {"role": "system", "content": "You are a careful calculator."},
+                {"role": "user", "content": f"What is {i} + {i}?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{i}",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": {"a": i, "b": i}},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": f"call_{i}", "name": "add", "content": str(2 * i)},
+            ],
+            "answer": str(2 * i),
+            "meta": {"id": i},
+        }
+        for i in range(n)
+    ]
 
 
 def with_engine(engine: str, fn: Any) -> Any:
@@ -63,23 +93,46 @@ def table_of(rows: list[dict], n: int) -> dict[str, Any]:
         "python", lambda: rows_to_arrow(rows, max_rows=n)
     )
     contenders["pa.Table.from_pylist"] = lambda: pa.Table.from_pylist(rows)
+    engine = "rust" if _engine.native_available() else "python"
+    contenders[f"to_dataset {engine}"] = with_engine(engine, lambda: to_dataset(rows, max_rows=n))
     contenders["Dataset.from_list"] = lambda: datasets.Dataset.from_list(rows)
     return contenders
 
 
+def print_ratios(times: dict[str, float]) -> None:
+    """The two ratios the Arrow work is held to (how many times faster than the anchor)."""
+    engine = "rust" if "rows_to_arrow rust" in times else "twin"
+    arrow_ratio = times["pa.Table.from_pylist"] / times[f"rows_to_arrow {engine}"]
+    dataset_engine = "rust" if engine == "rust" else "python"
+    dataset_ratio = times["Dataset.from_list"] / times[f"to_dataset {dataset_engine}"]
+    print(
+        f"ratios: rows_to_arrow {engine} {arrow_ratio:.2f}x faster than pa.Table.from_pylist; "
+        f"to_dataset {dataset_ratio:.2f}x faster than Dataset.from_list"
+    )
+
+
+def without_null_keys(row: dict) -> dict:
+    """A row as Arrow gives it back: message keys whose value is None are absent."""
+    if isinstance(row["prompt"], str):
+        return row
+    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
+    return {**row, "prompt": prompt}
+
+
 def lossless(rows: list[dict]) -> str:
-    """Whether each anchor keeps every row of a small probe with the same shape."""
+    """Whether each anchor keeps every row of a small probe with the same shape (a message
+    key whose value is None and one that is absent count as the same)."""
     import datasets
 
     probe = [{k: v for k, v in rows[0].items() if k != "answer"}, *rows[1:50]]
-    expected = normalise_rollout_rows(probe)
+    expected = tuple(without_null_keys(row) for row in normalise_rollout_rows(probe))
     verdicts = []
     for name, build in (
         ("from_pylist", pa.Table.from_pylist),
         ("from_list", datasets.Dataset.from_list),
     ):
         try:
-            got = arrow_to_rows(build(probe))
+            got = tuple(without_null_keys(row) for row in arrow_to_rows(build(probe)))
             verdicts.append(f"{name} {'lossless' if got == expected else 'LOSSY'}")
         except Exception as exc:
             verdicts.append(f"{name} fails ({type(exc).__name__})")
@@ -171,11 +224,21 @@ def main() -> int:
         f"{n} rows of each shape, best of {args.repeat}, "
         f"native engine available: {_engine.native_available()}"
     )
-    for shape, rows in (("str prompts", string_rows(n)), ("two-message prompts", message_rows(n))):
+    shapes = (
+        ("str prompts", string_rows),
+        ("two-message prompts", message_rows),
+        ("tool-call prompts (4 messages)", tool_call_rows),
+    )
+    for shape, make in shapes:
+        rows = make(n)
         contenders = table_of(rows, n)
-        times = {name: best_settled(fn, args.repeat)[1] for name, fn in contenders.items()}
+        times = {
+            name: best_settled(fn, 1 if "twin" in name else args.repeat)[1]
+            for name, fn in contenders.items()
+        }
         print(f"\nrows -> Arrow table, {shape}; {lossless(rows)}")
         print_table(times, n, ["pa.Table.from_pylist", "Dataset.from_list"])
+        print_ratios(times)
         del rows, contenders
 
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp_name:

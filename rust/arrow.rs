@@ -4,17 +4,24 @@
 //! without another copy.
 //!
 //! No Arrow crate is used (see docs/arrow.md for the measured cost of arrow-rs
-//! and parquet): a string column is three plain buffers (validity bitmap,
-//! 32-bit offsets, UTF-8 bytes), a message list is one more offsets buffer,
-//! and `agent_rollout.arrow.batch_from_buffers` assembles them with
-//! `pyarrow.Array.from_buffers`. The schema itself is written down once, in
-//! Python; this file only follows it:
+//! and parquet): a column is a few plain buffers (validity bitmap, 32-bit
+//! offsets, values), described by a `_native.Column` tree that
+//! `agent_rollout.arrow.batch_from_buffers` assembles with
+//! `pyarrow.Array.from_buffers`. The schema is written down in Python
+//! (`agent_rollout/arrow.py`, docs/arrow.md); this file follows it:
 //!
-//! * text prompts: `prompt: string`, `answer: string` (nullable);
-//! * message prompts: `prompt: list<struct<role, content, extra_json>>`, where
-//!   `content` is the content when it is a str and `extra_json` the compact JSON
-//!   text of every other key of the message (null when there is none).
+//! * text prompts: `prompt: string`, `answer: string`;
+//! * message prompts: `prompt: list<struct<role, content, ...>>`: `role` a
+//!   string, `content` a string (or JSON text, `arrow.json`, once any content
+//!   in the batch is not a str), then one field per other message key, in the
+//!   order the keys first appear, typed by `Ty` below.
+//!
+//! Each batch is typed from its own rows; Python joins the batches' types
+//! (`agent_rollout.arrow.merge_schemas`, the same lattice) and converts the
+//! few batches that need it, so a table has one schema.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -24,7 +31,8 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use crate::errors::{Code, Fault, Rule, Seg};
 use crate::files::{self, FileLimits, FileStats};
 use crate::json::{py_float_repr, write_json_str, J};
-use crate::jsonl::{self, Event, LineFault, Row, Waited};
+use crate::jsonl::{self, ChunkResult, Event, LineFault, Row, Waited};
+use crate::rows::GcPause;
 
 /// The prompt kind of a table, or how the caller asked for it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -71,59 +79,122 @@ impl KindRule {
 }
 
 /// Too much text for one Arrow string column (32-bit offsets).
-fn overflow() -> PyErr {
-    PyValueError::new_err("a string column grew past 2 GiB; Arrow strings use 32-bit offsets")
+const OVERFLOW: &str = "a string column grew past 2 GiB; Arrow strings use 32-bit offsets";
+
+/// A value that does not match the column its batch typed it for: a bug, reported, never a panic.
+const MISMATCH: &str = "rows_to_arrow: a value does not match the type of its column";
+
+fn offset(len: usize) -> Result<i32, String> {
+    i32::try_from(len).map_err(|_| OVERFLOW.to_string())
 }
 
-/// One Arrow string column being built.
+// ---- buffers -------------------------------------------------------------------------------
+
+/// A bitmap being built (validity, or the values of a bool column).
+struct Bits {
+    bytes: Vec<u8>,
+    len: usize,
+    unset: usize,
+}
+
+impl Bits {
+    fn new() -> Self {
+        Bits {
+            bytes: Vec::new(),
+            len: 0,
+            unset: 0,
+        }
+    }
+
+    /// `len` set bits (a validity with no nulls: never handed over).
+    fn all_set(len: usize) -> Self {
+        Bits {
+            bytes: Vec::new(),
+            len,
+            unset: 0,
+        }
+    }
+
+    fn push(&mut self, set: bool) {
+        if self.len % 8 == 0 {
+            self.bytes.push(0);
+        }
+        if set {
+            if let Some(byte) = self.bytes.last_mut() {
+                *byte |= 1 << (self.len % 8);
+            }
+        } else {
+            self.unset += 1;
+        }
+        self.len += 1;
+    }
+
+    fn is_set(&self, i: usize) -> bool {
+        self.unset == 0
+            || self
+                .bytes
+                .get(i / 8)
+                .is_some_and(|b| b & (1 << (i % 8)) != 0)
+    }
+
+    /// As a validity bitmap: None when every bit is set.
+    fn validity(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        (self.unset > 0).then(|| PyBytes::new(py, &self.bytes).unbind())
+    }
+}
+
+/// One Arrow string column being built (also the storage of a JSON column).
 struct StrCol {
     offsets: Vec<i32>,
-    data: Vec<u8>,
-    validity: Vec<u8>,
-    len: usize,
-    nulls: usize,
+    data: String,
+    valid: Bits,
 }
 
 impl StrCol {
     fn new() -> Self {
         StrCol {
             offsets: vec![0],
-            data: Vec::new(),
-            validity: Vec::new(),
-            len: 0,
-            nulls: 0,
+            data: String::new(),
+            valid: Bits::new(),
         }
     }
 
-    fn push(&mut self, value: Option<&str>) -> PyResult<()> {
-        if self.len % 8 == 0 {
-            self.validity.push(0);
-        }
-        match value {
-            Some(text) => {
-                self.data.extend_from_slice(text.as_bytes());
-                if let Some(byte) = self.validity.last_mut() {
-                    *byte |= 1 << (self.len % 8);
-                }
-            }
-            None => self.nulls += 1,
-        }
-        let end = i32::try_from(self.data.len()).map_err(|_| overflow())?;
-        self.offsets.push(end);
-        self.len += 1;
+    fn end_value(&mut self, set: bool) -> Result<(), String> {
+        self.offsets.push(offset(self.data.len())?);
+        self.valid.push(set);
         Ok(())
     }
 
-    /// The column as Python bytes (`StringColumn`).
-    fn into_py(self, py: Python<'_>) -> PyResult<Py<StringColumn>> {
-        let validity = (self.nulls > 0).then(|| PyBytes::new(py, &self.validity).unbind());
-        let column = StringColumn {
-            validity,
-            offsets: offsets_bytes(py, &self.offsets).unbind(),
-            data: PyBytes::new(py, &self.data).unbind(),
-            null_count: self.nulls,
-        };
-        Py::new(py, column)
+    fn push(&mut self, value: Option<&str>) -> Result<(), String> {
+        if let Some(text) = value {
+            self.data.push_str(text);
+        }
+        self.end_value(value.is_some())
+    }
+
+    /// A value as compact JSON text (`null` is a null entry).
+    fn push_json(&mut self, value: &J<'_>) -> Result<(), String> {
+        if matches!(value, J::Null) {
+            return self.push(None);
+        }
+        jsonl::write_value(value, &mut self.data);
+        self.end_value(true)
+    }
+
+    /// A str as JSON text (a quoted string).
+    fn push_json_str(&mut self, text: &str) -> Result<(), String> {
+        write_json_str(text, &mut self.data);
+        self.end_value(true)
+    }
+
+    /// Value `i`, if it is not null.
+    fn get(&self, i: usize) -> Option<&str> {
+        if !self.valid.is_set(i) {
+            return None;
+        }
+        let start = usize::try_from(*self.offsets.get(i)?).ok()?;
+        let end = usize::try_from(*self.offsets.get(i + 1)?).ok()?;
+        self.data.get(start..end)
     }
 }
 
@@ -135,18 +206,367 @@ fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i32]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &raw)
 }
 
-/// One Arrow string column, as `pyarrow.Array.from_buffers` takes it
-/// (`_native.StringColumn`).
+// ---- types: the lattice of `agent_rollout.arrow.merge_schemas` -----------------------------
+
+/// The Arrow type of the values at one place of a message. A join
+/// semilattice: `Null` (no value seen but null) is below everything, `Json`
+/// (`arrow.json`: the values as JSON text) above everything; two different
+/// kinds join to `Json`, lists join their items, and objects stay a struct
+/// only while every object has the same keys in the same order.
+#[derive(Clone, Debug, PartialEq)]
+enum Ty {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Json,
+    List(Box<Ty>),
+    Struct(Vec<(String, Ty)>),
+}
+
+fn fits_i64(text: &str) -> bool {
+    text.parse::<i64>().is_ok()
+}
+
+impl Ty {
+    /// The type of one value.
+    fn of(value: &J<'_>) -> Ty {
+        match value {
+            J::Null => Ty::Null,
+            J::Bool(_) => Ty::Bool,
+            J::Num(text, false) => {
+                if fits_i64(text) {
+                    Ty::Int
+                } else {
+                    Ty::Json
+                }
+            }
+            J::Num(_, true) => Ty::Float,
+            J::Str(_) => Ty::Str,
+            J::Arr(items) => {
+                let mut item = Ty::Null;
+                for value in items {
+                    item.absorb(value);
+                }
+                Ty::List(Box::new(item))
+            }
+            J::Obj(members) if members.is_empty() => Ty::Json,
+            J::Obj(members) => Ty::Struct(
+                members
+                    .iter()
+                    .map(|(key, value)| (key.to_string(), Ty::of(value)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Join the type of `value` into this one.
+    fn absorb(&mut self, value: &J<'_>) {
+        if matches!(value, J::Null) || matches!(self, Ty::Json) {
+            return;
+        }
+        if matches!(self, Ty::Null) {
+            *self = Ty::of(value);
+            return;
+        }
+        let keeps = match (&mut *self, value) {
+            (Ty::Bool, J::Bool(_)) | (Ty::Str, J::Str(_)) | (Ty::Float, J::Num(_, true)) => true,
+            (Ty::Int, J::Num(text, false)) => fits_i64(text),
+            (Ty::List(item), J::Arr(items)) => {
+                for value in items {
+                    item.absorb(value);
+                }
+                true
+            }
+            (Ty::Struct(fields), J::Obj(members)) => {
+                let same_keys = fields.len() == members.len()
+                    && fields
+                        .iter()
+                        .zip(members)
+                        .all(|((name, _), (key, _))| name == key);
+                if same_keys {
+                    for ((_, ty), (_, value)) in fields.iter_mut().zip(members) {
+                        ty.absorb(value);
+                    }
+                }
+                same_keys
+            }
+            _ => false,
+        };
+        if !keeps {
+            *self = Ty::Json;
+        }
+    }
+}
+
+// ---- columns -------------------------------------------------------------------------------
+
+/// A column being built, of one `Ty`.
+enum Col {
+    Null {
+        len: usize,
+    },
+    Bool {
+        valid: Bits,
+        values: Bits,
+    },
+    Int {
+        valid: Bits,
+        values: Vec<i64>,
+    },
+    Float {
+        valid: Bits,
+        values: Vec<f64>,
+    },
+    Str(StrCol),
+    Json(StrCol),
+    List {
+        valid: Bits,
+        offsets: Vec<i32>,
+        child: Box<Col>,
+    },
+    Struct {
+        valid: Bits,
+        names: Vec<String>,
+        children: Vec<Col>,
+    },
+}
+
+impl Col {
+    fn new(ty: &Ty) -> Col {
+        match ty {
+            Ty::Null => Col::Null { len: 0 },
+            Ty::Bool => Col::Bool {
+                valid: Bits::new(),
+                values: Bits::new(),
+            },
+            Ty::Int => Col::Int {
+                valid: Bits::new(),
+                values: Vec::new(),
+            },
+            Ty::Float => Col::Float {
+                valid: Bits::new(),
+                values: Vec::new(),
+            },
+            Ty::Str => Col::Str(StrCol::new()),
+            Ty::Json => Col::Json(StrCol::new()),
+            Ty::List(item) => Col::List {
+                valid: Bits::new(),
+                offsets: vec![0],
+                child: Box::new(Col::new(item)),
+            },
+            Ty::Struct(fields) => Col::Struct {
+                valid: Bits::new(),
+                names: fields.iter().map(|(name, _)| name.clone()).collect(),
+                children: fields.iter().map(|(_, ty)| Col::new(ty)).collect(),
+            },
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Col::Null { len } => *len,
+            Col::Str(col) | Col::Json(col) => col.valid.len,
+            Col::Bool { valid, .. }
+            | Col::Int { valid, .. }
+            | Col::Float { valid, .. }
+            | Col::List { valid, .. }
+            | Col::Struct { valid, .. } => valid.len,
+        }
+    }
+
+    fn push_null(&mut self) -> Result<(), String> {
+        match self {
+            Col::Null { len } => *len += 1,
+            Col::Bool { valid, values } => {
+                valid.push(false);
+                values.push(false);
+            }
+            Col::Int { valid, values } => {
+                valid.push(false);
+                values.push(0);
+            }
+            Col::Float { valid, values } => {
+                valid.push(false);
+                values.push(0.0);
+            }
+            Col::Str(col) | Col::Json(col) => col.push(None)?,
+            Col::List { valid, offsets, .. } => {
+                let last = offsets.last().copied().unwrap_or(0);
+                offsets.push(last);
+                valid.push(false);
+            }
+            Col::Struct {
+                valid, children, ..
+            } => {
+                for child in children.iter_mut() {
+                    child.push_null()?;
+                }
+                valid.push(false);
+            }
+        }
+        Ok(())
+    }
+
+    /// Nulls until the column holds `len` values.
+    fn pad_to(&mut self, len: usize) -> Result<(), String> {
+        while self.len() < len {
+            self.push_null()?;
+        }
+        Ok(())
+    }
+
+    /// Append `value`, which the column's type holds (the batch was typed from it).
+    fn push(&mut self, value: &J<'_>) -> Result<(), String> {
+        if matches!(value, J::Null) {
+            return self.push_null();
+        }
+        match (&mut *self, value) {
+            (Col::Bool { valid, values }, J::Bool(flag)) => {
+                valid.push(true);
+                values.push(*flag);
+            }
+            (Col::Int { valid, values }, J::Num(text, false)) => {
+                values.push(text.parse().map_err(|_| MISMATCH.to_string())?);
+                valid.push(true);
+            }
+            (Col::Float { valid, values }, J::Num(text, true)) => {
+                values.push(text.parse().map_err(|_| MISMATCH.to_string())?);
+                valid.push(true);
+            }
+            (Col::Str(col), J::Str(text)) => col.push(Some(text))?,
+            (Col::Json(col), value) => col.push_json(value)?,
+            (
+                Col::List {
+                    valid,
+                    offsets,
+                    child,
+                },
+                J::Arr(items),
+            ) => {
+                for item in items {
+                    child.push(item)?;
+                }
+                offsets.push(offset(child.len())?);
+                valid.push(true);
+            }
+            (
+                Col::Struct {
+                    valid, children, ..
+                },
+                J::Obj(members),
+            ) if members.len() == children.len() => {
+                for (child, (_, item)) in children.iter_mut().zip(members) {
+                    child.push(item)?;
+                }
+                valid.push(true);
+            }
+            _ => return Err(MISMATCH.to_string()),
+        }
+        Ok(())
+    }
+
+    /// The column as Python objects (`Column`).
+    fn into_py(self, py: Python<'_>) -> PyResult<Py<Column>> {
+        let mut column = Column {
+            kind: "null",
+            len: self.len(),
+            null_count: 0,
+            validity: None,
+            offsets: None,
+            data: None,
+            children: Vec::new(),
+            names: Vec::new(),
+        };
+        match self {
+            Col::Null { len } => column.null_count = len,
+            Col::Bool { valid, values } => {
+                column.kind = "bool";
+                column.null_count = valid.unset;
+                column.validity = valid.validity(py);
+                column.data = Some(PyBytes::new(py, &values.bytes).unbind());
+            }
+            Col::Int { valid, values } => {
+                column.kind = "int64";
+                column.null_count = valid.unset;
+                column.validity = valid.validity(py);
+                let mut raw = Vec::with_capacity(values.len() * 8);
+                for value in values {
+                    raw.extend_from_slice(&value.to_ne_bytes());
+                }
+                column.data = Some(PyBytes::new(py, &raw).unbind());
+            }
+            Col::Float { valid, values } => {
+                column.kind = "float64";
+                column.null_count = valid.unset;
+                column.validity = valid.validity(py);
+                let mut raw = Vec::with_capacity(values.len() * 8);
+                for value in values {
+                    raw.extend_from_slice(&value.to_ne_bytes());
+                }
+                column.data = Some(PyBytes::new(py, &raw).unbind());
+            }
+            Col::Str(col) => fill_strings(py, &mut column, "string", col),
+            Col::Json(col) => fill_strings(py, &mut column, "json", col),
+            Col::List {
+                valid,
+                offsets,
+                child,
+            } => {
+                column.kind = "list";
+                column.null_count = valid.unset;
+                column.validity = valid.validity(py);
+                column.offsets = Some(offsets_bytes(py, &offsets).unbind());
+                column.children.push(child.into_py(py)?);
+            }
+            Col::Struct {
+                valid,
+                names,
+                children,
+            } => {
+                column.kind = "struct";
+                column.null_count = valid.unset;
+                column.validity = valid.validity(py);
+                column.names = names;
+                for child in children {
+                    column.children.push(child.into_py(py)?);
+                }
+            }
+        }
+        Py::new(py, column)
+    }
+}
+
+fn fill_strings(py: Python<'_>, column: &mut Column, kind: &'static str, col: StrCol) {
+    column.kind = kind;
+    column.null_count = col.valid.unset;
+    column.validity = col.valid.validity(py);
+    column.offsets = Some(offsets_bytes(py, &col.offsets).unbind());
+    column.data = Some(PyBytes::new(py, col.data.as_bytes()).unbind());
+}
+
+/// One Arrow array as buffers (`_native.Column`), as
+/// `pyarrow.Array.from_buffers` takes them.
 #[pyclass(frozen, get_all, module = "agent_rollout._native")]
-pub struct StringColumn {
+pub struct Column {
+    /// `"null"`, `"bool"`, `"int64"`, `"float64"`, `"string"`, `"json"`
+    /// (a string column of JSON text: `arrow.json`), `"list"` or `"struct"`.
+    kind: &'static str,
+    len: usize,
+    null_count: usize,
     /// The validity bitmap (bit i set: value i is not null); None when no
     /// value is null.
     validity: Option<Py<PyBytes>>,
-    /// `len + 1` native-endian `int32` offsets into `data`.
-    offsets: Py<PyBytes>,
-    /// The values' UTF-8 bytes, one after another.
-    data: Py<PyBytes>,
-    null_count: usize,
+    /// `len + 1` native-endian `int32` offsets (string, json, list).
+    offsets: Option<Py<PyBytes>>,
+    /// The values: UTF-8 bytes (string, json), a bitmap (bool), native-endian
+    /// 8-byte numbers (int64, float64).
+    data: Option<Py<PyBytes>>,
+    /// The item column of a list; the field columns of a struct.
+    children: Vec<Py<Column>>,
+    /// The field names of a struct.
+    names: Vec<String>,
 }
 
 /// One record batch as buffers (`_native.ArrowBatch`), assembled by
@@ -156,115 +576,252 @@ pub struct ArrowBatch {
     /// `"text"` or `"messages"`: the prompt kind of the batch.
     kind: &'static str,
     rows: usize,
-    /// `rows + 1` native-endian `int32` offsets into the messages (messages
-    /// kind only).
-    list_offsets: Option<Py<PyBytes>>,
-    /// Messages in the batch (0 for the text kind).
-    messages: usize,
-    /// The prompt (text kind), or each message's role.
-    first: Py<StringColumn>,
-    /// Each message's str content (messages kind only).
-    content: Option<Py<StringColumn>>,
-    /// Each message's other keys as compact JSON (messages kind only).
-    extra: Option<Py<StringColumn>>,
-    answer: Py<StringColumn>,
+    /// A string column (text) or a list of message structs (messages).
+    prompt: Py<Column>,
+    answer: Py<Column>,
 }
 
-/// One record batch being built, of one prompt kind.
-pub struct Batch {
+// ---- batches -------------------------------------------------------------------------------
+
+/// The members of one message other than `role` and a str or null `content`.
+struct Extra<'a> {
+    /// The message's position in its batch.
+    message: usize,
+    members: Vec<(Cow<'a, str>, J<'a>)>,
+}
+
+/// One record batch being built, of one prompt kind. Roles and str contents
+/// go straight into their columns; every other member of a message is kept
+/// as a value (`Extra`) and typed when the batch is finished.
+pub struct Batch<'a> {
     kind: Kind,
     rows: usize,
-    /// Message-list offsets (messages kind only).
+    /// The prompts (text kind).
+    prompts: StrCol,
+    /// Message-list offsets (messages kind).
     list_offsets: Vec<i32>,
-    /// The prompt (text kind) or each message's role.
-    first: StrCol,
-    content: StrCol,
-    extra: StrCol,
-    answer: StrCol,
-    /// Scratch for one message's `extra_json`.
-    scratch: String,
+    roles: StrCol,
+    contents: StrCol,
+    extras: Vec<Extra<'a>>,
+    /// About how much text the extras hold.
+    extra_bytes: usize,
+    answers: StrCol,
 }
 
-impl Batch {
+/// A finished batch, its buffers all built (no Python object yet).
+pub struct Built {
+    kind: Kind,
+    rows: usize,
+    prompt: Col,
+    answer: StrCol,
+}
+
+impl<'a> Batch<'a> {
     fn new(kind: Kind) -> Self {
         Batch {
             kind,
             rows: 0,
+            prompts: StrCol::new(),
             list_offsets: vec![0],
-            first: StrCol::new(),
-            content: StrCol::new(),
-            extra: StrCol::new(),
-            answer: StrCol::new(),
-            scratch: String::new(),
+            roles: StrCol::new(),
+            contents: StrCol::new(),
+            extras: Vec::new(),
+            extra_bytes: 0,
+            answers: StrCol::new(),
         }
     }
 
     fn text_bytes(&self) -> usize {
-        self.first.data.len()
-            + self.content.data.len()
-            + self.extra.data.len()
-            + self.answer.data.len()
+        self.prompts.data.len()
+            + self.roles.data.len()
+            + self.contents.data.len()
+            + self.extra_bytes
+            + self.answers.data.len()
     }
 
-    fn message(&mut self, role: &str, content: Option<&str>, extra: bool) -> PyResult<()> {
-        self.first.push(Some(role))?;
-        self.content.push(content)?;
-        if extra {
-            let text = std::mem::take(&mut self.scratch);
-            self.extra.push(Some(&text))?;
-            self.scratch = text;
-        } else {
-            self.extra.push(None)?;
+    fn message(
+        &mut self,
+        role: &str,
+        content: Option<&str>,
+        members: Vec<(Cow<'a, str>, J<'a>)>,
+    ) -> Result<(), String> {
+        if !members.is_empty() {
+            let message = self.roles.valid.len;
+            self.extras.push(Extra { message, members });
         }
-        Ok(())
+        self.roles.push(Some(role))?;
+        self.contents.push(content)
     }
 
-    fn end_messages(&mut self) -> PyResult<()> {
-        let end = i32::try_from(self.first.len).map_err(|_| overflow())?;
-        self.list_offsets.push(end);
+    fn end_messages(&mut self) -> Result<(), String> {
+        self.list_offsets.push(offset(self.roles.valid.len)?);
         Ok(())
     }
 
     /// A str prompt: a text row, or one user message when the table holds messages.
-    fn text_prompt(&mut self, prompt: &str) -> PyResult<()> {
+    fn text_prompt(&mut self, prompt: &str) -> Result<(), String> {
         match self.kind {
-            Kind::Text => self.first.push(Some(prompt)),
+            Kind::Text => self.prompts.push(Some(prompt)),
             Kind::Messages => {
-                self.message("user", Some(prompt), false)?;
+                self.message("user", Some(prompt), Vec::new())?;
                 self.end_messages()
             }
         }
     }
 
-    fn end_row(&mut self, answer: Option<&str>) -> PyResult<()> {
-        self.answer.push(answer)?;
+    fn end_row(&mut self, answer: Option<&str>) -> Result<(), String> {
+        self.answers.push(answer)?;
         self.rows += 1;
         Ok(())
     }
 
-    /// The finished batch as Python bytes (`ArrowBatch`).
+    /// Type the extras and build every column (no Python needed: runs on
+    /// worker threads for files).
+    fn finish(self) -> Result<Built, String> {
+        let prompt = match self.kind {
+            Kind::Text => Col::Str(self.prompts),
+            Kind::Messages => Col::List {
+                valid: Bits::all_set(self.rows),
+                offsets: self.list_offsets,
+                child: Box::new(message_struct(self.roles, self.contents, &self.extras)?),
+            },
+        };
+        Ok(Built {
+            kind: self.kind,
+            rows: self.rows,
+            prompt,
+            answer: self.answers,
+        })
+    }
+}
+
+/// The message fields of a batch beyond `role` and `content`, typed as values
+/// come in: names in the order they first appear.
+#[derive(Default)]
+struct MsgTypes {
+    /// Some content is neither a str nor None: every content is JSON text.
+    content_json: bool,
+    names: Vec<String>,
+    types: Vec<Ty>,
+    /// Position of each name (looked up past a few names; below, a scan is faster).
+    index: HashMap<String, usize>,
+}
+
+/// Below this many fields a name is found by scanning.
+const SCAN_FIELDS: usize = 8;
+
+impl MsgTypes {
+    fn find(&self, name: &str) -> Option<usize> {
+        if self.names.len() <= SCAN_FIELDS {
+            self.names.iter().position(|known| known == name)
+        } else {
+            self.index.get(name).copied()
+        }
+    }
+
+    /// The position of field `name`, added (typed null so far) when new.
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(at) = self.find(name) {
+            return at;
+        }
+        self.names.push(name.to_owned());
+        self.types.push(Ty::Null);
+        self.index.insert(name.to_owned(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
+/// The struct column of a batch's messages: `role`, `content`, then the other
+/// fields (each padded with nulls to the batch's messages).
+fn assemble(
+    roles: StrCol,
+    content: Col,
+    names: Vec<String>,
+    columns: Vec<Col>,
+) -> Result<Col, String> {
+    let count = roles.valid.len;
+    let mut children = vec![Col::Str(roles), content];
+    for mut column in columns {
+        column.pad_to(count)?;
+        children.push(column);
+    }
+    let mut field_names = vec!["role".to_string(), "content".to_string()];
+    field_names.extend(names);
+    Ok(Col::Struct {
+        valid: Bits::all_set(count),
+        names: field_names,
+        children,
+    })
+}
+
+/// The struct column of a batch's messages parsed from JSON: `role`,
+/// `content`, then one field per other key in the order keys first appear.
+fn message_struct(roles: StrCol, contents: StrCol, extras: &[Extra<'_>]) -> Result<Col, String> {
+    let count = roles.valid.len;
+    let mut types = MsgTypes::default();
+    for extra in extras {
+        for (key, value) in &extra.members {
+            if key == "content" {
+                types.content_json |= !matches!(value, J::Null);
+                continue;
+            }
+            let at = types.slot(key);
+            if let Some(ty) = types.types.get_mut(at) {
+                ty.absorb(value);
+            }
+        }
+    }
+    let content = if types.content_json {
+        // Some content is not a str: the column holds every content as JSON text.
+        let mut column = StrCol::new();
+        let mut pending = extras.iter().peekable();
+        for i in 0..count {
+            let extra = pending.next_if(|extra| extra.message == i);
+            let other = extra.and_then(|extra| {
+                extra
+                    .members
+                    .iter()
+                    .find(|(key, _)| key == "content")
+                    .map(|(_, value)| value)
+            });
+            match (contents.get(i), other) {
+                (Some(text), _) => column.push_json_str(text)?,
+                (None, Some(value)) => column.push_json(value)?,
+                (None, None) => column.push(None)?,
+            }
+        }
+        Col::Json(column)
+    } else {
+        Col::Str(contents)
+    };
+    let mut columns: Vec<Col> = types.types.iter().map(Col::new).collect();
+    for extra in extras {
+        for (key, value) in &extra.members {
+            if key == "content" {
+                continue;
+            }
+            let column = types
+                .find(key)
+                .and_then(|at| columns.get_mut(at))
+                .ok_or_else(|| MISMATCH.to_string())?;
+            column.pad_to(extra.message)?;
+            column.push(value)?;
+        }
+    }
+    assemble(roles, content, types.names, columns)
+}
+
+impl Built {
+    /// The finished batch as Python objects (`ArrowBatch`).
     fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, ArrowBatch>> {
-        let batch = match self.kind {
-            Kind::Text => ArrowBatch {
-                kind: "text",
-                rows: self.rows,
-                list_offsets: None,
-                messages: 0,
-                first: self.first.into_py(py)?,
-                content: None,
-                extra: None,
-                answer: self.answer.into_py(py)?,
+        let batch = ArrowBatch {
+            kind: match self.kind {
+                Kind::Text => "text",
+                Kind::Messages => "messages",
             },
-            Kind::Messages => ArrowBatch {
-                kind: "messages",
-                rows: self.rows,
-                list_offsets: Some(offsets_bytes(py, &self.list_offsets).unbind()),
-                messages: self.first.len,
-                content: Some(self.content.into_py(py)?),
-                extra: Some(self.extra.into_py(py)?),
-                first: self.first.into_py(py)?,
-                answer: self.answer.into_py(py)?,
-            },
+            rows: self.rows,
+            prompt: self.prompt.into_py(py)?,
+            answer: Col::Str(self.answer).into_py(py)?,
         };
         Bound::new(py, batch)
     }
@@ -272,37 +829,24 @@ impl Batch {
 
 // ---- rows parsed from JSONL ----------------------------------------------------------------
 
-/// Write a parsed message's `extra_json` into `out`: every member but `role`
-/// and a str `content`, in order. Returns whether there was any.
-fn write_extra_parsed(members: &[(std::borrow::Cow<'_, str>, J<'_>)], out: &mut String) -> bool {
-    out.clear();
-    for (key, value) in members {
-        if key == "role" || (key == "content" && matches!(value, J::Str(_))) {
-            continue;
-        }
-        out.push(if out.is_empty() { '{' } else { ',' });
-        write_json_str(key, out);
-        out.push(':');
-        jsonl::write_value(value, out);
-    }
-    if out.is_empty() {
-        return false;
-    }
-    out.push('}');
-    true
-}
-
-/// What a worker made of one chunk of a JSONL file.
-pub struct ChunkArrow {
+/// What a worker is making of one chunk of a JSONL file.
+struct ChunkArrow<'d> {
     rule: KindRule,
-    batch: Option<Batch>,
+    batch: Option<Batch<'d>>,
     /// Index (among the chunk's rows) of the first row not of the chunk's kind.
     mismatch: Option<usize>,
     /// The first error building the buffers (an over-long column).
     failed: Option<String>,
 }
 
-impl ChunkArrow {
+/// What a worker made of one chunk: the batch built, ready to hand over.
+pub struct ChunkArrowDone {
+    batch: Option<Built>,
+    mismatch: Option<usize>,
+    failed: Option<String>,
+}
+
+impl<'d> ChunkArrow<'d> {
     fn new(rule: KindRule) -> Self {
         ChunkArrow {
             rule,
@@ -312,7 +856,7 @@ impl ChunkArrow {
         }
     }
 
-    fn add(&mut self, row: &Row<'_>) {
+    fn add(&mut self, row: Row<'d>) {
         if self.mismatch.is_some() || self.failed.is_some() {
             return;
         }
@@ -328,42 +872,64 @@ impl ChunkArrow {
             return;
         }
         if let Err(err) = add_parsed(batch, row) {
-            self.failed = Some(err.to_string());
+            self.failed = Some(err);
+        }
+    }
+
+    fn finish(self) -> ChunkArrowDone {
+        let mut failed = self.failed;
+        let batch = match self.batch.map(Batch::finish) {
+            Some(Ok(built)) => Some(built),
+            Some(Err(err)) => {
+                failed.get_or_insert(err);
+                None
+            }
+            None => None,
+        };
+        ChunkArrowDone {
+            batch,
+            mismatch: self.mismatch,
+            failed,
         }
     }
 }
 
-fn add_parsed(batch: &mut Batch, row: &Row<'_>) -> PyResult<()> {
-    match &row.prompt {
-        J::Str(text) => batch.text_prompt(text)?,
+fn add_parsed<'d>(batch: &mut Batch<'d>, row: Row<'d>) -> Result<(), String> {
+    match row.prompt {
+        J::Str(text) => batch.text_prompt(&text)?,
         J::Arr(messages) => {
             for message in messages {
                 let J::Obj(members) = message else {
-                    return Err(PyTypeError::new_err("a checked message is an object"));
+                    return Err("a checked message is an object".to_string());
                 };
-                let mut role = "";
+                let mut role = None;
                 let mut content = None;
+                let mut others = Vec::new();
                 for (key, value) in members {
-                    match (key.as_ref(), value) {
-                        ("role", J::Str(text)) => role = text,
-                        ("content", J::Str(text)) => content = Some(text.as_ref()),
-                        _ => {}
+                    let name: &str = &key;
+                    match (name, value) {
+                        ("role", J::Str(text)) => role = Some(text),
+                        ("content", J::Str(text)) => content = Some(text),
+                        ("content", J::Null) => {}
+                        (_, value) => {
+                            batch.extra_bytes += key.len() + 8;
+                            others.push((key, value));
+                        }
                     }
                 }
-                let mut scratch = std::mem::take(&mut batch.scratch);
-                let extra = write_extra_parsed(members, &mut scratch);
-                batch.scratch = scratch;
-                batch.message(role, content, extra)?;
+                let role = role.ok_or_else(|| "a checked message has a role".to_string())?;
+                batch.message(&role, content.as_deref(), others)?;
             }
             batch.end_messages()?;
         }
-        _ => return Err(PyTypeError::new_err("a checked prompt is a str or a list")),
+        _ => return Err("a checked prompt is a str or a list".to_string()),
     }
     batch.end_row(row.answer.as_deref())
 }
 
 /// Read a rollout JSONL file into Arrow buffers, chunk by chunk, in order:
-/// `on_batch(batch)` receives each chunk's `ArrowBatch`.
+/// `on_batch(batch)` receives each chunk's `ArrowBatch` (typed from that
+/// chunk's rows alone).
 pub fn read_file(
     py: Python<'_>,
     path: &str,
@@ -377,12 +943,30 @@ pub fn read_file(
     let mut stats = FileStats::default();
     let mut table: Option<Kind> = rule.fixed;
     let work = |data: &[u8]| {
-        jsonl::process_chunk(
+        let ChunkResult {
+            row_lines,
+            output,
+            dropped_keys,
+            blank_lines,
+            lines: line_count,
+            bytes,
+            fault,
+        } = jsonl::process_chunk(
             data,
             lines,
             ChunkArrow::new(rule),
-            |out: &mut ChunkArrow, row| out.add(&row),
-        )
+            |out: &mut ChunkArrow<'_>, row| out.add(row),
+        );
+        // Typed and built here, on the worker thread.
+        ChunkResult {
+            row_lines,
+            output: output.finish(),
+            dropped_keys,
+            blank_lines,
+            lines: line_count,
+            bytes,
+            fault,
+        }
     };
     let wait = |rx: Receiver<_>| py.detach(move || Waited::recv(rx));
     let tick = || py.check_signals().map_err(Fault::from);
@@ -443,12 +1027,26 @@ pub fn read_file(
 // (exact dicts, lists, str, int, float, bool, None; a non-empty str prompt or
 // message list; roles that are non-empty str; finite floats; nesting within
 // the limit): for those, the row rules have nothing to change or refuse, so
-// the buffers are built straight from the input, with no Python object made.
-// Anything else (a subclass, a mapping, a rule broken, a kind mismatch, a
-// lone surrogate) gives up the pass: Python then runs the row rules
-// (`normalise_rollout_rows`), which raise the error both engines agree on,
-// and the second pass builds from the rows they return, where a mismatch or
-// a lone surrogate is the error to report.
+// the buffers are built straight from the input. Anything else (a subclass,
+// a mapping, a rule broken, a kind mismatch, a value Arrow cannot hold) gives
+// up the pass: Python then runs the row rules (`normalise_rollout_rows`),
+// which raise the error both engines agree on, and the second pass builds
+// from the rows they return, where a mismatch or a value Arrow cannot hold
+// is the error to report.
+//
+// A message's other members are checked and typed as the rows come in
+// (`absorb_py`), and the message is kept (a strong reference); when the
+// batch is finished they are read a second time into their columns
+// (`Col::push_py`). Python objects are read under the rules of rust/rows.rs's
+// header, and this walk keeps one more: the collector is paused for the whole
+// call (`GcPause`), so no allocation runs a finalizer, and between two steps
+// of a dict's or list's iteration only C code on exact built-in types runs
+// (type checks, UTF-8 and number reads, no lookups): nothing can change the
+// container being iterated, which PyO3's dict iterator requires. Lookups
+// (which may run a user key's `__eq__`) happen only outside iterations; what
+// user code changes between the two reads is found as a value that does not
+// match its column (`Stop::Changed`): the first pass then gives up, and the
+// row rules' copies, which no user code can reach, are built instead.
 
 /// Why the fast walk over Python rows stopped.
 enum Stop {
@@ -456,6 +1054,16 @@ enum Stop {
     Slow,
     /// A str Arrow cannot hold (a lone surrogate).
     NotUtf8,
+    /// An int too long for Python to write as text (past
+    /// `sys.get_int_max_str_digits()`), so not as JSON either.
+    IntTooLong,
+    /// A column past Arrow's limits.
+    Build(String),
+    /// A value no longer of the type the batch gave its column: user code
+    /// (a key's `__eq__` run by a lookup, a signal handler) changed a message
+    /// between its two reads. The first pass gives up (the row rules' copies
+    /// are built instead); in the second it is a bug, reported.
+    Changed,
     /// An exception (raised by Python code a lookup ran, or memory): passed on.
     Py(PyErr),
 }
@@ -466,6 +1074,16 @@ impl From<PyErr> for Stop {
     }
 }
 
+impl From<String> for Stop {
+    fn from(err: String) -> Self {
+        Stop::Build(err)
+    }
+}
+
+fn changed() -> Stop {
+    Stop::Changed
+}
+
 fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Stop> {
     value.to_str().map_err(|_| Stop::NotUtf8)
 }
@@ -474,7 +1092,141 @@ fn exact_str<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyS
     value.cast_exact::<PyString>().map_err(|_| Stop::Slow)
 }
 
-/// Append `value`, a value at nesting `level` of a message, as JSON the way
+fn is_sequence(value: &Bound<'_, PyAny>) -> bool {
+    value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>()
+}
+
+/// The decimal text of an int past `i64`, as `json.dumps` writes it.
+fn long_int_text(number: &Bound<'_, PyInt>) -> Result<String, Stop> {
+    match number.str() {
+        Ok(shown) => Ok(text(&shown)?.to_owned()),
+        Err(err) if err.is_instance_of::<PyValueError>(number.py()) => Err(Stop::IntTooLong),
+        Err(err) => Err(Stop::Py(err)),
+    }
+}
+
+/// Join `own`, the type of a scalar, into `ty`.
+fn join_scalar(ty: &mut Ty, own: Ty) {
+    let next = match &*ty {
+        Ty::Null => Some(own),
+        Ty::Json => None,
+        known if *known == own => None,
+        _ => Some(Ty::Json),
+    };
+    if let Some(next) = next {
+        *ty = next;
+    }
+}
+
+/// Check `value`, a value at nesting `level` of a message, the way the first
+/// pass takes it, and join its type into `ty` (`Ty::absorb` for Python
+/// objects). `size` grows by about the text it holds.
+fn absorb_py(
+    ty: &mut Ty,
+    value: &Bound<'_, PyAny>,
+    level: usize,
+    max_depth: usize,
+    size: &mut usize,
+) -> Result<(), Stop> {
+    *size += 2;
+    if value.is_none() {
+        return Ok(());
+    }
+    if let Ok(text_value) = value.cast_exact::<PyString>() {
+        *size += text(text_value)?.len();
+        join_scalar(ty, Ty::Str);
+    } else if value.is_exact_instance_of::<PyBool>() {
+        join_scalar(ty, Ty::Bool);
+    } else if let Ok(number) = value.cast_exact::<PyInt>() {
+        if number.extract::<i64>().is_ok() {
+            join_scalar(ty, Ty::Int);
+        } else {
+            *size += long_int_text(number)?.len();
+            *ty = Ty::Json;
+        }
+    } else if let Ok(number) = value.cast_exact::<PyFloat>() {
+        if !number.value().is_finite() {
+            return Err(Stop::Slow);
+        }
+        join_scalar(ty, Ty::Float);
+    } else if is_sequence(value) {
+        if level > max_depth {
+            return Err(Stop::Slow);
+        }
+        match ty {
+            Ty::Null => *ty = Ty::List(Box::new(Ty::Null)),
+            Ty::List(_) | Ty::Json => {}
+            _ => *ty = Ty::Json,
+        }
+        let mut scratch = Ty::Json;
+        let item = if let Ty::List(item) = ty {
+            item.as_mut()
+        } else {
+            &mut scratch
+        };
+        for entry in value.try_iter()? {
+            absorb_py(item, &entry?, level + 1, max_depth, size)?;
+        }
+    } else if let Ok(dict) = value.cast_exact::<PyDict>() {
+        if level > max_depth {
+            return Err(Stop::Slow);
+        }
+        absorb_dict(ty, dict, level, max_depth, size)?;
+    } else {
+        return Err(Stop::Slow);
+    }
+    Ok(())
+}
+
+fn absorb_dict(
+    ty: &mut Ty,
+    dict: &Bound<'_, PyDict>,
+    level: usize,
+    max_depth: usize,
+    size: &mut usize,
+) -> Result<(), Stop> {
+    let count = dict.len();
+    if count > 0 && matches!(ty, Ty::Null) {
+        let mut fields = Vec::with_capacity(count);
+        for (key, value) in dict.iter() {
+            let name = text(exact_str(&key)?)?;
+            *size += name.len();
+            let mut field = Ty::Null;
+            absorb_py(&mut field, &value, level + 1, max_depth, size)?;
+            fields.push((name.to_owned(), field));
+        }
+        *ty = Ty::Struct(fields);
+        return Ok(());
+    }
+    let same_keys = match &*ty {
+        Ty::Struct(fields) if fields.len() == count => {
+            let mut same = true;
+            for ((key, _), (name, _)) in dict.iter().zip(fields) {
+                same &= text(exact_str(&key)?)? == name;
+            }
+            same
+        }
+        _ => false,
+    };
+    if !same_keys {
+        *ty = Ty::Json;
+    }
+    let mut scratch = Ty::Json;
+    for (position, (key, value)) in dict.iter().enumerate() {
+        *size += text(exact_str(&key)?)?.len();
+        let slot = match ty {
+            Ty::Struct(fields) => match fields.get_mut(position) {
+                Some((_, field)) => field,
+                None => &mut scratch,
+            },
+            _ => &mut scratch,
+        };
+        absorb_py(slot, &value, level + 1, max_depth, size)?;
+    }
+    Ok(())
+}
+
+/// Append `value` (nesting `level` of a message) as JSON, the way
 /// `json.dumps(ensure_ascii=False, separators=(",", ":"))` writes it.
 fn write_py_json(
     value: &Bound<'_, PyAny>,
@@ -491,21 +1243,19 @@ fn write_py_json(
     } else if let Ok(number) = value.cast_exact::<PyInt>() {
         match number.extract::<i64>() {
             Ok(small) => out.push_str(&small.to_string()),
-            Err(_) => out.push_str(text(&number.str()?)?),
+            Err(_) => out.push_str(&long_int_text(number)?),
         }
     } else if let Ok(number) = value.cast_exact::<PyFloat>() {
         let number = number.value();
         if !number.is_finite() {
-            return Err(Stop::Slow);
+            return Err(changed());
         }
         py_float_repr(number, out);
-    } else if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
+    } else if is_sequence(value) {
         if level > max_depth {
-            return Err(Stop::Slow);
+            return Err(changed());
         }
         out.push('[');
-        // Iterating an exact list or tuple runs no user code; the iterator
-        // re-reads the length at every step.
         for (i, item) in value.try_iter()?.enumerate() {
             if i > 0 {
                 out.push(',');
@@ -515,17 +1265,10 @@ fn write_py_json(
         out.push(']');
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
         if level > max_depth {
-            return Err(Stop::Slow);
+            return Err(changed());
         }
         out.push('{');
-        // Walk a snapshot of the items: no user code runs here, but an
-        // allocation may start a collection whose `__del__` changes the dict
-        // (PyO3's dict iterator then panics). `dict.items()` builds its list
-        // of strong (key, value) tuples with no allocation once it starts
-        // filling; `dict.copy()` is not safe (3.11 reads the length after
-        // allocating the copy). A list's iterator re-reads its length.
-        for (i, pair) in dict.items().iter().enumerate() {
-            let (key, item) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
+        for (i, (key, item)) in dict.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -535,9 +1278,265 @@ fn write_py_json(
         }
         out.push('}');
     } else {
-        return Err(Stop::Slow);
+        return Err(changed());
     }
     Ok(())
+}
+
+impl Col {
+    /// Append `value`, a Python value of the column's type (`Col::push` for
+    /// Python objects; `level` is its nesting in the message).
+    fn push_py(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        level: usize,
+        max_depth: usize,
+    ) -> Result<(), Stop> {
+        if value.is_none() {
+            return Ok(self.push_null()?);
+        }
+        match self {
+            Col::Null { .. } => return Err(changed()),
+            Col::Bool { valid, values } => {
+                let flag = value.cast_exact::<PyBool>().map_err(|_| changed())?;
+                values.push(flag.is_true());
+                valid.push(true);
+            }
+            Col::Int { valid, values } => {
+                let number = value.cast_exact::<PyInt>().map_err(|_| changed())?;
+                values.push(number.extract::<i64>().map_err(|_| changed())?);
+                valid.push(true);
+            }
+            Col::Float { valid, values } => {
+                let number = value.cast_exact::<PyFloat>().map_err(|_| changed())?;
+                values.push(number.value());
+                valid.push(true);
+            }
+            Col::Str(col) => {
+                let text_value = value.cast_exact::<PyString>().map_err(|_| changed())?;
+                col.push(Some(text(text_value)?))?;
+            }
+            Col::Json(col) => {
+                write_py_json(value, level, max_depth, &mut col.data)?;
+                col.end_value(true)?;
+            }
+            Col::List {
+                valid,
+                offsets,
+                child,
+            } => {
+                if !is_sequence(value) || level > max_depth {
+                    return Err(changed());
+                }
+                for item in value.try_iter()? {
+                    child.push_py(&item?, level + 1, max_depth)?;
+                }
+                offsets.push(offset(child.len())?);
+                valid.push(true);
+            }
+            Col::Struct {
+                valid,
+                names,
+                children,
+            } => {
+                let dict = value.cast_exact::<PyDict>().map_err(|_| changed())?;
+                if dict.len() != children.len() || level > max_depth {
+                    return Err(changed());
+                }
+                for ((key, item), (name, child)) in
+                    dict.iter().zip(names.iter().zip(children.iter_mut()))
+                {
+                    if text(exact_str(&key)?)? != name {
+                        return Err(changed());
+                    }
+                    child.push_py(&item, level + 1, max_depth)?;
+                }
+                valid.push(true);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A message with members beyond `role` and a str or null `content`, kept to
+/// be read into its columns when the batch is finished.
+struct PyExtra<'py> {
+    /// The message's position in its batch.
+    message: usize,
+    dict: Bound<'py, PyDict>,
+}
+
+/// A batch built from Python rows: the columns filled as rows come in, the
+/// other members typed as they come (`types`) and read when it is finished.
+struct PyBatch<'py> {
+    batch: Batch<'static>,
+    types: MsgTypes,
+    extras: Vec<PyExtra<'py>>,
+    max_depth: usize,
+}
+
+impl<'py> PyBatch<'py> {
+    fn new(kind: Kind, max_depth: usize) -> Self {
+        PyBatch {
+            batch: Batch::new(kind),
+            types: MsgTypes::default(),
+            extras: Vec::new(),
+            max_depth,
+        }
+    }
+
+    /// One message (an exact dict): its role and str content into their
+    /// columns, its other members checked and typed.
+    fn message(&mut self, message: Bound<'py, PyDict>) -> Result<(), Stop> {
+        let mut role = None;
+        let mut content = None;
+        let mut extra = false;
+        for (key, value) in message.iter() {
+            let name = text(exact_str(&key)?)?;
+            if name == "role" {
+                role = Some(
+                    value
+                        .cast_into_exact::<PyString>()
+                        .map_err(|_| Stop::Slow)?,
+                );
+                continue;
+            }
+            if name == "content" {
+                if let Ok(content_text) = value.cast_exact::<PyString>() {
+                    content = Some(content_text.clone());
+                    continue;
+                }
+                if value.is_none() {
+                    continue;
+                }
+                // Not a str: every content of the batch becomes JSON text.
+                self.types.content_json = true;
+                extra = true;
+                let mut any = Ty::Json;
+                absorb_py(
+                    &mut any,
+                    &value,
+                    2,
+                    self.max_depth,
+                    &mut self.batch.extra_bytes,
+                )?;
+                continue;
+            }
+            extra = true;
+            self.batch.extra_bytes += name.len();
+            let at = self.types.slot(name);
+            let ty = self.types.types.get_mut(at).ok_or_else(changed)?;
+            absorb_py(ty, &value, 2, self.max_depth, &mut self.batch.extra_bytes)?;
+        }
+        let role = role.ok_or(Stop::Slow)?;
+        let role = text(&role)?;
+        if role.is_empty() {
+            return Err(Stop::Slow);
+        }
+        let content = match &content {
+            Some(value) => Some(text(value)?),
+            None => None,
+        };
+        if extra {
+            let at = self.batch.roles.valid.len;
+            self.extras.push(PyExtra {
+                message: at,
+                dict: message,
+            });
+        }
+        Ok(self.batch.message(role, content, Vec::new())?)
+    }
+
+    /// Build every column (the extras read a second time).
+    fn finish(self) -> Result<Built, Stop> {
+        let PyBatch {
+            batch,
+            types,
+            extras,
+            max_depth,
+        } = self;
+        let Batch {
+            kind,
+            rows,
+            prompts,
+            list_offsets,
+            roles,
+            contents,
+            answers,
+            ..
+        } = batch;
+        let prompt = match kind {
+            Kind::Text => Col::Str(prompts),
+            Kind::Messages => Col::List {
+                valid: Bits::all_set(rows),
+                offsets: list_offsets,
+                child: Box::new(py_message_struct(
+                    roles, contents, types, &extras, max_depth,
+                )?),
+            },
+        };
+        Ok(Built {
+            kind,
+            rows,
+            prompt,
+            answer: answers,
+        })
+    }
+}
+
+/// The struct column of a batch's messages from Python rows (`message_struct`'s twin).
+fn py_message_struct(
+    roles: StrCol,
+    contents: StrCol,
+    types: MsgTypes,
+    extras: &[PyExtra<'_>],
+    max_depth: usize,
+) -> Result<Col, Stop> {
+    let count = roles.valid.len;
+    let content = if types.content_json {
+        let mut column = StrCol::new();
+        let mut pending = extras.iter().peekable();
+        for i in 0..count {
+            let extra = pending.next_if(|extra| extra.message == i);
+            if let Some(text_value) = contents.get(i) {
+                column.push_json_str(text_value)?;
+                continue;
+            }
+            // A lookup, outside any iteration: the message's keys are exact str.
+            let other = match extra {
+                Some(extra) => extra
+                    .dict
+                    .get_item(pyo3::intern!(extra.dict.py(), "content"))?,
+                None => None,
+            };
+            match other {
+                Some(value) if !value.is_none() => {
+                    write_py_json(&value, 2, max_depth, &mut column.data)?;
+                    column.end_value(true)?;
+                }
+                _ => column.push(None)?,
+            }
+        }
+        Col::Json(column)
+    } else {
+        Col::Str(contents)
+    };
+    let mut columns: Vec<Col> = types.types.iter().map(Col::new).collect();
+    for extra in extras {
+        for (key, value) in extra.dict.iter() {
+            let name = text(exact_str(&key)?)?;
+            if name == "role" || name == "content" {
+                continue;
+            }
+            let column = types
+                .find(name)
+                .and_then(|at| columns.get_mut(at))
+                .ok_or_else(changed)?;
+            column.pad_to(extra.message)?;
+            column.push_py(&value, 2, max_depth)?;
+        }
+    }
+    Ok(assemble(roles, content, types.names, columns)?)
 }
 
 /// A caller's row that may take the fast walk: an exact dict whose prompt is
@@ -569,11 +1568,10 @@ fn py_prompt<'py>(row: &Bound<'py, PyAny>) -> Result<PyRow<'py>, Stop> {
     Ok(PyRow { row, prompt, kind })
 }
 
-fn add_py_row(
-    batch: &mut Batch,
-    row: &Bound<'_, PyDict>,
-    prompt: &Bound<'_, PyAny>,
-    max_depth: usize,
+fn add_py_row<'py>(
+    batch: &mut PyBatch<'py>,
+    row: &Bound<'py, PyDict>,
+    prompt: &Bound<'py, PyAny>,
 ) -> Result<(), Stop> {
     let py = row.py();
     if let Ok(prompt) = prompt.cast_exact::<PyString>() {
@@ -581,61 +1579,20 @@ fn add_py_row(
         if prompt.is_empty() {
             return Err(Stop::Slow);
         }
-        batch.text_prompt(prompt)?;
+        batch.batch.text_prompt(prompt)?;
     } else {
         let messages = prompt.cast_exact::<PyList>().map_err(|_| Stop::Slow)?;
-        if messages.is_empty() || max_depth < 1 {
+        if messages.is_empty() || batch.max_depth < 1 {
             return Err(Stop::Slow);
         }
+        // The list's iterator re-reads its length at every step.
         for message in messages.iter() {
             let message = message
                 .cast_into_exact::<PyDict>()
                 .map_err(|_| Stop::Slow)?;
-            let mut role = None;
-            let mut content = None;
-            let mut scratch = std::mem::take(&mut batch.scratch);
-            scratch.clear();
-            // A snapshot of the items (see `write_py_json`): a collection run by
-            // an allocation below may change the caller's message under us.
-            for pair in message.items().iter() {
-                let (key, value) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
-                let name = text(exact_str(&key)?)?;
-                if name == "role" {
-                    role = Some(
-                        value
-                            .cast_into_exact::<PyString>()
-                            .map_err(|_| Stop::Slow)?,
-                    );
-                    continue;
-                }
-                if name == "content" {
-                    if let Ok(content_text) = value.cast_exact::<PyString>() {
-                        content = Some(content_text.clone());
-                        continue;
-                    }
-                }
-                scratch.push(if scratch.is_empty() { '{' } else { ',' });
-                write_json_str(name, &mut scratch);
-                scratch.push(':');
-                write_py_json(&value, 2, max_depth, &mut scratch)?;
-            }
-            let extra = !scratch.is_empty();
-            if extra {
-                scratch.push('}');
-            }
-            batch.scratch = scratch;
-            let role = role.ok_or(Stop::Slow)?;
-            let role = text(&role)?;
-            if role.is_empty() {
-                return Err(Stop::Slow);
-            }
-            let content = match &content {
-                Some(value) => Some(text(value)?),
-                None => None,
-            };
-            batch.message(role, content, extra)?;
+            batch.message(message)?;
         }
-        batch.end_messages()?;
+        batch.batch.end_messages()?;
     }
     let answer = row.get_item(pyo3::intern!(py, "answer"))?;
     let answer = match &answer {
@@ -643,7 +1600,7 @@ fn add_py_row(
         Some(value) if value.is_none() => None,
         Some(value) => Some(text(exact_str(value)?)?).filter(|a| !a.is_empty()),
     };
-    batch.end_row(answer)?;
+    batch.batch.end_row(answer)?;
     Ok(())
 }
 
@@ -652,11 +1609,11 @@ fn add_py_row(
 pub enum Pass {
     /// The caller's own rows: give up (`Ok(None)`) on anything unusual.
     First,
-    /// Rows fresh from the row rules: report a kind mismatch or a lone surrogate.
+    /// Rows fresh from the row rules: report a kind mismatch or a value Arrow cannot hold.
     Normalised,
 }
 
-/// Build record batches (see `Batch::into_py`) of at most `batch_rows` rows
+/// Build record batches (see `Built::into_py`) of at most `batch_rows` rows
 /// and about `batch_bytes` bytes of text each; `None` when the first pass gives up.
 pub fn rows_to_batches<'py>(
     rows: &Bound<'py, PyAny>,
@@ -684,9 +1641,20 @@ pub fn rows_to_batches<'py>(
     if count == 0 || count > max_rows {
         return give_up(Fault::Py(PyValueError::new_err("no rows, or too many")));
     }
+    // See the section's header: no finalizer runs while we walk.
+    let _pause = GcPause::new(py);
     let out = PyList::empty(py);
     let mut table = rule.fixed;
-    let mut batch: Option<Batch> = None;
+    let mut batch: Option<PyBatch<'py>> = None;
+    // Reports what stopped the walk at row `index`.
+    let stopped = |stop: Stop, index: usize| match stop {
+        Stop::Py(err) => Err(Fault::Py(err)),
+        Stop::Build(err) => Err(Fault::Py(PyValueError::new_err(err))),
+        Stop::Changed => give_up(Fault::Py(PyValueError::new_err(MISMATCH))),
+        Stop::NotUtf8 => give_up(Rule::new(Code::NotUtf8, None).at(index)),
+        Stop::IntTooLong => give_up(Rule::new(Code::IntTooLong, None).at(index)),
+        Stop::Slow => give_up(not_normalised()),
+    };
     // An exact list's iterator re-reads its length at every step (a user
     // __eq__ run by a lookup could shrink it); a tuple cannot change.
     for (index, row) in rows.try_iter()?.enumerate() {
@@ -709,22 +1677,27 @@ pub fn rows_to_batches<'py>(
         }
         let full = batch
             .as_ref()
-            .is_some_and(|b| b.rows >= batch_rows || b.text_bytes() >= batch_bytes);
+            .is_some_and(|b| b.batch.rows >= batch_rows || b.batch.text_bytes() >= batch_bytes);
         if full {
             if let Some(done) = batch.take() {
-                out.append(done.into_py(py)?)?;
+                let first = index - done.batch.rows;
+                match done.finish() {
+                    Ok(built) => out.append(built.into_py(py)?)?,
+                    Err(stop) => return stopped(stop, first),
+                }
             }
         }
-        let current = batch.get_or_insert_with(|| Batch::new(kind));
-        match add_py_row(current, &row, &prompt, max_depth) {
-            Ok(()) => {}
-            Err(Stop::Py(err)) => return Err(Fault::Py(err)),
-            Err(Stop::NotUtf8) => return give_up(Rule::new(Code::NotUtf8, None).at(index)),
-            Err(Stop::Slow) => return give_up(not_normalised()),
+        let current = batch.get_or_insert_with(|| PyBatch::new(kind, max_depth));
+        if let Err(stop) = add_py_row(current, &row, &prompt) {
+            return stopped(stop, index);
         }
     }
     if let Some(done) = batch.take() {
-        out.append(done.into_py(py)?)?;
+        let first = count.saturating_sub(done.batch.rows);
+        match done.finish() {
+            Ok(built) => out.append(built.into_py(py)?)?,
+            Err(stop) => return stopped(stop, first),
+        }
     }
     Ok(Some(out))
 }
@@ -746,5 +1719,68 @@ impl AtRow for Rule {
             index,
             line: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::{Col, Ty, J};
+
+    fn num(text: &str, float: bool) -> J<'static> {
+        J::Num(Cow::Owned(text.to_string()), float)
+    }
+
+    fn obj(members: Vec<(&str, J<'static>)>) -> J<'static> {
+        J::Obj(
+            members
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.to_string()), v))
+                .collect(),
+        )
+    }
+
+    fn joined(values: &[J<'static>]) -> Ty {
+        let mut ty = Ty::Null;
+        for value in values {
+            ty.absorb(value);
+        }
+        ty
+    }
+
+    #[test]
+    fn the_lattice_joins_like_merge_schemas() {
+        assert_eq!(joined(&[J::Null]), Ty::Null);
+        assert_eq!(joined(&[num("1", false), J::Null]), Ty::Int);
+        assert_eq!(joined(&[num("1", false), num("1.5", true)]), Ty::Json);
+        assert_eq!(joined(&[num("99999999999999999999", false)]), Ty::Json);
+        assert_eq!(joined(&[J::Bool(true), num("1", false)]), Ty::Json);
+        assert_eq!(joined(&[obj(vec![])]), Ty::Json);
+        let a = obj(vec![("x", num("1", false))]);
+        let b = obj(vec![("x", J::Null)]);
+        let c = obj(vec![("y", num("1", false))]);
+        assert_eq!(
+            joined(&[a.clone(), b]),
+            Ty::Struct(vec![("x".into(), Ty::Int)])
+        );
+        assert_eq!(joined(&[a, c]), Ty::Json);
+        let list = J::Arr(vec![num("1", false), J::Str(Cow::Borrowed("s"))]);
+        assert_eq!(joined(&[list]), Ty::List(Box::new(Ty::Json)));
+        assert_eq!(joined(&[J::Arr(vec![])]), Ty::List(Box::new(Ty::Null)));
+    }
+
+    #[test]
+    fn columns_refuse_values_of_another_type_without_panicking() {
+        let mut column = Col::new(&Ty::Int);
+        assert!(column.push(&J::Str(Cow::Borrowed("x"))).is_err());
+        assert!(column.push(&num("7", false)).is_ok());
+        assert!(column.push(&J::Null).is_ok());
+        assert_eq!(column.len(), 2);
+        let mut column = Col::new(&Ty::Struct(vec![("a".into(), Ty::Bool)]));
+        assert!(column.push(&obj(vec![])).is_err());
+        assert!(column.push(&obj(vec![("a", J::Bool(true))])).is_ok());
+        assert!(column.pad_to(5).is_ok());
+        assert_eq!(column.len(), 5);
     }
 }

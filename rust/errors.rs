@@ -75,6 +75,9 @@ string_codes! {
         PromptNotMessages = "prompt_not_messages",
         /// A str Arrow cannot hold (a lone surrogate).
         NotUtf8 = "not_utf8",
+        /// An int Arrow cannot hold: past `i64`, so JSON text, and too long
+        /// for Python to write as text (`sys.get_int_max_str_digits()`).
+        IntTooLong = "int_too_long",
         // ---- the rows as a whole (`INPUT_MESSAGES`) ----
         InputNotIterable = "input_not_iterable",
         InputIsMapping = "input_is_mapping",
@@ -293,7 +296,7 @@ mod tests {
 
     /// The strings Python's tables know, in `ALL` order. Changing one is a
     /// change of the Python-facing contract, not a refactor.
-    const CODE_STRINGS: [&str; 29] = [
+    const CODE_STRINGS: [&str; 30] = [
         "row_not_mapping",
         "prompt_missing",
         "prompt_type",
@@ -310,6 +313,7 @@ mod tests {
         "prompt_not_text",
         "prompt_not_messages",
         "not_utf8",
+        "int_too_long",
         "input_not_iterable",
         "input_is_mapping",
         "too_many_rows",
@@ -364,19 +368,20 @@ mod tests {
             Code::PromptNotText => 13,
             Code::PromptNotMessages => 14,
             Code::NotUtf8 => 15,
-            Code::InputNotIterable => 16,
-            Code::InputIsMapping => 17,
-            Code::TooManyRows => 18,
-            Code::NoRows => 19,
-            Code::JsonSyntax => 20,
-            Code::Utf8 => 21,
-            Code::LineTooLong => 22,
-            Code::Gzip => 23,
-            Code::FileTooManyRows => 24,
-            Code::FileTooLarge => 25,
-            Code::FileNoRows => 26,
-            Code::IoRead => 27,
-            Code::IoWrite => 28,
+            Code::IntTooLong => 16,
+            Code::InputNotIterable => 17,
+            Code::InputIsMapping => 18,
+            Code::TooManyRows => 19,
+            Code::NoRows => 20,
+            Code::JsonSyntax => 21,
+            Code::Utf8 => 22,
+            Code::LineTooLong => 23,
+            Code::Gzip => 24,
+            Code::FileTooManyRows => 25,
+            Code::FileTooLarge => 26,
+            Code::FileNoRows => 27,
+            Code::IoRead => 28,
+            Code::IoWrite => 29,
         }
     }
 

@@ -10,7 +10,7 @@ mod rows;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use arrow::{ArrowBatch, StringColumn};
+use arrow::{ArrowBatch, Column};
 use errors::{Code, NativeRowError, Reason};
 use files::{FileLimits, FileStats};
 
@@ -67,9 +67,9 @@ fn normalise_file(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
-/// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow.rs):
-/// `first` is the caller's rows (None: run the row rules, then call again),
-/// else rows fresh from the row rules.
+/// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow.rs), each
+/// typed from its own rows: `first` is the caller's rows (None: run the row
+/// rules, then call again), else rows fresh from the row rules.
 #[pyfunction]
 #[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, first))]
 #[allow(clippy::too_many_arguments)]
@@ -128,7 +128,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FileLimits>()?;
     m.add_class::<FileStats>()?;
     m.add_class::<ArrowBatch>()?;
-    m.add_class::<StringColumn>()?;
+    m.add_class::<Column>()?;
     m.add("NativeRowError", py.get_type::<NativeRowError>())?;
     m.add(
         "CODES",

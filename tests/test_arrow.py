@@ -19,6 +19,14 @@ pa = pytest.importorskip("pyarrow")
 arrow = pytest.importorskip("agent_rollout.arrow")
 
 
+def without_null_keys(row: dict) -> dict:
+    """A row as it reads back from Arrow: message keys whose value is None are absent."""
+    if isinstance(row["prompt"], str):
+        return row
+    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
+    return {**row, "prompt": prompt}
+
+
 def wrapped(row: dict) -> dict:
     """A row as ``prompt_kind='messages'`` stores it: a str prompt is one user message."""
     if isinstance(row["prompt"], str):
@@ -34,9 +42,10 @@ def test_schema_is_written_down_once() -> None:
     assert arrow.arrow_schema("messages") is arrow.MESSAGES_SCHEMA
     assert str(arrow.TEXT_SCHEMA.field("prompt").type) == "string"
     assert str(arrow.MESSAGES_SCHEMA.field("prompt").type) == (
-        "list<item: struct<role: string not null, content: string, extra_json: string> not null>"
+        "list<item: struct<role: string, content: string>>"
     )
     assert arrow.TEXT_SCHEMA.field("answer").nullable
+    assert arrow.TEXT_SCHEMA.metadata == {b"agent_rollout.schema": b"2"}
     with pytest.raises(ValueError, match="prompt_kind must be 'text' or 'messages'"):
         arrow.arrow_schema("auto")
 
@@ -78,21 +87,27 @@ def test_messages_with_extras_and_image_parts_are_lossless(engine: str) -> None:
     ]
     kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
     assert kind == "ok", table
-    assert table.schema == arrow.MESSAGES_SCHEMA
-    messages = table.column("prompt").to_pylist()[0]
-    assert messages[0] == {"role": "system", "content": "be brief", "extra_json": None}
-    assert messages[1]["content"] is None
-    assert messages[1]["extra_json"].startswith('{"content":[{"type":"text"')
-    assert messages[2]["extra_json"] == (
-        '{"content":null,"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}'
+    assert str(table.schema.field("prompt").type) == (
+        "list<item: struct<role: string, content: extension<arrow.json>, "
+        "tool_calls: list<item: struct<id: string, function: struct<name: string, "
+        "arguments: string>>>, tool_call_id: string, name: string, score: double, "
+        "n: extension<arrow.json>, ok: bool>>"
     )
-    assert (
-        messages[4]["extra_json"] == '{"score":1.5,"n":1000000000000000000000000000000,"ok":true}'
+    messages = table.column("prompt").to_pylist()[0]  # pyarrow shows JSON fields as their text
+    assert messages[0]["content"] == '"be brief"'
+    assert messages[1]["content"].startswith('[{"type":"text","text":"what is this?"}')
+    assert messages[2]["content"] is None
+    assert messages[2]["tool_calls"] == [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]
+    assert (messages[4]["score"], messages[4]["n"], messages[4]["ok"]) == (
+        1.5,
+        "1000000000000000000000000000000",
+        True,
     )
-    assert messages[5] == {"role": "user", "content": None, "extra_json": None}
-    assert typed_unordered(arrow.arrow_to_rows(table)) == typed_unordered(
-        normalise_rollout_rows(rows)
-    )
+    assert messages[5] == dict.fromkeys(messages[5]) | {"role": "user"}
+    # Back to rows: the same, but for the None content (a null field reads back as absent).
+    expected = normalise_rollout_rows(rows)
+    del expected[0]["prompt"][2]["content"]
+    assert typed_unordered(arrow.arrow_to_rows(table)) == typed_unordered(expected)
 
 
 # ---- mixed kinds -------------------------------------------------------------------------
@@ -165,11 +180,15 @@ def test_round_trip_over_json_like_rows(data: list) -> None:
             continue
         assert got[0] == "ok", got
         back = arrow.arrow_to_rows(got[1])
-        assert typed_unordered(back) == typed_unordered(tuple(wrapped(row) for row in expected[1]))
+        assert typed_unordered(back) == typed_unordered(
+            tuple(without_null_keys(wrapped(row)) for row in expected[1])
+        )
         kinds = {isinstance(row["prompt"], str) for row in expected[1]}
         auto = indexed_outcome_on(engine, arrow.rows_to_arrow, data)
         if len(kinds) == 1:
-            assert typed_unordered(arrow.arrow_to_rows(auto[1])) == typed_unordered(expected[1])
+            assert typed_unordered(arrow.arrow_to_rows(auto[1])) == typed_unordered(
+                tuple(without_null_keys(row) for row in expected[1])
+            )
         else:
             first_other = next(
                 i
@@ -205,11 +224,18 @@ def test_arrow_to_rows_takes_record_batches_polars_and_c_stream_objects() -> Non
 
 
 def test_arrow_to_rows_checks_foreign_tables() -> None:
+    # A version-1 table (or a foreign one with its field): extra_json held the other keys.
     bad_json = pa.table({"prompt": [[{"role": "user", "content": "q", "extra_json": "[1]"}]]})
     with pytest.raises(RolloutRowError) as info:
         arrow.arrow_to_rows(bad_json)
     assert str(info.value) == (
         "row 0: prompt[0].extra_json: must be null or the JSON text of an object, got 'str'"
+    )
+    version_1 = pa.table(
+        {"prompt": [[{"role": "user", "content": None, "extra_json": '{"content":[1],"n":2}'}]]}
+    )
+    assert arrow.arrow_to_rows(version_1) == (
+        {"prompt": [{"role": "user", "content": [1], "n": 2}]},
     )
     no_role = pa.table({"prompt": [[{"content": "q"}]], "answer": ["a"]})
     with pytest.raises(RolloutRowError, match=r"row 0: prompt\[0\]: a chat message needs a 'role'"):
@@ -285,6 +311,53 @@ def test_rows_changed_by_user_code_during_a_lookup() -> None:
     tables = [table for _, table in results]
     assert all(t.equals(tables[0]) for t in tables)
     assert tables[0].column("prompt").to_pylist() == ["a"]
+
+
+class Mutator:
+    """A row key whose hash matches "prompt": looking "prompt" up in its row runs ``__eq__``,
+    which changes a message of an earlier row (read once, to be read again when its batch
+    is built)."""
+
+    def __init__(self, change: Any) -> None:
+        self.change = change
+        self.armed = False
+
+    def __hash__(self) -> int:
+        return hash("prompt")
+
+    def __eq__(self, other: object) -> bool:
+        if self.armed:
+            self.armed = False
+            self.change()
+        return False
+
+
+CHANGES = {
+    "a value of another type": lambda m: m.__setitem__("score", "now a str"),
+    "keys added": lambda m: m.update({"extra": 1, "more": [1]}),
+    "a nested object's keys": lambda m: m["tool_calls"][0].update({"function": None, "x": 1}),
+    "a list emptied": lambda m: m["tool_calls"].clear(),
+    "a huge int": lambda m: m.__setitem__("score", 10**5000),
+    "emptied": lambda m: m.clear(),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=list(CHANGES))
+def test_a_message_changed_between_its_two_reads_is_no_panic(change: str) -> None:
+    """The Rust engine reads a message's other keys twice (to type them, then to build
+    them); user code that runs in between may change them: a table of consistent rows,
+    or the row rules' error, never a panic."""
+    for engine in ENGINES:
+        message = {"role": "assistant", "score": 1.5, "tool_calls": [{"id": "a", "function": {}}]}
+        mutator = Mutator(lambda message=message: CHANGES[change](message))
+        rows = [{"prompt": [message]}, {mutator: 1, "prompt": [{"role": "user", "content": "q"}]}]
+        mutator.armed = True
+        kind, result = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
+        if kind == "ok":
+            result.validate(full=True)
+            assert len(arrow.arrow_to_rows(result)) == 2
+        else:
+            assert result[0] == "RolloutRowError", (engine, change, result)
 
 
 def test_a_finaliser_that_changes_a_message_mid_build_is_no_panic() -> None:

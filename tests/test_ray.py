@@ -56,7 +56,9 @@ def test_shards_normalise_and_write_parquet(cluster: None, tmp_path: Path) -> No
     files = sorted(out.glob("*.parquet"))
     assert files
     table = pq.read_table(out)
-    assert table.schema.field("prompt").type == arrow.MESSAGES_SCHEMA.field("prompt").type
+    assert str(table.schema.field("prompt").type) == (
+        "list<element: struct<role: string, content: string, name: string>>"
+    )
     got = sorted(arrow.arrow_to_rows(table), key=lambda r: r["prompt"][0]["content"])
     want = sorted(normalise_rollout_rows(rows), key=lambda r: r["prompt"][0]["content"])
     assert got == want
@@ -88,22 +90,102 @@ def test_worker_errors_name_the_shard_and_the_line(cluster: None, tmp_path: Path
 
 
 def test_read_json_blocks_work_too(cluster: None, tmp_path: Path) -> None:
-    # The issue's one-liner: pyarrow's JSON reader types the rows first.
+    # The one-liner: pyarrow's JSON reader types the rows first; the schema is fixed up front.
     rows = [{"prompt": "q1", "answer": "a"}, {"prompt": "q2", "reward": 1.0}]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     ds = ray.data.read_json(str(tmp_path / "a.jsonl"), include_paths=True).map_batches(
-        agent_ray.normalise_batch, batch_format="pyarrow"
+        agent_ray.normalise_batch, batch_format="pyarrow", fn_kwargs={"prompt_kind": "text"}
     )
     table = ds.to_arrow_refs()
     got = [r for ref in table for r in arrow.arrow_to_rows(ray.get(ref))]
     assert got == [{"prompt": "q1", "answer": "a"}, {"prompt": "q2"}]
 
 
+def write_mixed_dir(folder: Path) -> None:
+    """Two files whose rows need different schemas if typed apart: plain messages, and
+    messages with tool calls (pyarrow's JSON reader gives each file its own block)."""
+    folder.mkdir()
+    plain = [{"prompt": [{"role": "user", "content": f"q{i}"}], "answer": str(i)} for i in range(3)]
+    tools = [
+        {
+            "prompt": [
+                {"role": "user", "content": "2+2?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"type": "function", "function": {"name": "add"}}],
+                },
+            ]
+        }
+    ]
+    (folder / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in plain))
+    (folder / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in tools))
+
+
+def test_the_one_liner_never_writes_two_schemas(cluster: None, tmp_path: Path) -> None:
+    """Blocks are normalised apart: each gets the one schema fixed up front, or the run is
+    refused, naming the row and key that do not fit; never files of two schemas."""
+    write_mixed_dir(tmp_path / "in")
+
+    def one_liner(**kwargs: Any) -> Path:
+        out = tmp_path / f"out-{len(list(tmp_path.iterdir()))}"
+        ray.data.read_json(str(tmp_path / "in")).map_batches(
+            agent_ray.normalise_batch, batch_format="pyarrow", fn_kwargs=kwargs
+        ).write_parquet(str(out))
+        return out
+
+    with pytest.raises(Exception, match="every block of a dataset must get one schema"):
+        one_liner()
+    with pytest.raises(Exception) as info:
+        one_liner(prompt_kind="messages")
+    assert "row 0: prompt[1].tool_calls: a value of Arrow type list<item: struct<" in str(
+        info.value
+    )
+    schema = arrow.merge_schemas(
+        arrow.rows_to_arrow([{"prompt": [{"role": "user", "content": "x"}]}]).schema,
+        arrow.read_rollout_table(str(tmp_path / "in" / "b.jsonl")).schema,
+    )
+    out = one_liner(schema=schema)
+    schemas = {str(pq.read_schema(path)) for path in out.glob("*.parquet")}
+    assert len(list(out.glob("*.parquet"))) >= 2 and len(schemas) == 1
+    rows = arrow.arrow_to_rows(pq.read_table(out))
+    assert sorted(map(json.dumps, rows)) == sorted(
+        json.dumps(r)
+        for r in [
+            *(
+                {"prompt": [{"role": "user", "content": f"q{i}"}], "answer": str(i)}
+                for i in range(3)
+            ),
+            {
+                "prompt": [
+                    {"role": "user", "content": "2+2?"},
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"type": "function", "function": {"name": "add"}}],
+                    },
+                ]
+            },
+        ]
+    )
+
+
+def test_shards_of_different_keys_get_one_schema(cluster: None, tmp_path: Path) -> None:
+    write_mixed_dir(tmp_path / "in")
+    ds = agent_ray.normalise_shards(str(tmp_path / "in"), prompt_kind="messages")
+    out = tmp_path / "out"
+    ds.write_parquet(str(out))
+    files = list(out.glob("*.parquet"))
+    assert len(files) == 2
+    assert len({str(pq.read_schema(path)) for path in files}) == 1
+    assert "tool_calls" in str(pq.read_schema(files[0]).field("prompt").type)
+    assert len(arrow.arrow_to_rows(pq.read_table(out))) == 4
+
+
 def test_rows_of_a_read_json_block_name_the_shard() -> None:
     pa = pytest.importorskip("pyarrow")
     block = pa.table({"prompt": ["a", ""], "path": ["s3://b/x.jsonl", "s3://b/x.jsonl"]})
     with pytest.raises(ValueError) as info:
-        agent_ray.normalise_batch(block)
+        agent_ray.normalise_batch(block, prompt_kind="text")
     assert str(info.value).startswith("s3://b/x.jsonl: row 1: prompt: empty prompt")
 
 
@@ -119,6 +201,19 @@ def test_no_batches_in_a_block_of_shards_mix_kinds(tmp_path: Path) -> None:
         {"bytes": [b'{"prompt": "a"}\n', b'{"prompt": [{"role": "u"}]}\n'], "path": ["x", "y"]}
     )
     with pytest.raises(ValueError, match="shards in one batch hold different prompt kinds"):
-        agent_ray.normalise_batch(block)
+        agent_ray.shard_block(block, max_rows=10, prompt_kind="auto")
     table: Any = agent_ray.normalise_batch(block, prompt_kind="messages")
     assert table.num_rows == 2
+    assert table.schema == arrow.MESSAGES_SCHEMA
+
+
+def test_normalise_batch_checks_the_schema_it_is_given() -> None:
+    pa = pytest.importorskip("pyarrow")
+    block = pa.table({"prompt": ["a"]})
+    with pytest.raises(TypeError, match=r"schema must be a pyarrow\.Schema"):
+        agent_ray.normalise_batch(block, schema="text")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="schema must be a rollout schema"):
+        agent_ray.normalise_batch(block, schema=pa.schema([("prompt", pa.string())]))
+    with pytest.raises(ValueError, match="prompt_kind='messages' does not match"):
+        agent_ray.normalise_batch(block, schema=arrow.TEXT_SCHEMA, prompt_kind="messages")
+    assert agent_ray.normalise_batch(block, schema=arrow.TEXT_SCHEMA).schema == arrow.TEXT_SCHEMA

@@ -51,7 +51,17 @@ ROW_MESSAGES: dict[str, str] = {
     "prompt_kind='messages' wraps each str prompt as one user message",
     "not_utf8": "a str with a lone surrogate (U+D800..U+DFFF) cannot be stored in Arrow or "
     "Parquet, whose text is UTF-8",
+    # fact: the digit limit in force (sys.get_int_max_str_digits()).
+    "int_too_long": "an int of more than {fact} digits cannot be stored in Arrow or Parquet "
+    "(past int64 it is stored as JSON text, and Python writes no int that long as text: "
+    "sys.set_int_max_str_digits)",
+    # Python only. Reading a table back: a version-1 extra_json field; JSON text
+    # (an arrow.json field) that does not parse, fact the reason. A value the
+    # schema of agent_rollout.ray.normalise_batch has no place for, fact its Arrow type.
     "extra_json": "must be null or the JSON text of an object, got {fact!r}",
+    "json_text": "must be null or JSON text: {fact}",
+    "schema_mismatch": "a value of Arrow type {fact} has no place in the schema every block "
+    "must share (give normalise_batch a schema= that holds it)",
 }
 
 # Messages about the whole input: raised as plain ValueError.
@@ -65,8 +75,8 @@ INPUT_MESSAGES: dict[str, str] = {
     "empty prompt set",
 }
 
-PYTHON_ONLY_CODES = frozenset({"extra_json"})
-"""Row codes only the Python side raises (reading an Arrow table back)."""
+PYTHON_ONLY_CODES = frozenset({"extra_json", "json_text", "schema_mismatch"})
+"""Row codes only the Python side raises (reading an Arrow table back, fitting a schema)."""
 IO_CODES = ("io_read", "io_write")
 """Codes the Rust engine raises for an ``OSError`` (the fact is the errno)."""
 
@@ -98,6 +108,16 @@ class RolloutRowError(ValueError):
         self.path = path
         self.code = code
         self.line = line
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only facts: pickle (a Ray worker's error, multiprocessing) rebuilds it whole.
+        facts = {"index": self.index, "path": self.path, "code": self.code, "line": self.line}
+        return (_rebuild, (type(self), (str(self),), facts))
+
+
+def _rebuild(cls: type, args: tuple[Any, ...], facts: dict[str, Any]) -> Any:
+    """An exception of ``cls`` from its arguments and keyword facts (the unpickler calls it)."""
+    return cls(*args, **facts)
 
 
 def _quote_key(key: str) -> str:
@@ -221,6 +241,10 @@ class RolloutFileError(ValueError):
         self.line = line
         self.column = column
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        facts = {"source": self.source, "code": self.code, "line": self.line, "column": self.column}
+        return (_rebuild, (type(self), (str(self),), facts))
+
 
 def plural(count: int, noun: str) -> str:
     """``1 row``, ``2 rows``."""
@@ -296,11 +320,12 @@ class ConfigIssue:
     line: int
     col: int
     location: str
-    """Dotted key path such as ``training.rollout_backend``; ``""`` for the file."""
+    """Dotted key path such as ``training.rollout_backend`` (list items as
+    ``datasets[1].path``); ``""`` for the file."""
     message: str
     kind: str
-    """``incomplete`` (a warning), ``unreadable`` (the file could not be read at all: missing, no
-    permission, a directory or another non-regular file), ``file``,
+    """``incomplete`` or ``yaml_version`` (warnings), ``unreadable`` (the file could not be read
+    at all: missing, no permission, a directory or another non-regular file), ``file``,
     ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
     ``cross_field``, ``value`` or ``resolve``."""
     severity: str = "error"
@@ -375,8 +400,12 @@ class GymRowError(ValueError):
     def __init__(self, where: str, field: str, why: str) -> None:
         self.where = where
         self.field = field
+        self.why = why
         prefix = f"{where}: " if where else ""
         super().__init__(f"{prefix}{field}: {why}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), (self.where, self.field, self.why), {}))
 
 
 class GymLiveError(RuntimeError):

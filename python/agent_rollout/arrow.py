@@ -1,32 +1,41 @@
-"""Rollout rows as Arrow: one schema, lossless, in the shapes trainers read.
+"""Rollout rows as Arrow: the shape ``datasets`` and trainers read, lossless.
 
 Needs ``pyarrow`` (``pip install 'agent-rollout[arrow]'``), so the package
 imports this module only when it is asked for (``agent_rollout.rows_to_arrow``
 and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
-``agent_rollout.ray``). The schema is written down once, here and in
-``docs/arrow.md``:
+``agent_rollout.ray``). The schema is written down here and in
+``docs/arrow.md``; ``rust/arrow.rs`` builds the same tables:
 
-* ``prompt`` is either a ``string`` column (TRL's *standard* format) or a
-  ``list<struct<role, content, extra_json>>`` column (TRL's *conversational*
-  format). One table holds one kind: the first row decides, unless
-  ``prompt_kind`` says which; a row of the other kind is refused, naming it.
-  ``prompt_kind="messages"`` makes a mixed input uniform by turning each str
-  prompt into ``[{"role": "user", "content": prompt}]``.
-* In a message, ``role`` is the role (never null) and ``content`` the content
-  when it is a str. Everything else the message holds (``tool_calls``,
-  ``name``, a content that is a list of parts or ``None``, any JSON-like
-  value) travels as the compact JSON text of an object in ``extra_json``
-  (null when there is nothing else), so nothing is dropped.
-* ``answer`` is a nullable ``string`` (null: the row has no answer).
+* ``prompt`` is a ``string`` column (TRL's *standard* format) or a
+  ``list<struct<role: string, content: string, ...>>`` column (TRL's
+  *conversational* format). One table holds one kind: the first row decides,
+  unless ``prompt_kind`` says which; a row of the other kind is refused,
+  naming it. ``prompt_kind="messages"`` makes a mixed input uniform by
+  turning each str prompt into ``[{"role": "user", "content": prompt}]``.
+* A message struct has ``role`` and ``content`` first, then one field per
+  other key the table's messages have (``tool_calls``, ``tool_call_id``,
+  ``name``...), in the order the keys first appear, each typed the way
+  ``datasets.Dataset.from_list`` types it. Messages with only ``role`` and a
+  str ``content`` are exactly ``struct<role: string, content: string>``.
+* What one Arrow type cannot hold consistently is JSON text in an
+  ``arrow.json`` field (``datasets`` reads it as the value, its ``Json()``
+  feature): a key whose values are of different JSON types, objects whose
+  keys differ, an int past int64, and ``content`` once any content is not a
+  str (then every content of the table is JSON text). Nothing is dropped.
+* ``answer`` is a ``string`` (null: the row has no answer).
 
-``rows_to_arrow`` normalises on the way (same rules, same errors as
-``normalise_rollout_rows``); ``arrow_to_rows`` gives the rows back equal.
+The typing is a join over the values (``merge_schemas``): batches are typed
+apart and a table gets the join of their types; ``conform`` converts a batch
+to a wider type. ``arrow_to_rows`` gives the rows back: a null message field
+reads back as an absent key.
 """
 
 from __future__ import annotations
 
-import json
+import bisect
 import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
@@ -38,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
     ) from exc
 
 from agent_rollout import _engine, _json, _jsonl, _rows
-from agent_rollout._errors import from_native_file, row_error
+from agent_rollout._errors import JSON_REASONS, from_native_file, row_error
 from agent_rollout._files import (
     Destination,
     Output,
@@ -54,6 +63,7 @@ from agent_rollout._limits import (
     MAX_ROLLOUT_ROWS,
     check_max_bytes,
     check_max_rows,
+    int_digits_limit,
 )
 from agent_rollout.backends import validate_rollout_backend
 
@@ -63,36 +73,39 @@ if TYPE_CHECKING:
 PromptKind = Literal["auto", "text", "messages"]
 PROMPT_KINDS: tuple[str, ...] = ("auto", "text", "messages")
 
+SCHEMA_VERSION = "2"
+"""Version 1 held every other message key as JSON text in one ``extra_json`` field."""
+_META_KEY = b"agent_rollout.schema"
+_META = {_META_KEY: SCHEMA_VERSION.encode()}
+
 JSON_FIELD = "extra_json"
-"""The message field that carries, as JSON text, what has no typed column."""
+"""The version-1 message field (JSON text of the other keys); ``arrow_to_rows`` still reads it."""
 
-SCHEMA_VERSION = "1"
+JSON_TYPE = pa.json_()
+"""JSON text (the canonical ``arrow.json`` extension; ``datasets``' ``Json()``)."""
 
-MESSAGE_TYPE = pa.struct(
-    [
-        pa.field("role", pa.string(), nullable=False),
-        pa.field("content", pa.string()),
-        pa.field(JSON_FIELD, pa.string()),
-    ]
-)
-_META = {b"agent_rollout.schema": SCHEMA_VERSION.encode()}
+_NULL = pa.null()
+_STRING = pa.string()
+_BOOL = pa.bool_()
+_INT64 = pa.int64()
+_FLOAT64 = pa.float64()
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+MESSAGE_TYPE = pa.struct([pa.field("role", _STRING), pa.field("content", _STRING)])
+"""A message of only ``role`` and a str ``content``: what ``Dataset.from_list`` gives."""
 
 TEXT_SCHEMA = pa.schema(
-    [pa.field("prompt", pa.string(), nullable=False), pa.field("answer", pa.string())],
+    [pa.field("prompt", _STRING), pa.field("answer", _STRING)],
     metadata=_META,
 )
 """Rows whose prompts are str: TRL's standard format."""
 
 MESSAGES_SCHEMA = pa.schema(
-    [
-        pa.field(
-            "prompt", pa.list_(pa.field("item", MESSAGE_TYPE, nullable=False)), nullable=False
-        ),
-        pa.field("answer", pa.string()),
-    ],
+    [pa.field("prompt", pa.list_(MESSAGE_TYPE)), pa.field("answer", _STRING)],
     metadata=_META,
 )
-"""Rows whose prompts are chat messages: TRL's conversational format."""
+"""Rows whose messages hold only ``role`` and ``content``: TRL's conversational format.
+Messages with other keys get wider message structs (``schema_for``)."""
 
 BATCH_ROWS = 65536
 """Rows per record batch built in memory (and per Parquet row group at most)."""
@@ -102,7 +115,8 @@ _BATCH_BYTES = 1 << 28
 
 
 def arrow_schema(prompt_kind: Literal["text", "messages"]) -> pa.Schema:
-    """The Arrow schema of a rollout table whose prompts are of ``prompt_kind``."""
+    """The Arrow schema of a rollout table whose prompts are of ``prompt_kind``
+    (for messages: the schema when they hold only ``role`` and ``content``)."""
     if prompt_kind == "text":
         return TEXT_SCHEMA
     if prompt_kind == "messages":
@@ -118,7 +132,342 @@ def check_prompt_kind(prompt_kind: object) -> PromptKind:
     return cast(PromptKind, prompt_kind)
 
 
+def schema_for(prompt_type: pa.DataType) -> pa.Schema:
+    """The rollout schema whose ``prompt`` column is of ``prompt_type``."""
+    if prompt_type == _STRING:
+        return TEXT_SCHEMA
+    if prompt_type == MESSAGES_SCHEMA.field("prompt").type:
+        return MESSAGES_SCHEMA
+    return pa.schema([pa.field("prompt", prompt_type), pa.field("answer", _STRING)], metadata=_META)
+
+
+# ---- the types: one join over the values ----------------------------------------------------
+
+
+# The twin's types while a batch is typed (``rust/arrow.rs``'s ``Ty``): "null",
+# "bool", "int", "float", "str", "json", ("list", item) or ("struct", names, types).
+Ty = Any
+_SCALARS = {str: "str", bool: "bool", float: "float"}
+_ARROW_TYPES = {
+    "null": _NULL,
+    "bool": _BOOL,
+    "int": _INT64,
+    "float": _FLOAT64,
+    "str": _STRING,
+    "json": JSON_TYPE,
+}
+
+
+def absorb(ty: Ty, value: Any) -> Ty:
+    """``ty`` joined with the type of one normalised value (``Ty::absorb``)."""
+    if value is None or ty == "json":
+        return ty
+    kind = type(value)
+    scalar = _SCALARS.get(kind)
+    if scalar is None and kind is int:
+        scalar = "int" if _INT64_MIN <= value <= _INT64_MAX else "json"
+    if scalar is not None:
+        return scalar if ty == "null" or ty == scalar else "json"
+    if kind is list:
+        if ty == "null":
+            item = "null"
+        elif type(ty) is tuple and ty[0] == "list":
+            item = ty[1]
+        else:
+            return "json"
+        for entry in value:
+            item = absorb(item, entry)
+        return ("list", item)
+    if kind is dict:
+        if not value:
+            return "json"  # Parquet has no struct without fields
+        names = tuple(value)
+        if ty == "null":
+            return ("struct", names, tuple(absorb("null", entry) for entry in value.values()))
+        if type(ty) is tuple and ty[0] == "struct" and ty[1] == names:
+            joined = tuple(absorb(t, entry) for t, entry in zip(ty[2], value.values(), strict=True))
+            return ("struct", names, joined)
+        return "json"
+    raise TypeError(f"not a normalised value: {kind.__name__}")  # pragma: no cover - a guard
+
+
+def to_arrow_type(ty: Ty) -> pa.DataType:
+    """The Arrow type of one of the twin's types."""
+    if type(ty) is str:
+        return _ARROW_TYPES[ty]
+    if ty[0] == "list":
+        return pa.list_(to_arrow_type(ty[1]))
+    return pa.struct([(name, to_arrow_type(t)) for name, t in zip(ty[1], ty[2], strict=True)])
+
+
+def _names(struct: pa.DataType) -> list[str]:
+    return [field.name for field in struct]
+
+
+def join_types(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """The least type holding values of both: null joins as the other, lists join
+    their items, structs with the same keys in the same order join field by
+    field; anything else is JSON text."""
+    if a == b:
+        return a
+    if a == _NULL:
+        return b
+    if b == _NULL:
+        return a
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        return pa.list_(join_types(a.value_type, b.value_type))
+    if pa.types.is_struct(a) and pa.types.is_struct(b) and _names(a) == _names(b):
+        return pa.struct(
+            [(fa.name, join_types(fa.type, fb.type)) for fa, fb in zip(a, b, strict=True)]
+        )
+    return JSON_TYPE
+
+
+def join_messages(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Two message structs joined: every key of both (``a``'s first, in order), typed by
+    ``join_types``."""
+    if a == b:
+        return a
+    fields = {field.name: field.type for field in a}
+    for field in b:
+        known = fields.get(field.name)
+        fields[field.name] = field.type if known is None else join_types(known, field.type)
+    return pa.struct(list(fields.items()))
+
+
+def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
+    """The one rollout schema that holds tables of every given schema (``conform_table``
+    converts a table to it). Tables of str prompts and of message lists do not merge."""
+    prompt: Optional[pa.DataType] = None
+    for schema in schemas:
+        other = schema.field("prompt").type
+        if prompt is None or prompt == other:
+            prompt = other
+        elif (
+            pa.types.is_list(prompt)
+            and pa.types.is_list(other)
+            and pa.types.is_struct(prompt.value_type)
+            and pa.types.is_struct(other.value_type)
+        ):
+            prompt = pa.list_(join_messages(prompt.value_type, other.value_type))
+        else:
+            raise ValueError(
+                f"rollout tables with prompt columns of types {prompt} and {other} "
+                "cannot share one schema"
+            )
+    if prompt is None:
+        raise ValueError("merge_schemas needs at least one schema")
+    return schema_for(prompt)
+
+
+# ---- converting arrays to a wider type ------------------------------------------------------
+
+
+class NotFits(Exception):
+    """An array's values have no place in the target type; ``name`` is the message key."""
+
+    def __init__(self, name: Optional[str], arrow_type: pa.DataType) -> None:
+        super().__init__(name, arrow_type)
+        self.name = name
+        self.arrow_type = arrow_type
+
+
+def _mask(array: pa.Array) -> Optional[pa.Array]:
+    return array.is_null() if array.null_count else None
+
+
+def conform(array: pa.Array, target: pa.DataType, *, messages: bool = False) -> pa.Array:
+    """``array`` as ``target``, a type that holds it (a join of its type): missing
+    fields become nulls, values where ``target`` is JSON become their JSON text.
+    ``messages``: the array is a message list, whose structs join by key."""
+    if array.type == target:
+        return array
+    count = len(array)
+    if array.null_count == count:
+        return pa.nulls(count, target)
+    if target == JSON_TYPE:
+        return build_array(_pylist(array), JSON_TYPE)
+    if pa.types.is_list(array.type) and pa.types.is_list(target):
+        child = conform(array.values, target.value_type, messages=messages)
+        return pa.ListArray.from_arrays(array.offsets, child, type=target, mask=_mask(array))
+    if pa.types.is_struct(array.type) and pa.types.is_struct(target):
+        have, want = _names(array.type), _names(target)
+        if messages:
+            for name in have:
+                if name not in want and array.field(name).null_count != count:
+                    raise NotFits(name, array.field(name).type)
+        elif have != want:
+            raise NotFits(None, array.type)
+        children = []
+        for field in target:
+            if field.name not in have:
+                children.append(pa.nulls(count, field.type))
+                continue
+            child = array.field(field.name)
+            try:
+                children.append(conform(child, field.type))
+            except NotFits:
+                if messages:
+                    raise NotFits(field.name, child.type) from None
+                raise
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=_mask(array))
+    raise NotFits(None, array.type)
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of our rollout layout as ``schema`` (see ``conform``)."""
+    prompt = batch.column(0)
+    target = schema.field("prompt").type
+    if prompt.type != target:
+        prompt = conform(prompt, target, messages=True)
+    return pa.RecordBatch.from_arrays([prompt, batch.column(1)], schema=schema)
+
+
+def conform_table(table: pa.Table, schema: pa.Schema, start: int = 0) -> pa.Table:
+    """A table of our rollout layout as ``schema``; a value ``schema`` has no place for
+    is refused with ``RolloutRowError`` naming its row (counted from ``start``) and key."""
+    if table.schema.equals(schema, check_metadata=True):
+        return table
+    batches = []
+    row = start
+    for batch in table.to_batches():
+        try:
+            batches.append(conform_batch(batch, schema))
+        except NotFits as exc:
+            raise _not_fitting(batch, exc, row) from None
+        row += batch.num_rows
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _not_fitting(batch: pa.RecordBatch, exc: NotFits, start: int) -> Exception:
+    prompt = batch.column(0)
+    if exc.name is None or not pa.types.is_list(prompt.type):
+        return ValueError(
+            f"a rollout table of prompt type {prompt.type} does not fit the schema given"
+        )
+    values = prompt.values.field(exc.name)
+    first = values.is_valid().to_pylist().index(True)
+    offsets = prompt.offsets.to_pylist()
+    row = bisect.bisect_right(offsets, first) - 1
+    position = first - offsets[row]
+    return row_error(
+        "schema_mismatch", start + row, ("prompt", position, exc.name), str(exc.arrow_type)
+    )
+
+
+def unify(batches: list[pa.RecordBatch]) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    """The batches of one table (each typed from its own rows) under their joined schema."""
+    schema = merge_schemas(*(batch.schema for batch in batches))
+    return schema, [conform_batch(batch, schema) for batch in batches]
+
+
 # ---- building (the pure-Python twin) -------------------------------------------------------
+
+
+def _holds_json(arrow_type: pa.DataType) -> bool:
+    if arrow_type == JSON_TYPE:
+        return True
+    if pa.types.is_list(arrow_type):
+        return _holds_json(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return any(_holds_json(field.type) for field in arrow_type)
+    return False
+
+
+def build_array(values: list, arrow_type: pa.DataType) -> pa.Array:
+    """An array of ``arrow_type`` (a join of the values' types) holding ``values``."""
+    if arrow_type == _NULL:
+        return pa.nulls(len(values))
+    if arrow_type == JSON_TYPE:
+        texts = [None if value is None else _json.dumps(value) for value in values]
+        return JSON_TYPE.wrap_array(pa.array(texts, type=_STRING))
+    if not _holds_json(arrow_type):
+        return pa.array(values, type=arrow_type)  # pyarrow cannot make JSON fields from values
+    if pa.types.is_list(arrow_type):
+        offsets = [0]
+        flat: list = []
+        nulls = [value is None for value in values]
+        for value in values:
+            if value is not None:
+                flat.extend(value)
+            offsets.append(len(flat))
+        return pa.ListArray.from_arrays(
+            pa.array(offsets, type=pa.int32()),
+            build_array(flat, arrow_type.value_type),
+            type=arrow_type,
+            mask=pa.array(nulls) if any(nulls) else None,
+        )
+    if pa.types.is_struct(arrow_type):
+        nulls = [value is None for value in values]
+        children = [
+            build_array(
+                [None if value is None else value[field.name] for value in values], field.type
+            )
+            for field in arrow_type
+        ]
+        return pa.StructArray.from_arrays(
+            children, fields=list(arrow_type), mask=pa.array(nulls) if any(nulls) else None
+        )
+    return pa.array(values, type=arrow_type)
+
+
+def message_array(roles: list, contents: list, extras: list[tuple[int, dict]]) -> pa.Array:
+    """The struct array of a batch's messages (``rust/arrow.rs``'s ``message_struct``).
+
+    ``contents`` holds each str content (None for none); ``extras`` the other
+    members of the messages that have any, as ``(message index, members)``.
+    """
+    content_json = False
+    types: dict[str, Ty] = {}
+    for _, members in extras:
+        for key, value in members.items():
+            if key == "content":
+                content_json = True  # only a content that is neither str nor None gets here
+                continue
+            types[key] = absorb(types.get(key, "null"), value)
+    fields = {name: to_arrow_type(ty) for name, ty in types.items()}
+    if content_json:
+        values = list(contents)
+        for index, members in extras:
+            if "content" in members:
+                values[index] = members["content"]
+        content = build_array(values, JSON_TYPE)
+    else:
+        content = pa.array(contents, type=_STRING)
+    children = [pa.array(roles, type=_STRING), content]
+    for name, arrow_type in fields.items():
+        values = [None] * len(roles)
+        for index, members in extras:
+            if name in members:
+                values[index] = members[name]
+        children.append(build_array(values, arrow_type))
+    names = ["role", "content", *fields]
+    return pa.StructArray.from_arrays(
+        children,
+        fields=[pa.field(name, child.type) for name, child in zip(names, children, strict=True)],
+    )
+
+
+def _json_size(value: Any) -> int:
+    """How much text a value takes as JSON (for closing batches early)."""
+    try:
+        return len(_json.dumps(value))  # the C encoder: faster than walking in Python
+    except ValueError:  # an int too long to write: reported when the batch is built
+        return _text_size(value)
+
+
+def _text_size(value: Any) -> int:
+    """About how much text a value takes as JSON."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind is list:
+        return 2 + sum(_text_size(entry) for entry in value)
+    if kind is dict:
+        return 2 + sum(len(key) + 3 + _text_size(entry) for key, entry in value.items())
+    if kind is int:
+        return value.bit_length() // 3 + 2
+    return 8
 
 
 class KindCheck:
@@ -144,7 +493,10 @@ class KindCheck:
 
 
 class TableBuilder:
-    """Collects normalised rows into record batches of one schema (the twin)."""
+    """Collects normalised rows into record batches, each typed from its own rows (the twin).
+
+    ``unify`` gives the batches of one table their joined schema.
+    """
 
     def __init__(self, prompt_kind: str) -> None:
         self.kinds = KindCheck(prompt_kind)
@@ -158,7 +510,7 @@ class TableBuilder:
         self.offsets: list[int] = [0]
         self.roles: list[str] = []
         self.contents: list[Optional[str]] = []
-        self.extras: list[Optional[str]] = []
+        self.extras: list[tuple[int, dict]] = []
         self.answers: list[Optional[str]] = []
         self.size = 0
 
@@ -180,7 +532,6 @@ class TableBuilder:
         elif is_text:
             self.roles.append("user")
             self.contents.append(prompt)
-            self.extras.append(None)
             self.offsets.append(len(self.roles))
             self.size += len(prompt)
         else:
@@ -195,24 +546,24 @@ class TableBuilder:
             self.flush()
 
     def _message(self, message: dict) -> None:
-        content = message.get("content")
-        rest = {
-            key: value
-            for key, value in message.items()
-            if key != "role" and not (key == "content" and type(value) is str)
-        }
+        content = None
+        members: Optional[dict] = None
+        for key, value in message.items():
+            if key == "role":
+                continue
+            if key == "content" and (value is None or type(value) is str):
+                content = value
+                continue
+            if members is None:
+                members = {}
+            members[key] = value
+            self.size += len(key) + _json_size(value)
+        if members is not None:
+            self.extras.append((len(self.roles), members))
         self.roles.append(message["role"])
-        if type(content) is str:
-            self.contents.append(content)
+        self.contents.append(content)
+        if content is not None:
             self.size += len(content)
-        else:
-            self.contents.append(None)
-        if rest:
-            text = _json.dumps(rest)  # as the canonical JSONL writer (and Rust) write it
-            self.extras.append(text)
-            self.size += len(text)
-        else:
-            self.extras.append(None)
 
     def flush(self) -> Optional[pa.RecordBatch]:
         """Close the batch being built (if it has rows); return it."""
@@ -220,114 +571,121 @@ class TableBuilder:
             return None
         try:
             batch = self._build()
-        except UnicodeEncodeError:
-            raise not_utf8_error(self.rows, self.start) from None
+        except (UnicodeEncodeError, ValueError):
+            # A lone surrogate (pyarrow's UTF-8), or an int too long to write as JSON text.
+            found = unstorable_error(self.rows, self.start)
+            if found is None:
+                raise
+            raise found from None
         self.batches.append(batch)
         self.rows = []
         self._reset()
         return batch
 
     def _build(self) -> pa.RecordBatch:
-        answer = pa.array(self.answers, type=pa.string())
+        answer = pa.array(self.answers, type=_STRING)
         if self.kinds.kind == "text":
-            batch = pa.RecordBatch.from_arrays(
-                [pa.array(self.prompts, type=pa.string()), answer], schema=TEXT_SCHEMA
+            return pa.RecordBatch.from_arrays(
+                [pa.array(self.prompts, type=_STRING), answer], schema=TEXT_SCHEMA
             )
-        else:
-            messages = pa.StructArray.from_arrays(
-                [
-                    pa.array(self.roles, type=pa.string()),
-                    pa.array(self.contents, type=pa.string()),
-                    pa.array(self.extras, type=pa.string()),
-                ],
-                fields=list(MESSAGE_TYPE),
-            )
-            prompt = pa.ListArray.from_arrays(
-                pa.array(self.offsets, type=pa.int32()),
-                messages,
-                type=MESSAGES_SCHEMA.field("prompt").type,
-            )
-            batch = pa.RecordBatch.from_arrays([prompt, answer], schema=MESSAGES_SCHEMA)
-        return batch
-
-    def schema(self) -> pa.Schema:
-        return MESSAGES_SCHEMA if self.kinds.kind == "messages" else TEXT_SCHEMA
+        messages = message_array(self.roles, self.contents, self.extras)
+        prompt = pa.ListArray.from_arrays(pa.array(self.offsets, type=pa.int32()), messages)
+        return pa.RecordBatch.from_arrays([prompt, answer], schema=schema_for(prompt.type))
 
 
-def _surrogate_path(value: Any, path: tuple) -> Optional[tuple]:
-    """The path of the first str (key or value) in ``value`` that is not valid UTF-8."""
-    if isinstance(value, str):
+def _unstorable(value: Any, path: tuple) -> Optional[tuple[str, tuple]]:
+    """The first str (key or value) that is not valid UTF-8, or int too long to write
+    as text, in ``value``: (code, path)."""
+    kind = type(value)
+    if kind is str:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return path
+            return "not_utf8", path
         return None
-    if isinstance(value, list):
+    if kind is int:
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            try:
+                str(value)
+            except ValueError:
+                return "int_too_long", path
+        return None
+    if kind is list:
         for position, item in enumerate(value):
-            found = _surrogate_path(item, (*path, position))
+            found = _unstorable(item, (*path, position))
             if found is not None:
                 return found
-    elif isinstance(value, dict):
+    elif kind is dict:
         for key, item in value.items():
-            found = _surrogate_path(key, (*path, key))
+            found = _unstorable(key, (*path, key))
             if found is None:
-                found = _surrogate_path(item, (*path, key))
+                found = _unstorable(item, (*path, key))
             if found is not None:
                 return found
     return None
 
 
-def not_utf8_error(rows: Any, start: int) -> Exception:
-    """The error for the first row from ``rows[0]`` (row ``start``) Arrow cannot hold."""
+def unstorable_error(rows: Any, start: int) -> Optional[Exception]:
+    """The error for the first value from ``rows[0]`` (row ``start``) Arrow cannot hold."""
     for offset, row in enumerate(rows):
-        path = _surrogate_path(row, ())
-        if path is not None:
-            return row_error("not_utf8", start + offset, path)
-    return ValueError("a str could not be encoded as UTF-8")  # pragma: no cover - a guard
+        found = _unstorable(row, ())
+        if found is not None:
+            code, path = found
+            fact = str(int_digits_limit()) if code == "int_too_long" else None
+            return row_error(code, start + offset, path, fact)
+    return None
 
 
 # ---- building from the Rust engine's buffers -----------------------------------------------
 
+_FIXED_WIDTH = {"bool": _BOOL, "int64": _INT64, "float64": _FLOAT64}
 
-def _strings(count: int, column: Any) -> pa.Array:
-    validity = column.validity
-    buffers = [
-        None if validity is None else pa.py_buffer(validity),
-        pa.py_buffer(column.offsets),
-        pa.py_buffer(column.data),
-    ]
-    return pa.Array.from_buffers(pa.string(), count, buffers, null_count=column.null_count)
+
+def array_of(column: Any) -> pa.Array:
+    """The array a ``_native.Column`` describes (its buffers wrapped, not copied)."""
+    kind = column.kind
+    count = column.len
+    nulls = column.null_count
+    validity = None if column.validity is None else pa.py_buffer(column.validity)
+    if kind == "string" or kind == "json":
+        buffers = [validity, pa.py_buffer(column.offsets), pa.py_buffer(column.data)]
+        array = pa.Array.from_buffers(_STRING, count, buffers, null_count=nulls)
+        return array if kind == "string" else JSON_TYPE.wrap_array(array)
+    if kind == "list":
+        child = array_of(column.children[0])
+        return pa.Array.from_buffers(
+            pa.list_(child.type),
+            count,
+            [validity, pa.py_buffer(column.offsets)],
+            null_count=nulls,
+            children=[child],
+        )
+    if kind == "struct":
+        children = [array_of(child) for child in column.children]
+        arrow_type = pa.struct(
+            [pa.field(name, child.type) for name, child in zip(column.names, children, strict=True)]
+        )
+        return pa.Array.from_buffers(
+            arrow_type, count, [validity], null_count=nulls, children=children
+        )
+    if kind == "null":
+        return pa.nulls(count)
+    return pa.Array.from_buffers(
+        _FIXED_WIDTH[kind], count, [validity, pa.py_buffer(column.data)], null_count=nulls
+    )
 
 
 def batch_from_buffers(parts: Any) -> pa.RecordBatch:
     """Assemble the record batch the Rust engine laid out (no copy of the buffers).
 
     ``parts`` is a ``_native.ArrowBatch``: ``kind`` ``"text"`` or
-    ``"messages"``, ``rows``, the message-list offsets and message count, and
-    the string columns (``_native.StringColumn``: validity, offsets, data,
-    null count) ``first`` (the prompt, or each message's role), ``content``
-    and ``extra`` (None for text) and ``answer``.
+    ``"messages"``, ``rows``, and the ``prompt`` and ``answer`` columns
+    (``_native.Column`` trees: kind, length, null count, validity, offsets,
+    data, children, field names).
     """
-    rows = parts.rows
-    answer = _strings(rows, parts.answer)
-    if parts.kind == "text":
-        return pa.RecordBatch.from_arrays([_strings(rows, parts.first), answer], schema=TEXT_SCHEMA)
-    messages = parts.messages
-    struct = pa.StructArray.from_arrays(
-        [
-            _strings(messages, parts.first),
-            _strings(messages, parts.content),
-            _strings(messages, parts.extra),
-        ],
-        fields=list(MESSAGE_TYPE),
-    )
-    prompt = pa.Array.from_buffers(
-        MESSAGES_SCHEMA.field("prompt").type,
-        rows,
-        [None, pa.py_buffer(parts.list_offsets)],
-        children=[struct],
-    )
-    return pa.RecordBatch.from_arrays([prompt, answer], schema=MESSAGES_SCHEMA)
+    prompt = array_of(parts.prompt)
+    answer = array_of(parts.answer)
+    return pa.RecordBatch.from_arrays([prompt, answer], schema=schema_for(prompt.type))
 
 
 _KIND_CODES = {"auto": 0, "text": 1, "messages": 2}
@@ -351,8 +709,10 @@ def _native_batches(
             )
         except native.NativeRowError as exc:
             code_name, index, segments, fact, _line, _column = exc.args
-            if code_name == "not_utf8":
-                raise not_utf8_error(normalised[index:], index) from None
+            if code_name in ("not_utf8", "int_too_long"):
+                found = unstorable_error(normalised[index:], index)
+                if found is not None:
+                    raise found from None
             raise row_error(code_name, index, segments, fact) from None
     return [batch_from_buffers(part) for part in parts]
 
@@ -374,20 +734,22 @@ def rows_to_arrow(
     or a message-list column and a row of the other kind raises
     ``RolloutRowError`` naming it; ``"text"`` and ``"messages"`` say so up
     front, and ``"messages"`` wraps each str prompt as one user message.
+    Message keys beyond ``role`` and ``content`` become typed fields (see the
+    module's docstring and docs/arrow.md).
     """
     prompt_kind = check_prompt_kind(prompt_kind)
     if _engine.implementation() == "rust":
         backend = validate_rollout_backend(backend)
         max_rows = check_max_rows(max_rows)
         batches = _native_batches(rows, backend, max_rows, prompt_kind)
-        schema = batches[0].schema
     else:
         normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
         builder = TableBuilder(prompt_kind)
         for index, row in enumerate(normalised):
             builder.add(row, index)
         builder.flush()
-        batches, schema = builder.batches, builder.schema()
+        batches = builder.batches
+    schema, batches = unify(batches)
     return pa.Table.from_batches(batches, schema=schema)
 
 
@@ -398,13 +760,32 @@ def to_dataset(
     max_rows: int = MAX_ROLLOUT_ROWS,
     prompt_kind: PromptKind = "auto",
 ) -> datasets.Dataset:
-    """:func:`rows_to_arrow`, as a Hugging Face ``datasets.Dataset`` (needs ``datasets``)."""
+    """:func:`rows_to_arrow`, as a Hugging Face ``datasets.Dataset`` (needs ``datasets``;
+    fields of JSON text read as values with ``datasets`` 4.7 or later)."""
     try:
         import datasets
     except ImportError as exc:
         raise ImportError("to_dataset needs the 'datasets' package: pip install datasets") from exc
     table = rows_to_arrow(rows, backend, max_rows=max_rows, prompt_kind=prompt_kind)
-    return datasets.Dataset(datasets.table.InMemoryTable(table))
+    return datasets.Dataset(datasets.table.InMemoryTable(table), fingerprint=_fingerprint(table))
+
+
+def _fingerprint(table: pa.Table) -> str:
+    """A hash of the table's content (its schema and buffers), as the Dataset's fingerprint.
+
+    ``datasets`` would otherwise pickle the whole table to hash it, which costs
+    more than building it. ``xxhash`` comes with ``datasets``.
+    """
+    import xxhash
+
+    digest = xxhash.xxh64()
+    digest.update(table.schema.serialize())
+    for column in table.columns:
+        for chunk in column.chunks:
+            digest.update(f"{chunk.offset}:{len(chunk)}".encode())
+            for buffer in chunk.buffers():
+                digest.update(b"-" if buffer is None else buffer)
+    return str(digest.hexdigest())
 
 
 def _as_table(data: Any) -> pa.Table:
@@ -413,8 +794,10 @@ def _as_table(data: Any) -> pa.Table:
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     inner = getattr(data, "data", None)  # datasets.Dataset keeps its table in .data.table
-    if inner is not None and isinstance(getattr(inner, "table", None), pa.Table):
-        return inner.table
+    if isinstance(getattr(inner, "table", None), pa.Table) and hasattr(data, "with_format"):
+        # select, shuffle, filter and splits keep the table and add an indices
+        # mapping: the rows are those the Dataset shows, in its order.
+        return data.with_format("arrow")[:]
     if hasattr(data, "__arrow_c_stream__"):  # polars, DuckDB, arro3, ... (the PyCapsule interface)
         return pa.table(data)
     raise TypeError(
@@ -423,45 +806,197 @@ def _as_table(data: Any) -> pa.Table:
     )
 
 
-def _decode_messages(messages: list, index: int) -> list:
-    out = []
-    for position, message in enumerate(messages):
-        if not isinstance(message, dict):
-            out.append(message)  # the row rules name it
-            continue
-        decoded = {key: value for key, value in message.items() if key != JSON_FIELD}
-        if decoded.get("content", "") is None:
-            del decoded["content"]  # null content: no str content (extra_json may hold one)
-        extra = message.get(JSON_FIELD)
-        if extra is not None:
+# ---- reading tables back ----------------------------------------------------------------
+
+
+class BadJson(Exception):
+    """JSON text that does not parse; ``segments`` is where, below the field that holds it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.segments: list = []
+
+
+def _loads(text: Any) -> Any:
+    if text is None:
+        return None  # JSON null is stored as a null entry
+    if not isinstance(text, str):
+        raise BadJson(f"got {type(text).__name__}")
+    try:
+        return _json.loads(text)
+    except _json.JsonSyntaxError as exc:
+        reason = JSON_REASONS.get(exc.reason, exc.reason)
+        raise BadJson(reason.replace("{int_digits}", str(int_digits_limit()))) from None
+
+
+Decoder = Callable[[Any], Any]
+
+
+def _is_list(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type))
+
+
+def decoder_for(arrow_type: pa.DataType) -> Optional[Decoder]:
+    """How to turn a value ``to_pylist`` gives for ``arrow_type`` into the value it holds
+    (JSON text parsed); None when it already is that value."""
+    if isinstance(arrow_type, pa.JsonType):
+        return _loads
+    if _is_list(arrow_type):
+        item = decoder_for(arrow_type.value_type)
+        if item is None:
+            return None
+
+        def decode_list(value: Any) -> Any:
+            if value is None:
+                return None
+            out = []
+            for position, entry in enumerate(value):
+                try:
+                    out.append(item(entry))
+                except BadJson as exc:
+                    exc.segments.insert(0, position)
+                    raise
+            return out
+
+        return decode_list
+    if pa.types.is_struct(arrow_type):
+        fields = [(field.name, decoder_for(field.type)) for field in arrow_type]
+        inner = [(name, decode) for name, decode in fields if decode is not None]
+        if not inner:
+            return None
+
+        def decode_struct(value: Any) -> Any:
+            if value is None:
+                return None
+            out = dict(value)
+            for name, decode in inner:
+                try:
+                    out[name] = decode(out[name])
+                except BadJson as exc:
+                    exc.segments.insert(0, name)
+                    raise
+            return out
+
+        return decode_struct
+    return None
+
+
+def _pylist(array: pa.Array) -> list:
+    decode = decoder_for(array.type)
+    values = array.to_pylist()
+    return values if decode is None else [decode(value) for value in values]
+
+
+MessagesDecoder = Callable[[list, int], list]
+
+
+def _messages_decoder(message_type: pa.DataType, legacy: bool) -> MessagesDecoder:
+    """Decode the messages of one row: a null field reads back as an absent key."""
+    fields = [(field.name, decoder_for(field.type)) for field in message_type]
+    inner = [(name, decode) for name, decode in fields if decode is not None]
+
+    def decode_messages(messages: list, index: int) -> list:
+        out = []
+        for position, message in enumerate(messages):
+            if not isinstance(message, dict):
+                out.append(message)  # the row rules name it
+                continue
+            decoded_message = {key: value for key, value in message.items() if value is not None}
+            for name, decode in inner:
+                if name in decoded_message:
+                    try:
+                        decoded_message[name] = decode(decoded_message[name])
+                    except BadJson as exc:
+                        path = ("prompt", position, name, *exc.segments)
+                        raise row_error("json_text", index, path, exc.reason) from None
+            if legacy:
+                _merge_extra_json(decoded_message, index, position)
+            out.append(decoded_message)
+        return out
+
+    return decode_messages
+
+
+def _merge_extra_json(message: dict, index: int, position: int) -> None:
+    """Version 1: every other key of the message was JSON text in ``extra_json``."""
+    extra = message.pop(JSON_FIELD, None)
+    if extra is None:
+        return
+    path = ("prompt", position, JSON_FIELD)
+    if not isinstance(extra, str):
+        raise row_error("extra_json", index, path, type(extra).__name__)
+    try:
+        more = _loads(extra)
+    except BadJson as exc:
+        raise row_error("json_text", index, path, exc.reason) from None
+    if not isinstance(more, dict):
+        raise row_error("extra_json", index, path, type(extra).__name__)
+    message.update(more)
+
+
+def _prompt_decoder(schema: pa.Schema, prompt_type: pa.DataType) -> Optional[MessagesDecoder]:
+    if not _is_list(prompt_type):
+        decode = decoder_for(prompt_type)
+        if decode is None:
+            return None
+        one = decode
+
+        def decode_prompt(prompt: Any, index: int) -> Any:
             try:
-                more = json.loads(extra) if isinstance(extra, str) else None
-            except ValueError:
-                more = None
-            if not isinstance(more, dict):
-                raise row_error(
-                    "extra_json", index, ("prompt", position, JSON_FIELD), type(extra).__name__
-                )
-            decoded.update(more)
-        out.append(decoded)
-    return out
+                return one(prompt)
+            except BadJson as exc:
+                raise row_error("json_text", index, ("prompt", *exc.segments), exc.reason) from None
+
+        return decode_prompt
+    item = prompt_type.value_type
+    if pa.types.is_struct(item):
+        metadata = schema.metadata or {}
+        legacy = (
+            JSON_FIELD in _names(item)
+            and pa.types.is_string(item.field(JSON_FIELD).type)
+            and metadata.get(_META_KEY) != SCHEMA_VERSION.encode()
+        )
+        return _messages_decoder(item, legacy)
+    decode_items = decoder_for(prompt_type)
+    if decode_items is None:
+        return None
+    items = decode_items
+
+    def decode_item_list(prompt: Any, index: int) -> Any:
+        try:
+            return items(prompt)
+        except BadJson as exc:
+            raise row_error("json_text", index, ("prompt", *exc.segments), exc.reason) from None
+
+    return decode_item_list
 
 
 def iter_rows(data: Any) -> Iterator[dict]:
     """The rows of a rollout table, decoded (not yet checked)."""
     table = _as_table(data)
-    if "prompt" not in table.column_names:
-        raise ValueError(f"a rollout table needs a 'prompt' column; columns: {table.column_names}")
-    has_answer = "answer" in table.column_names
+    names = table.column_names
+    for name in ("prompt", "answer"):
+        count = names.count(name)
+        if count > 1:
+            raise ValueError(
+                f"a rollout table has {count} columns named {name!r}; it needs one "
+                f"(columns: {names})"
+            )
+    if "prompt" not in names:
+        raise ValueError(f"a rollout table needs a 'prompt' column; columns: {names}")
+    prompt_at = names.index("prompt")
+    answer_at = names.index("answer") if "answer" in names else None
+    decode = _prompt_decoder(table.schema, table.schema.field(prompt_at).type)
     index = 0
     for batch in table.to_batches():
-        prompts = batch.column("prompt").to_pylist()
+        prompts = batch.column(prompt_at).to_pylist()
         answers: Iterable[Any] = (
-            batch.column("answer").to_pylist() if has_answer else [None] * len(prompts)
+            batch.column(answer_at).to_pylist() if answer_at is not None else [None] * len(prompts)
         )
         for prompt, answer in zip(prompts, answers, strict=True):
-            if isinstance(prompt, list):
-                prompt = _decode_messages(prompt, index)
+            if decode is not None and prompt is not None:
+                prompt = decode(prompt, index)
             yield {"prompt": prompt} if answer is None else {"prompt": prompt, "answer": answer}
             index += 1
 
@@ -471,9 +1006,12 @@ def arrow_to_rows(
 ) -> tuple[dict, ...]:
     """The rows of a rollout table (ours, or one of the same shape), checked by the row rules.
 
-    Accepts a ``pyarrow.Table``/``RecordBatch``, a ``datasets.Dataset``, or
-    anything that exports ``__arrow_c_stream__`` (a polars DataFrame...).
-    ``arrow_to_rows(rows_to_arrow(rows)) == normalise_rollout_rows(rows)``.
+    Accepts a ``pyarrow.Table``/``RecordBatch``, a ``datasets.Dataset`` (its
+    rows as it shows them: after ``select``, ``shuffle``, ``filter`` or a split,
+    those rows in that order), or anything that exports ``__arrow_c_stream__``
+    (a polars DataFrame...). A null message field reads back as an absent key,
+    JSON text as its value: ``arrow_to_rows(rows_to_arrow(rows))`` is
+    ``normalise_rollout_rows(rows)`` without the message keys whose value is None.
     """
     return _engine.normalise_rollout_rows(iter_rows(data), backend, max_rows=max_rows)
 
@@ -481,6 +1019,7 @@ def arrow_to_rows(
 __all__ = [
     "BATCH_ROWS",
     "JSON_FIELD",
+    "JSON_TYPE",
     "MESSAGES_SCHEMA",
     "MESSAGE_TYPE",
     "PROMPT_KINDS",
@@ -491,7 +1030,9 @@ __all__ = [
     "arrow_to_rows",
     "batch_from_buffers",
     "check_prompt_kind",
+    "conform_table",
     "file_batches",
+    "merge_schemas",
     "read_rollout_table",
     "rows_to_arrow",
     "to_dataset",
@@ -520,8 +1061,9 @@ def file_batches(
 ) -> FileCounts:
     """Stream a rollout JSONL file as record batches, in order; return the run's counts.
 
-    Errors name ``source`` (default: ``src``). ``bytes_out`` is 0: the
-    caller knows what it wrote.
+    Each batch is typed from its own rows: ``unify`` (or ``merge_schemas`` and
+    ``conform_batch``) gives them one schema. Errors name ``source`` (default:
+    ``src``). ``bytes_out`` is 0: the caller knows what it wrote.
     """
     source = source_name(src) if source is None else source
     max_rows = limits.max_rows
@@ -581,7 +1123,130 @@ def read_rollout_table(
     prompt_kind = check_prompt_kind(prompt_kind)
     batches: list[pa.RecordBatch] = []
     file_batches(text, limits, prompt_kind, batches.append, None)
-    return pa.Table.from_batches(batches, schema=batches[0].schema)
+    schema, batches = unify(batches)
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+class ParquetSink:
+    """Record batches into one zstd Parquet file of one schema, row group by row group.
+
+    The file's schema is the join of the batches' (``merge_schemas``): a batch
+    that widens it (a message key not seen before, values of a new type) makes
+    the sink rewrite the row groups already written, one at a time, under the
+    wider schema. A regular file is written to the ``Output``'s temporary file;
+    a device, pipe or descriptor gets the finished file, spooled to a private
+    temporary file first (written Parquet cannot be widened in a stream).
+    """
+
+    def __init__(self, where: Destination, dest: str) -> None:
+        self.where = where
+        self.dest = dest
+        self.output: Optional[Output] = None
+        self.path: Optional[str] = None  # the file pyarrow writes
+        self.spool: Optional[str] = None
+        self.writer: Any = None
+        self.schema: Optional[pa.Schema] = None
+        self.pending: list[pa.RecordBatch] = []
+        self.sizes = {"rows": 0, "bytes": 0}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if self.schema is None:
+            self._open(batch.schema)
+        elif not batch.schema.equals(self.schema):
+            wider = merge_schemas(self.schema, batch.schema)
+            if not wider.equals(self.schema):
+                self._widen(wider)
+            batch = conform_batch(batch, wider)
+        self.pending.append(batch)
+        self.sizes["rows"] += batch.num_rows
+        self.sizes["bytes"] += batch.nbytes
+        if self.sizes["rows"] >= ROW_GROUP_ROWS or self.sizes["bytes"] >= ROW_GROUP_BYTES:
+            self._write_pending()
+
+    def _open(self, schema: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        # Made on the first rows, so a bad source is reported before the
+        # destination is touched (as for JSONL output).
+        if self.where.kind == "file":
+            self.output = Output(self.where, self.dest)
+            self.path = self.output.temp
+        else:
+            handle, self.spool = tempfile.mkstemp(prefix=".agent-rollout-", suffix=".parquet.tmp")
+            os.close(handle)
+            self.path = self.spool
+        self.schema = schema
+        with naming(self.dest):
+            self.writer = pq.ParquetWriter(self.path, schema, compression="zstd")
+
+    def _write_pending(self) -> None:
+        if self.pending:
+            with naming(self.dest):
+                table = pa.Table.from_batches(self.pending, schema=self.schema)
+                self.writer.write_table(table, row_group_size=None)
+            self.pending.clear()
+            self.sizes["rows"] = self.sizes["bytes"] = 0
+
+    def _widen(self, wider: pa.Schema) -> None:
+        import pyarrow.parquet as pq
+
+        assert self.path is not None and self.schema is not None
+        self.pending = [conform_batch(batch, wider) for batch in self.pending]
+        old = self.path + ".old.tmp"
+        with naming(self.dest):
+            self.writer.close()
+            self.writer = None
+            os.replace(self.path, old)
+            try:
+                self.writer = pq.ParquetWriter(self.path, wider, compression="zstd")
+                os.chmod(self.path, stat.S_IMODE(os.stat(old).st_mode))
+                written = pq.ParquetFile(old)
+                try:
+                    for group in range(written.num_row_groups):
+                        table = conform_table(written.read_row_group(group), wider)
+                        self.writer.write_table(table, row_group_size=None)
+                finally:
+                    written.close()
+            finally:
+                os.unlink(old)
+        self.schema = wider
+
+    def finish(self) -> int:
+        """Write what is left, close the file and put it in place; return its size."""
+        self._write_pending()
+        assert self.path is not None
+        with naming(self.dest):
+            self.writer.close()
+            size = os.path.getsize(self.path)
+        if self.output is not None:
+            self.output.commit()
+            return size
+        output = Output(self.where, self.dest)
+        self.output = output
+        with open(self.path, "rb") as spooled:
+            while chunk := spooled.read(1 << 20):
+                output.write(chunk)
+        output.commit()
+        self._remove_spool()
+        return size
+
+    def _remove_spool(self) -> None:
+        if self.spool is not None:
+            try:
+                os.unlink(self.spool)
+            except FileNotFoundError:
+                pass
+            self.spool = None
+
+    def abandon(self) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except Exception:
+                pass  # already failing: the first error is the one reported
+        if self.output is not None:
+            self.output.abandon()
+        self._remove_spool()
 
 
 def write_parquet(
@@ -595,67 +1260,24 @@ def write_parquet(
     """Normalise the rollout JSONL file ``src`` into the zstd Parquet file ``dest``.
 
     Row groups of at most ``ROW_GROUP_ROWS`` rows are written as they fill, so
-    memory does not grow with the file. ``where`` is where ``dest`` really
-    goes (``agent_rollout._files.destination``); the output is an
-    ``agent_rollout._files.Output``, as for JSONL: a regular file is written
-    beside itself and renamed into place only when every row passed, so on
-    any error (Ctrl-C, SIGTERM and SIGHUP included) it is left as it was and
-    no temporary file remains; a device, named pipe or one of our descriptors
-    is written in place, streamed.
+    memory does not grow with the file (``ParquetSink``: a batch that widens
+    the schema rewrites the groups written so far). ``where`` is where
+    ``dest`` really goes (``agent_rollout._files.destination``); the output is
+    an ``agent_rollout._files.Output``, as for JSONL: a regular file is
+    written beside itself and renamed into place only when every row passed,
+    so on any error (Ctrl-C, SIGTERM and SIGHUP included) it is left as it
+    was and no temporary file remains; a device, named pipe or one of our
+    descriptors gets the finished file.
     """
-    import pyarrow.parquet as pq
-
     prompt_kind = check_prompt_kind(prompt_kind)
-    output: Optional[Output] = None
-    writer: Any = None
-    counted: Any = None
-    pending: list[pa.RecordBatch] = []
-    sizes = {"rows": 0, "bytes": 0}
-
-    def write_pending() -> None:
-        if pending:
-            with naming(dest):
-                writer.write_table(pa.Table.from_batches(pending), row_group_size=None)
-            pending.clear()
-            sizes["rows"] = sizes["bytes"] = 0
-
-    def on_batch(batch: pa.RecordBatch) -> None:
-        nonlocal output, writer, counted
-        if writer is None:
-            # Made on the first rows, so a bad source is reported before the
-            # destination is touched (as for JSONL output).
-            output = Output(where, dest)
-            if output.temp is not None:
-                target: Any = output.temp  # pyarrow writes the temporary by path
-            else:
-                # Counts what it writes: a pipe or terminal has no position to ask.
-                target = counted = pa.PythonFile(output.file, mode="w")
-            with naming(dest):
-                writer = pq.ParquetWriter(target, batch.schema, compression="zstd")
-        pending.append(batch)
-        sizes["rows"] += batch.num_rows
-        sizes["bytes"] += batch.nbytes
-        if sizes["rows"] >= ROW_GROUP_ROWS or sizes["bytes"] >= ROW_GROUP_BYTES:
-            write_pending()
-
+    sink = ParquetSink(where, dest)
     try:
-        counts = file_batches(src, limits, prompt_kind, on_batch, progress)
-        write_pending()
-        if output is None:  # pragma: no cover - file_batches gives a batch or raises
+        counts = file_batches(src, limits, prompt_kind, sink.add, progress)
+        if sink.schema is None:  # pragma: no cover - file_batches gives a batch or raises
             raise ValueError(f"{src}: no rows")
-        with naming(dest):
-            writer.close()
-            # A pipe or terminal has no size to ask: the counting wrapper knows it.
-            bytes_out = counted.tell() if output.temp is None else os.path.getsize(output.temp)
-        output.commit()
+        bytes_out = sink.finish()
     except BaseException:
-        if writer is not None:
-            try:
-                writer.close()
-            except Exception:
-                pass  # already failing: the first error is the one reported
-        if output is not None:
-            output.abandon()
+        sink.abandon()
         raise
     return FileCounts(
         counts.rows,
