@@ -382,6 +382,11 @@ if not EXAMPLES.is_dir():  # an installed package: use its copy of the examples
     EXAMPLES = Path(agent_rollout.examples.__file__).resolve().parent
 BUNDLED_CONFIG = EXAMPLES / "grpo.yaml"
 BUNDLED_PROMPTS = EXAMPLES / "prompts.jsonl"
+BUNDLED_ANSWERS: tuple[str, ...] = ("42", "108", "-7", "10", "1000", "9")
+"""The right answer to each bundled seed prompt (``prompts.jsonl``), in file order:
+17 + 25, 12 * 9, 4 - 11, the words of a 10-word sentence, 250 + 750, the words of a
+9-word sentence. Written by hand, not computed: every bundled backend that runs on
+these prompts must write exactly these answers."""
 OFFLINE = "agent_rollout.examples.openenv_rollout:offline_rollout"
 
 DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"

@@ -19,7 +19,12 @@ from openai.types.chat.chat_completion import Choice  # noqa: E402
 
 from agent_rollout import RolloutDrop, launch_rollout  # noqa: E402
 from agent_rollout.backends import art as art_backend  # noqa: E402
-from agent_rollout.examples.art_rollout import SYSTEM_PROMPT, ScriptedPolicy, rollout  # noqa: E402
+from agent_rollout.examples.art_rollout import (  # noqa: E402
+    SYSTEM_PROMPT,
+    TOOLS,
+    ScriptedPolicy,
+    rollout,
+)
 
 QUESTION = "What is 2 + 3?"
 OPENING = [
@@ -200,7 +205,9 @@ def test_a_non_finite_reward_is_an_error_naming_prompt_and_rollout(reward: float
             trajectory.reward = reward
         return trajectory
 
-    with pytest.raises(ValueError, match=rf"prompt 1 rollout 0: reward {reward!r} is not a finite"):
+    with pytest.raises(
+        ValueError, match=rf"^rollout_backend 'art': prompt 1 rollout 0: reward {reward!r} is not"
+    ):
         launch_rollout("art", prompts=[QUESTION, "What is 7 + 1?"], rollout_func=fn)
 
 
@@ -259,7 +266,7 @@ def test_launch_runs_group_size_rollouts_per_prompt() -> None:
 
 
 def test_launch_accepts_an_async_rollout_and_message_prompts() -> None:
-    prompt = [{"role": "user", "content": "Add 4 and 5"}]
+    prompt = [{"role": "user", "content": "Add 4 + 5"}]
     rows = _launch(prompts=[prompt], rollout_func="agent_rollout.examples.art_rollout:arollout")
     assert rows == [{"prompt": prompt, "answer": "9"}]
 
@@ -380,7 +387,7 @@ def test_reads_the_parquet_model_log_writes(tmp_path: Path) -> None:
     assert [len(g.trajectories) for g in groups] == [2, 1]
     assert art_backend.trajectory_groups_to_rows(groups) == EXPECTED
     # the tool call survives the round trip as a plain dict
-    assert groups[0].trajectories[0].messages_and_choices[2]["tool_calls"][0]["id"] == "call_add"
+    assert groups[0].trajectories[0].messages_and_choices[2]["tool_calls"][0]["id"] == "call_0"
     assert _launch(rollout_func=None, options={"source": str(path)}) == EXPECTED
 
 
@@ -443,6 +450,7 @@ def test_art_model_openai_client_talks_to_a_loopback_server() -> None:
         return await client.chat.completions.create(
             model="scripted-policy",
             messages=[{"role": "user", "content": "What is 2 + 3?"}],
+            tools=TOOLS,
         )
 
     with serve("policy") as (url, seen):
@@ -454,7 +462,10 @@ def test_art_model_openai_client_talks_to_a_loopback_server() -> None:
         )
         completion = asyncio.run(ask(model))
     call = completion.choices[0].message.tool_calls[0]
-    assert (call.function.name, json.loads(call.function.arguments)) == ("add", {"numbers": [2, 3]})
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "calculate",
+        {"expression": "2 + 3"},
+    )
     assert seen[0]["path"] == "/v1/chat/completions"
 
 
@@ -492,3 +503,135 @@ def test_policy_options_are_checked(options: dict[str, Any], model: Any, message
     with pytest.raises(ValueError, match=message):
         art_backend.policy_model(model, options, "art")
     assert art_backend.policy_model(model, {}, "art") is model
+
+
+# ------------------------------------------- failures that say where, rewards, progress
+
+
+@pytest.mark.parametrize(("reward", "shown"), [(None, "NoneType"), ("high", "str 'high'")])
+def test_a_reward_that_is_not_a_number_is_refused_before_art_adds_it(
+    reward: Any, shown: str
+) -> None:
+    """ART's own gather adds rewards up and fails with a TypeError naming nothing."""
+
+    def fn(model: Any, prompt: Any) -> Any:
+        trajectory = rollout(model, prompt)
+        if "7" in str(prompt):
+            trajectory.reward = reward  # assignment skips pydantic's check
+        return trajectory
+
+    with pytest.raises(ValueError) as info:
+        launch_rollout(
+            "art", prompts=[QUESTION, "What is 7 + 1?"], rollout_func=fn, options={"group_size": 1}
+        )
+    assert str(info.value) == (
+        f"rollout_backend 'art': prompt 1 rollout 0: reward must be a number, got {shown}"
+    )
+
+
+def test_a_rollout_that_raises_is_named_with_backend_prompt_and_rollout() -> None:
+    def fn(model: Any, prompt: Any) -> Any:
+        if "7" in str(prompt):
+            raise KeyError("no such tool")
+        return rollout(model, prompt)
+
+    with pytest.raises(RuntimeError) as info:
+        launch_rollout(
+            "art", prompts=[QUESTION, "What is 7 + 1?"], rollout_func=fn, options={"group_size": 1}
+        )
+    assert str(info.value) == (
+        "rollout_backend 'art': prompt 1 rollout 0: rollout_func raised KeyError: 'no such tool'"
+    )
+
+
+def test_an_unreachable_policy_is_a_connection_error_naming_its_address() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    with pytest.raises(ConnectionError) as info:
+        launch_rollout(
+            "art",
+            prompts=[QUESTION],
+            rollout_func="agent_rollout.examples.art_rollout:policy_rollout",
+            options={"group_size": 1, "policy_model": "p", "policy_base_url": url},
+        )
+    assert str(info.value) == (
+        f"rollout_backend 'art': prompt 0 rollout 0: no server answered at {url} "
+        "(rollout_policy_base_url): APIConnectionError: Connection error."
+    )
+
+
+def test_rollouts_done_are_reported_and_art_draws_no_bar(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from agent_rollout.backends._report import reporting
+
+    class Seen:
+        def __init__(self) -> None:
+            self.counts: list[tuple[int, int]] = []
+            self.notes: list[str] = []
+
+        def rollouts(self, done: int, total: int) -> None:
+            self.counts.append((done, total))
+
+        def note(self, text: str) -> None:
+            self.notes.append(text)
+
+    seen = Seen()
+    capfd.readouterr()
+    with reporting(seen):
+        launch_rollout(
+            "art",
+            prompts=[QUESTION, "What is 7 + 1?", "Count these words"],
+            rollout_func="agent_rollout.examples.art_rollout:arollout",
+            options={"group_size": 2},
+        )
+    assert seen.counts == [(done, 6) for done in range(7)]
+    assert capfd.readouterr() == ("", "")  # no tqdm bar, no LiteLLM line
+
+
+def test_art_is_imported_without_a_network_call_or_a_notice(tmp_path: Path) -> None:
+    """LiteLLM, imported by ART, fetches its price table unless told not to; we tell it."""
+    import subprocess
+    import sys
+
+    from support import cli_env
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import json, os, socket\n"
+        "tried = []\n"
+        "def refuse(*args, **kwargs):\n"
+        "    tried.append(repr(args[:2]))\n"
+        "    raise OSError('no network in this test')\n"
+        "socket.getaddrinfo = refuse\n"
+        "socket.socket.connect = refuse\n"
+        "from agent_rollout.backends import art as backend\n"
+        "backend.import_art()\n"
+        "from litellm.litellm_core_utils.get_model_cost_map import _cost_map_source_info as i\n"
+        "print(json.dumps({'tried': tried, 'source': i.source, 'forced': i.is_env_forced,\n"
+        "    'env': os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP')}))\n",
+        encoding="utf-8",
+    )
+    env = cli_env()
+    env.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
+    env.pop("TRANSFORMERS_NO_ADVISORY_WARNINGS", None)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, env=env, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"tried": [], "source": "local", "forced": True, "env": None}
+    assert proc.stderr == b""  # neither LiteLLM's warning nor transformers' notice
+    # AGENT_ROLLOUT_DEBUG lets the notice through (and still keeps the network out).
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        env=env | {"AGENT_ROLLOUT_DEBUG": "1"},
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tried"] == []
+    assert b"PyTorch was not found" in proc.stderr

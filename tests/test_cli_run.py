@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +56,15 @@ def art_tie_on_seven(model, prompt):
     calls[str(prompt)] = calls.get(str(prompt), 0) + 1
     trajectory = rollout(ScriptedPolicy(["wrong"]) if calls[str(prompt)] % 2 else None, prompt)
     trajectory.reward = 1.0
+    return trajectory
+
+def art_reward_none_on_seven(model, prompt):
+    """The example ART rollout, its reward unset for prompts holding a 7."""
+    from agent_rollout.examples.art_rollout import rollout
+
+    trajectory = rollout(None, prompt)
+    if "7" in str(prompt):
+        trajectory.reward = None
     return trajectory
 
 from agent_rollout.examples.openenv_rollout import offline_rollout
@@ -247,6 +257,63 @@ def test_nemo_gym_missing_source_exits_2(tmp_path: Path, cli: Cli) -> None:
     assert str(missing) in err
 
 
+def test_gym_config_is_read_beside_the_config_file(tmp_path: Path, cli: Cli) -> None:
+    """A relative rollout_gym_config found beside the config is passed on absolute; one
+    that is not there (Gym's own environments) as given, for NeMo Gym to find."""
+    from agent_rollout import register_rollout_runner, unregister_rollout_runner
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "my_env.yaml").write_text("my_env: {}\n", encoding="utf-8")
+    config = folder / "live.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: nemo_gym\n"
+        "  rollout_gym_config: my_env.yaml,resources_servers/x/configs/x.yaml\n"
+        "  rollout_policy_model: m\n  rollout_policy_base_url: http://127.0.0.1:9/v1\n",
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    seen: list[Any] = []
+
+    def runner(**kwargs: Any) -> list[dict[str, Any]]:
+        seen.append(kwargs["options"]["gym_config"])
+        return [{"prompt": "p", "answer": "a"}]
+
+    register_rollout_runner("nemo_gym", runner)
+    cwd = os.getcwd()
+    try:
+        os.chdir(elsewhere)
+        result = cli("run", "../configs/live.yaml", "--prompts", str(BUNDLED_PROMPTS))
+    finally:
+        os.chdir(cwd)
+        unregister_rollout_runner("nemo_gym")
+    assert result.code == 0, result.err
+    assert seen == [[str(folder / "my_env.yaml"), "resources_servers/x/configs/x.yaml"]]
+
+
+def test_what_the_backend_reports_is_under_the_summary(tmp_path: Path, cli: Cli) -> None:
+    from agent_rollout import register_rollout_runner, unregister_rollout_runner
+    from agent_rollout.backends._report import report_note, report_progress
+
+    def runner(**kwargs: Any) -> list[dict[str, Any]]:
+        report_progress(1, 2)
+        report_note("reused the servers at http://127.0.0.1:11000")
+        return [{"prompt": "p", "answer": "a"}]
+
+    config = tmp_path / "gym.yaml"
+    config.write_text("training:\n  rollout_backend: nemo_gym\n")
+    register_rollout_runner("nemo_gym", runner)
+    try:
+        result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    finally:
+        unregister_rollout_runner("nemo_gym")
+    assert result.code == 0
+    lines = result.err.splitlines()
+    assert lines[0].startswith("ran nemo_gym rollout: 6 seed prompts, 1 row, ")
+    assert lines[1:] == ["  reused the servers at http://127.0.0.1:11000"]
+
+
 def test_nemo_gym_rows_as_prompts(tmp_path: Path) -> None:
     config = tmp_path / "gym.yaml"
     config.write_text("training:\n  rollout_backend: nemo_gym\n")
@@ -405,11 +472,31 @@ def test_the_backend_is_named_once_in_an_error(user_module: Path, tmp_path: Path
     seeds.write_text('"What is 7 + 1?"\n', encoding="utf-8")
     result = cli("run", str(config), "--prompts", str(seeds))
     assert result.code == 1
-    last = result.err.splitlines()[-1]  # after ART's own progress bar
-    assert last.startswith(
+    assert result.err.count("\n") == 1  # no progress bar of ART's before it
+    assert result.err.startswith(
         "agent-rollout run: rollout_backend 'art': every prompt was dropped (1 of 1; tie: 1)"
     )
-    assert last.count("'art'") == 1
+    assert result.err.count("'art'") == 1
+
+
+def test_a_reward_that_is_not_a_number_names_prompt_and_rollout(
+    user_module: Path, tmp_path: Path, cli: Cli
+) -> None:
+    pytest.importorskip("art")
+    config = tmp_path / "art.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: art\n"
+        "  rollout_func: cli_run_rollouts:art_reward_none_on_seven\n  rollout_group_size: 1\n",
+        encoding="utf-8",
+    )
+    seeds = tmp_path / "seeds.jsonl"
+    seeds.write_text('"What is 2 + 3?"\n"What is 7 + 1?"\n', encoding="utf-8")
+    result = cli("run", str(config), "--prompts", str(seeds))
+    assert result.code == 1
+    assert result.err == (
+        "agent-rollout run: rollout_backend 'art': prompt 1 rollout 0: reward must be a number, "
+        "got NoneType\n"
+    )
 
 
 # ---- exit 2: usage, I/O, packages, failing backends ------------------------------------------
@@ -511,7 +598,7 @@ def test_missing_backend_package_exits_2(tmp_path: Path, art_hidden: None, cli: 
     assert result.code == 2
     assert result.err == (
         "agent-rollout run: rollout_backend='art' requires the 'openpipe-art' package: "
-        "pip install openpipe-art (or pip install 'agent-rollout[art]')\n"
+        "pip install 'agent-rollout[art]'\n"
     )
 
 

@@ -24,6 +24,7 @@ from agent_rollout.backends import (
     validate_rollout_func,
 )
 from agent_rollout.backends._ranking import BackendRows, RolloutDrop, refuse_all_dropped
+from agent_rollout.backends._report import quiet_imports
 
 __all__ = [
     "RolloutDrop",
@@ -182,7 +183,8 @@ def launch_rollout(
     with _runners_lock:
         runner = _runners.get(backend)  # never openenv: it cannot be registered
     if runner is None:
-        require_backend_package(backend)
+        with quiet_imports():  # finding art.rewards imports art, and LiteLLM with it
+            require_backend_package(backend)
         runner = adapter(backend).launch
     raw = runner(
         prompts=seed_prompts,

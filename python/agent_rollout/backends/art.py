@@ -4,8 +4,9 @@ ART (PyPI ``openpipe-art``, imported as ``art``) records one agent episode as an
 ``art.Trajectory``. Its ``messages_and_choices`` list mixes plain chat message
 dicts (system, user and tool turns the rollout wrote itself) with OpenAI
 ``Choice`` objects (the turns the policy generated). Rollouts of one task are
-collected into an ``art.TrajectoryGroup`` and many groups are awaited together
-with ``art.gather_trajectory_groups``.
+collected into an ``art.TrajectoryGroup``; ART's ``gather_trajectory_groups``
+awaits many groups together (``gather_groups`` here does the same, reporting
+its progress to ``agent-rollout run`` instead of drawing a tqdm bar).
 
 Each prompt (one ``TrajectoryGroup``) gives at most one row, by the rule shared
 with ``ruler`` (``agent_rollout.backends._ranking``):
@@ -20,7 +21,9 @@ with ``ruler`` (``agent_rollout.backends._ranking``):
   trajectory with a different answer. Otherwise the prompt is dropped and
   counted on the ``RolloutResult`` (``tie``: different answers share the best
   reward; ``no_answer``: the winner ends without text). A reward that is not a
-  finite number is an error naming the prompt and the rollout. So ``answer`` is
+  number (``None``, a str) is refused as the rollout returns, one that is NaN
+  or infinite when the group is ranked: both errors name the backend, the
+  prompt and the rollout. So ``answer`` is
   always the best-rewarded output, never one unranked sample; with a group of
   one (or identical answers) it is that answer whatever its reward, so give
   your rollouts a reward that means something, or use ``rollout_group_size`` > 1.
@@ -46,10 +49,13 @@ import contextvars
 import copy
 import inspect
 import json
+import logging
 import math
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel
@@ -67,10 +73,12 @@ from agent_rollout.backends import require_backend_package, resolve_rollout_func
 from agent_rollout.backends._ranking import (
     BackendRows,
     Candidate,
+    NonFiniteReward,
     RolloutDrop,
     pick_reference,
     refuse_all_dropped,
 )
+from agent_rollout.backends._report import debug_enabled, quiet_imports, report_progress
 
 if TYPE_CHECKING:
     from art import Trajectory, TrajectoryGroup
@@ -79,10 +87,14 @@ __all__ = [
     "DEFAULT_GROUP_SIZE",
     "MAX_GROUP_SIZE",
     "PROMPT_INDEX_KEY",
+    "connection_failure",
     "gather_groups",
+    "import_art",
     "launch",
     "plan",
     "policy_model",
+    "policy_servers",
+    "quiet_litellm",
     "read_trajectory_groups",
     "resolve_rollout",
     "run_sync",
@@ -96,6 +108,54 @@ PROMPT_INDEX_KEY = "agent_rollout_prompt_index"
 
 _T = TypeVar("_T")
 RolloutFn = Callable[[Any, Any], Any]
+
+
+# ----------------------------------------------------------- importing ART quietly
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+
+
+def import_art() -> ModuleType:
+    """Import ``art`` (and ``art.rewards``) with no network call and no notices; the module.
+
+    The import runs inside :func:`~agent_rollout.backends._report.quiet_imports`
+    (LiteLLM's bundled price table instead of a download; transformers'
+    notice off unless ``AGENT_ROLLOUT_DEBUG``). Raises the install hint's
+    ``ImportError`` when openpipe-art is missing.
+    """
+    require_backend_package("art")
+    with quiet_imports():
+        import art
+        import art.rewards
+    return art
+
+
+@contextmanager
+def quiet_litellm() -> Iterator[None]:
+    """While the block runs, LiteLLM neither logs nor prints (unless ``AGENT_ROLLOUT_DEBUG``).
+
+    LiteLLM prints a "Give Feedback / Get Help" banner to standard output on
+    every failed call (which would land in the rows written to ``-o -``) and
+    logs through handlers of its own. Its loggers are disabled and
+    ``litellm.suppress_debug_info`` set for the block, then put back.
+    """
+    if debug_enabled():
+        yield
+        return
+    import litellm
+
+    loggers = [logging.getLogger(name) for name in _LITELLM_LOGGERS]
+    disabled = [logger.disabled for logger in loggers]
+    suppress = litellm.suppress_debug_info
+    litellm.suppress_debug_info = True
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        litellm.suppress_debug_info = suppress
+        for logger, was in zip(loggers, disabled, strict=True):
+            logger.disabled = was
 
 
 # --------------------------------------------------------------------------- rows
@@ -249,7 +309,7 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any, Sequence[Any]]]:
             )
 
 
-def trajectory_groups_to_rows(groups: Any) -> BackendRows:
+def trajectory_groups_to_rows(groups: Any, *, backend: Optional[str] = None) -> BackendRows:
     """One row per group: the best-rewarded trajectory's prompt and answer.
 
     Accepts one object or an iterable of them (a bare Trajectory counts as a
@@ -258,13 +318,15 @@ def trajectory_groups_to_rows(groups: Any) -> BackendRows:
     no winner (see :func:`~agent_rollout.backends._ranking.pick_reference`) is
     left out and listed in ``drops``. A group that recorded exceptions is
     refused rather than silently shrunk; a non-finite reward is an error.
+    With ``backend``, error messages start with ``rollout_backend '<backend>': ``.
     """
     rows: list[dict[str, Any]] = []
     drops: list[RolloutDrop] = []
     seen = 0
+    named = f"rollout_backend {backend!r}: " if backend else ""
     for g, group, trajectories in _iter_groups(groups):
         index = _prompt_index(group, g)
-        where = f"prompt {index}"
+        where = f"{named}prompt {index}"
         candidates = []
         for t, trajectory in enumerate(trajectories):
             seen += 1
@@ -307,7 +369,7 @@ def read_trajectory_groups(path: str | os.PathLike[str]) -> list[TrajectoryGroup
 
     Errors name the file and the line (JSONL) or table row (Parquet).
     """
-    require_backend_package("art")
+    import_art()
     name = os.fspath(path)
     if name.endswith(".parquet"):
         return _read_parquet(name)
@@ -431,8 +493,66 @@ def _assistant_turns(trajectory: Any) -> int:
     )
 
 
+def _is_connection_failure(exc: BaseException) -> bool:
+    """A failed connection: ``ConnectionError``, or openai's/httpx's connection errors."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionError):
+            return True
+        names = {cls.__name__ for cls in type(current).__mro__}
+        if names & {"APIConnectionError", "ConnectError", "ConnectTimeout"}:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _request_url(exc: BaseException) -> Optional[str]:
+    request = getattr(exc, "request", None)  # openai.APIConnectionError, httpx errors
+    try:
+        url = getattr(request, "url", None)
+    except RuntimeError:  # httpx: "The request instance has not been set on this exception"
+        return None
+    return str(url) if url is not None else None
+
+
+def connection_failure(
+    exc: BaseException,
+    where: str,
+    servers: Mapping[str, Optional[str]],
+    *,
+    request_url: bool = True,
+) -> Optional[ConnectionError]:
+    """A ``ConnectionError`` naming the address when ``exc`` is a failed connection, else None.
+
+    ``servers`` maps a config key (``"rollout_policy_base_url"``) to its URL:
+    when the request went to one of them, the message names that key and URL;
+    otherwise it names the URL the request went to, when known. With
+    ``request_url=False`` the exception's own request URL is not trusted
+    (LiteLLM's errors carry a placeholder) and the first URL of ``servers`` is
+    named.
+    """
+    if not _is_connection_failure(exc):
+        return None
+    reached = _request_url(exc) if request_url else None
+    target = ""
+    for key, base in servers.items():
+        if base and (reached is None or reached.startswith(base.rstrip("/"))):
+            target = f"no server answered at {base} ({key})"
+            break
+    if not target:
+        target = f"no server answered at {reached}" if reached else "the connection failed"
+    return ConnectionError(f"{where}: {target}: {_type_name(exc)}: {exc}")
+
+
 async def _one_rollout(
-    fn: RolloutFn, model: Any, prompt: Any, where: str, max_steps: int
+    fn: RolloutFn,
+    model: Any,
+    prompt: Any,
+    where: str,
+    max_steps: int,
+    servers: Mapping[str, Optional[str]],
 ) -> Trajectory:
     from art import Trajectory
 
@@ -441,10 +561,20 @@ async def _one_rollout(
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:
+        unreachable = connection_failure(exc, where, servers)
+        if unreachable is not None:
+            raise unreachable from exc
         raise RuntimeError(f"{where}: rollout_func raised {_type_name(exc)}: {exc}") from exc
     if not isinstance(result, Trajectory):
         raise TypeError(
             f"{where}: rollout_func must return an art.Trajectory, got {_type_name(result)}"
+        )
+    reward = result.reward
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        # Refused here, before ART adds it up (its TypeError names no rollout).
+        raise NonFiniteReward(
+            f"{where}: reward must be a number, got {_type_name(reward)}"
+            f"{'' if reward is None else f' {str(reward)[:40]!r}'}"
         )
     trajectory_to_row(result, where=where)  # refuse a prompt-less trajectory early
     turns = _assistant_turns(result)
@@ -461,32 +591,46 @@ async def gather_groups(
     group_size: int = DEFAULT_GROUP_SIZE,
     max_steps: int = MAX_ROLLOUT_ROWS,
     after_each: Optional[Callable[[TrajectoryGroup], Awaitable[TrajectoryGroup]]] = None,
+    backend: str = "art",
+    servers: Optional[Mapping[str, Optional[str]]] = None,
 ) -> list[TrajectoryGroup]:
-    """Run ``group_size`` rollouts per seed prompt and gather them with ART.
+    """Run ``group_size`` rollouts per seed prompt, concurrently; one group per prompt.
 
     Each prompt becomes one ``art.TrajectoryGroup`` (its ``metadata`` records
-    ``PROMPT_INDEX_KEY``); all groups are awaited together by
-    ``art.gather_trajectory_groups``, passing ``after_each`` through. Groups
-    come back in prompt order and trajectories in rollout order. The first
-    rollout that raises, returns something other than a Trajectory, has no
-    prompt or runs past ``max_steps`` assistant turns stops the gather with an
-    error naming the prompt and the rollout.
+    ``PROMPT_INDEX_KEY``), passed to ``after_each`` as soon as its rollouts are
+    done (as ``art.gather_trajectory_groups`` does, without its tqdm bar: the
+    rollouts done are reported to :func:`~agent_rollout.backends._report.reporting`
+    instead). Groups come back in prompt order and trajectories in rollout
+    order. The first rollout that raises, returns something other than a
+    Trajectory, sets a reward that is not a number, has no prompt or runs past
+    ``max_steps`` assistant turns stops the gather with an error naming the
+    backend, the prompt and the rollout; a failed connection is a
+    ``ConnectionError`` that also names the address (``servers``: config key
+    to URL, the servers the rollouts talk to).
     """
     import art
 
+    total = len(prompts) * group_size
+    done = 0
+    report_progress(0, total)
+
+    async def one_rollout(index: int, k: int, prompt: Any) -> Trajectory:
+        nonlocal done
+        where = f"rollout_backend {backend!r}: prompt {index} rollout {k}"
+        trajectory = await _one_rollout(fn, model, prompt, where, max_steps, servers or {})
+        done += 1
+        report_progress(done, total)
+        return trajectory
+
     async def one_group(index: int, prompt: Any) -> art.TrajectoryGroup:
         trajectories = await asyncio.gather(
-            *(
-                _one_rollout(fn, model, prompt, f"prompt {index} rollout {k}", max_steps)
-                for k in range(group_size)
-            )
+            *(one_rollout(index, k, prompt) for k in range(group_size))
         )
-        return art.TrajectoryGroup(trajectories, metadata={PROMPT_INDEX_KEY: index})
+        group = art.TrajectoryGroup(trajectories, metadata={PROMPT_INDEX_KEY: index})
+        return group if after_each is None else await after_each(group)
 
-    return await art.gather_trajectory_groups(
-        (one_group(index, prompt) for index, prompt in enumerate(prompts)),
-        pbar_desc="agent_rollout",
-        after_each=after_each,
+    return list(
+        await asyncio.gather(*(one_group(index, prompt) for index, prompt in enumerate(prompts)))
     )
 
 
@@ -540,6 +684,12 @@ def policy_model(model: Any, options: Mapping[str, Any], backend: str) -> Any:
     )
 
 
+def policy_servers(options: Mapping[str, Any]) -> dict[str, Optional[str]]:
+    """The servers the rollouts talk to, by config key (for connection failure messages)."""
+    url = options.get("policy_base_url")
+    return {"rollout_policy_base_url": url if isinstance(url, str) else None}
+
+
 def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[Any], int]:
     """Check the seed prompts and group size; bound the total number of rollouts."""
     seeds = _check_prompts(prompts, backend)
@@ -569,16 +719,16 @@ def launch(
 ) -> BackendRows:
     """Backend entry point for ``launch_rollout("art", ...)``.
 
-    With ``rollout_func``: ``options["group_size"]`` rollouts per seed prompt,
-    gathered by ART, then one row per prompt by the ranking rule (prompt
-    order). With ``options["source"]`` instead: the groups of an ART
+    With ``rollout_func``: ``options["group_size"]`` rollouts per seed prompt
+    (:func:`gather_groups`), then one row per prompt by the ranking rule
+    (prompt order). With ``options["source"]`` instead: the groups of an ART
     trajectory file, ranked the same way. Prompts without a winner are in
     ``drops``; when every prompt is dropped it is a ``ValueError``.
     ``tokenizer`` and ``reward_fn`` are not used: the rollout function sets
     each trajectory's reward.
     """
     del tokenizer, reward_fn
-    require_backend_package("art")
+    import_art()  # before rollout_func's module can import it: no network, no notices
     source = options.get("source")
     if source is not None:
         if rollout_func is not None:
@@ -590,11 +740,17 @@ def launch(
         fn = resolve_rollout(rollout_func, "art")
         seeds, group_size = plan(prompts, options, "art")
         model = policy_model(model, options, "art")
+        servers = policy_servers(options)
         groups = run_sync(
             lambda: gather_groups(
-                seeds, fn, model=model, group_size=group_size, max_steps=max_steps
+                seeds,
+                fn,
+                model=model,
+                group_size=group_size,
+                max_steps=max_steps,
+                servers=servers,
             )
         )
-        rows = trajectory_groups_to_rows(groups)
+        rows = trajectory_groups_to_rows(groups, backend="art")
     refuse_all_dropped("art", rows)
     return rows

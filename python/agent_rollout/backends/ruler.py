@@ -6,8 +6,9 @@ each trajectory's ``reward`` to the judge's score in [0, 1].
 
 The rollouts run exactly as for ``rollout_backend: art`` (``rollout_func`` names
 ``fn(model, prompt) -> art.Trajectory``, ``group_size`` rollouts per prompt,
-gathered by ``art.gather_trajectory_groups``); each group is scored as it
-arrives (ART's ``after_each`` hook). Then each prompt gives at most one row:
+``agent_rollout.backends.art.gather_groups``); each group is scored as it
+arrives (the ``after_each`` hook, as in ``art.gather_trajectory_groups``).
+Then each prompt gives at most one row:
 
 - ``prompt``: the winning trajectory's messages before its first assistant turn;
 - ``answer``: the text of the winning trajectory's last assistant turn.
@@ -19,7 +20,9 @@ the score of every trajectory with a different answer. A prompt is
 usable winner:
 
 - ``judge_failed``: RULER raised (the judge was unreachable, or its reply did
-  not parse, or held the wrong number of scores);
+  not parse, or held the wrong number of scores). When the judge could be
+  reached for no prompt at all, that is a ``ConnectionError`` naming its
+  address rather than every prompt dropped;
 - ``bad_score``: a score is not a finite number (for ``art`` that is an error,
   since user code set it; here the judge did);
 - ``no_signal``: the best score is 0 or less (the judge rated every rollout a
@@ -37,6 +40,10 @@ judge is any OpenAI-compatible server (vLLM, a LiteLLM proxy, ...): the model
 name is sent as ``openai/<judge_model>`` (unless it already starts with
 ``openai/``), to ``<judge_base_url>/chat/completions``, with the key from
 ``OPENAI_API_KEY`` or the placeholder ``EMPTY`` when that is unset.
+
+LiteLLM, which carries RULER's calls, is kept quiet while the judge is asked
+(``agent_rollout.backends.art.quiet_litellm``; ``AGENT_ROLLOUT_DEBUG=1`` lets it
+speak).
 """
 
 from __future__ import annotations
@@ -58,9 +65,13 @@ from agent_rollout.backends._ranking import (
 from agent_rollout.backends.art import (
     PROMPT_INDEX_KEY,
     RolloutFn,
+    connection_failure,
     gather_groups,
+    import_art,
     plan,
     policy_model,
+    policy_servers,
+    quiet_litellm,
     resolve_rollout,
     run_sync,
     trajectory_to_row,
@@ -74,6 +85,7 @@ __all__ = ["judge_params", "launch", "pick_winner", "run"]
 logger = logging.getLogger(__name__)
 
 _FAILED_KEY = "agent_rollout_ruler_error"
+_UNREACHABLE_KEY = "agent_rollout_ruler_unreachable"
 
 
 def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, object]]:
@@ -123,6 +135,8 @@ async def _gather_scored(
     max_steps: int,
     judge_model: str,
     extra: dict[str, object],
+    servers: dict[str, Optional[str]],
+    judge_url: Optional[str],
 ) -> list[TrajectoryGroup]:
     from art.rewards import ruler_score_group
 
@@ -130,6 +144,11 @@ async def _gather_scored(
         try:
             scored = await ruler_score_group(group, judge_model, extra_litellm_params=extra or None)
         except Exception as exc:  # any judge failure drops this prompt only
+            unreachable = connection_failure(
+                exc, "the judge", {"rollout_judge_base_url": judge_url}, request_url=False
+            )
+            if unreachable is not None:
+                group.metadata[_UNREACHABLE_KEY] = str(unreachable).removeprefix("the judge: ")
             group.metadata[_FAILED_KEY] = f"{type(exc).__name__}: {exc}"
             return group
         if scored is None:  # only with swallow_exceptions=True, kept for safety
@@ -139,7 +158,14 @@ async def _gather_scored(
         return scored
 
     return await gather_groups(
-        seeds, fn, model=model, group_size=group_size, max_steps=max_steps, after_each=score
+        seeds,
+        fn,
+        model=model,
+        group_size=group_size,
+        max_steps=max_steps,
+        after_each=score,
+        backend="ruler",
+        servers=servers,
     )
 
 
@@ -157,13 +183,25 @@ def run(
     rows, in prompt order, whose ``drops`` say which prompts were dropped and why).
     """
     require_backend_package("ruler")
-    judge_model, extra = judge_params(options.get("judge_model"), options.get("judge_base_url"))
+    import_art()  # before rollout_func's module can import it: no network, no notices
+    judge_url = options.get("judge_base_url")
+    judge_model, extra = judge_params(options.get("judge_model"), judge_url)
     fn = resolve_rollout(rollout_func, "ruler")
     seeds, group_size = plan(prompts, options, "ruler")
     model = policy_model(model, options, "ruler")
-    groups = run_sync(
-        lambda: _gather_scored(seeds, fn, model, group_size, max_steps, judge_model, extra)
-    )
+    servers = policy_servers(options)
+    with quiet_litellm():
+        groups = run_sync(
+            lambda: _gather_scored(
+                seeds, fn, model, group_size, max_steps, judge_model, extra, servers, judge_url
+            )
+        )
+    unreachable = [group.metadata.get(_UNREACHABLE_KEY) for group in groups]
+    if groups and all(unreachable):
+        raise ConnectionError(
+            f"rollout_backend 'ruler': the judge could not be reached for any of the "
+            f"{len(groups)} prompts: {unreachable[0]}"
+        )
     rows: list[dict[str, Any]] = []
     drops: list[RolloutDrop] = []
     for group in groups:

@@ -130,7 +130,8 @@ class Progress:
     shown against ``total`` items, or else against ``size`` input bytes, with
     the bytes read so far from ``update(read=...)`` or the ``position`` function.
     ``ticking()`` keeps the line alive (the clock moving) from a background
-    thread while one long call runs. Thread-safe.
+    thread while one long call runs. With ``of_total`` set and a ``total``,
+    the count reads ``done/total`` (``12/24 rollouts``). Thread-safe.
     """
 
     def __init__(
@@ -144,9 +145,11 @@ class Progress:
         total: Optional[int] = None,
         size: Optional[int] = None,
         position: Optional[Position] = None,
+        of_total: bool = False,
     ) -> None:
         self.label = label
         self.unit = unit
+        self.of_total = of_total
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
         self.interval = interval
@@ -239,7 +242,11 @@ class Progress:
         parts = [self.label]
         if self.status:
             parts.append(self.status)
-        if self.done or not self.status:
+        if self.of_total and self.total:
+            parts.append(f"{format_count(self.done)}/{format_count(self.total)} {self.unit}")
+            if self.done:
+                parts.append(f"{format_rate(self.done, seconds)} {self.unit}/s")
+        elif self.done or not self.status:
             parts.append(f"{format_count(self.done)} {self.unit}")
             parts.append(f"{format_rate(self.done, seconds)} {self.unit}/s")
         percent = self._percent()

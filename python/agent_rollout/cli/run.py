@@ -10,7 +10,9 @@
 
 ``--prompts`` may be left out when the config reads its data from
 ``rollout_source`` (``art``, ``nemo_gym``); the backend then takes no seeds.
-A relative ``rollout_source`` is relative to the config file's folder.
+A relative ``rollout_source`` is relative to the config file's folder; so is a
+relative ``rollout_gym_config`` file found there (else NeMo Gym looks for it in
+its own install, where its environments live).
 
 ``--example NAME`` (in place of ``CONFIG``) runs the bundled
 ``agent_rollout/examples/NAME.yaml``, on the bundled ``prompts.jsonl`` unless
@@ -20,8 +22,14 @@ A relative ``rollout_source`` is relative to the config file's folder.
 names: the scripted policy and judge of ``agent_rollout.examples.scripted_servers``
 at ``rollout_policy_base_url`` / ``rollout_judge_base_url`` (which must be
 ``http://127.0.0.1:PORT/...``), and the OpenEnv drill server for the bundled
-openenv rollout functions. The summary line counts the prompts a backend
-dropped (by reason) and the input fields rows could not carry.
+openenv rollout functions. A failed connection to one of those addresses
+without ``--serve`` says so. While the backend runs, the progress line (on a
+terminal) counts the rollouts done; the summary line counts the prompts a
+backend dropped (by reason), then lists the drops, the input fields rows could
+not carry and what the backend reported (NeMo Gym servers it reused). The
+packages behind a backend (LiteLLM, transformers) print nothing unless
+``AGENT_ROLLOUT_DEBUG=1``, which also turns an unexpected failure into a
+traceback.
 
 Exit status: 0 done; 1 invalid input (config, prompt file, a backend that
 refuses its input or returns bad rows); 2 usage or I/O error, a missing
@@ -43,16 +51,16 @@ from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values, write_canonical
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
+from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
 from agent_rollout.cli._args import add_max_bytes, add_output, add_section, positive_rows
 from agent_rollout.cli._progress import Progress, end_on, format_count
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
 
 PROG = "agent-rollout run"
-DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
 
 
-EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "openenv", "ruler")
+EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "ruler")
 """The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
 
 
@@ -203,10 +211,14 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
 def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]) -> Any:
     name = kwargs["name"]
 
+    def names_backend(text: str) -> bool:
+        # Backends' own messages often start with ``rollout_backend 'art': ...``.
+        return f"{name!r}" in text
+
     def prefixed(exc: BaseException) -> str:
-        # Name the backend once: backends' own messages often start with it.
+        # Name the backend once.
         text = str(exc)
-        return text if f"{name!r}" in text else f"rollout backend {name!r}: {text}"
+        return text if names_backend(text) else f"rollout backend {name!r}: {text}"
 
     try:
         return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
@@ -215,15 +227,57 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
     except ValueError as exc:
         raise _Stop(f"{PROG}: {prefixed(exc)}", 1) from None
     except OSError as exc:
-        raise _Stop(f"{PROG}: {prefixed(exc)}", 2) from None
+        raise _Stop(f"{PROG}: {prefixed(exc)}{_serve_hint(args, kwargs, exc)}", 2) from None
     except Exception as exc:  # user code behind the backend may raise anything
-        if os.environ.get(DEBUG_ENV):
+        if debug_enabled():
             raise
+        text = str(exc)
+        what = (
+            text
+            if names_backend(text)
+            else f"rollout backend {name!r} failed: {type(exc).__name__}: {text}"
+        )
         raise _Stop(
-            f"{PROG}: rollout backend {name!r} failed: {type(exc).__name__}: {exc} "
-            f"(set {DEBUG_ENV}=1 for a traceback)",
+            f"{PROG}: {what}{_serve_hint(args, kwargs, exc)} (set {DEBUG_ENV}=1 for a traceback)",
             2,
         ) from None
+
+
+def _bundled_address(url: str, port: int) -> bool:
+    """``url`` is ``http://<loopback>:<port>/...``: where a bundled config puts a server."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        return parts.scheme == "http" and parts.hostname in _LOOPBACK and parts.port == port
+    except ValueError:
+        return False
+
+
+def _serve_hint(args: argparse.Namespace, kwargs: dict[str, Any], exc: BaseException) -> str:
+    """For a failed connection, without ``--serve``, to an address a bundled config uses:
+    the hint that ``--serve`` starts the bundled server there."""
+    if args.serve or not isinstance(exc, ConnectionError):
+        return ""
+    from agent_rollout.examples.scripted_servers import BUNDLED_PORTS
+
+    text = str(exc)
+    options = kwargs["options"]
+    for kind, option in (("policy", "policy_base_url"), ("judge", "judge_base_url")):
+        url = options.get(option)
+        if isinstance(url, str) and url in text and _bundled_address(url, BUNDLED_PORTS[kind]):
+            return f" (nothing serves it: --serve starts the bundled scripted {kind} there)"
+    func = kwargs.get("rollout_func")
+    if kwargs["name"] == "openenv" and isinstance(func, str) and func.startswith(_DRILL_FUNCS):
+        from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
+
+        try:
+            url = server_url()
+        except ValueError:
+            return ""
+        if url == DEFAULT_URL and url in text:
+            return " (--serve starts the bundled OpenEnv drill server for the run)"
+    return ""
 
 
 _LOOPBACK = ("127.0.0.1", "localhost")
@@ -318,8 +372,42 @@ def _plural(count: int, noun: str) -> str:
     return f"{format_count(count)} {noun}{'' if count == 1 else 's'}"
 
 
+class _Reporter:
+    """What the backend reports: rollouts done on the progress line, notes for the summary."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.notes: list[str] = []
+
+    def rollouts(self, done: int, total: int) -> None:
+        self.progress.unit = "rollouts"
+        self.progress.of_total = True
+        self.progress.total = total
+        self.progress.update(done)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def _beside_config(config: str, value: Any) -> Any:
+    """``rollout_gym_config`` with each relative file that exists beside ``config`` made
+    absolute (a list); the other paths as given, for NeMo Gym to find in its install."""
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts):
+        return value  # the backend says what is wrong with it
+    folder = os.path.dirname(os.path.abspath(config))
+    found = []
+    for part in (p.strip() for p in parts):
+        beside = os.path.join(folder, part)
+        found.append(
+            beside if part and not os.path.isabs(part) and os.path.isfile(beside) else part
+        )
+    return found if found != [p.strip() for p in parts] else value
+
+
 def run(args: argparse.Namespace) -> int:
     progress = Progress("run")
+    reporter = _Reporter(progress)
     try:
         bundled_prompts = _pick_config(args)
         settings = _settings(args)
@@ -334,15 +422,21 @@ def run(args: argparse.Namespace) -> int:
             # (launch_rollout itself opens the path as given).
             source = os.path.join(os.path.dirname(args.config), source)
             kwargs["options"]["source"] = source
+        if kwargs["options"].get("gym_config") is not None:
+            kwargs["options"]["gym_config"] = _beside_config(
+                args.config, kwargs["options"]["gym_config"]
+            )
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
         with (
             _serving(args, kwargs),
             progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
+            reporting(reporter),
         ):
             result = _launch(args, kwargs, prompts)
         rows = result.rows
+        progress.unit = "rows"
         progress.total = len(rows)
         progress.update(0, status="writing")
         write_rows(rows, args.output, on_row=progress.update)
@@ -365,6 +459,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"  ... and {len(result.drops) - _SHOWN_DROPS} more dropped\n")
     for field, count in sorted(result.unused_fields.items()):
         sys.stderr.write(f"  not carried into rows: {field} of {_plural(count, 'row')}\n")
+    for note in reporter.notes:
+        sys.stderr.write(f"  {note}\n")
     return 0
 
 

@@ -1,6 +1,11 @@
 """Small, runnable examples that plug into agent_rollout's rollout backends.
 
 ``openenv_drill`` is a deterministic OpenEnv environment (server, models and
-client built on ``openenv-core``); ``openenv_rollout`` holds the rollout
-functions a training config names with ``training.rollout_func``.
+client built on ``openenv-core``); its ``tasks`` module holds the one
+definition of a right answer the examples share (``reference_answer``).
+``openenv_rollout`` and ``art_rollout`` hold the rollout functions a training
+config names with ``training.rollout_func``; ``scripted_servers`` the scripted
+policy and judge that stand in for models. The bundled configs (``art.yaml``,
+``ruler.yaml``, ``openenv.yaml``, ``nemo_gym.yaml``, ``nemo_gym_live.yaml``)
+run with ``agent-rollout run --serve --example NAME``.
 """

@@ -3,12 +3,17 @@
 A training config names one of them with ``training.rollout_func``; the backend
 calls it as ``fn(model, prompt)`` and expects one ``art.Trajectory`` back.
 
-The "agent" adds up the integers in the question. It makes one ``add`` tool
-call, reads the tool's reply and answers, so every trajectory holds what a real
-ART rollout holds: plain dicts for the system, user and tool turns and OpenAI
-``Choice`` objects for the turns the policy produced. No model is called:
+The agent answers the bundled questions: the result of the expression in the
+question (``12 * 9``), or, without one, how many words the question has. It
+makes one tool call (``calculate`` or ``count_words``, :data:`TOOLS`), reads the
+tool's reply and answers, so every trajectory holds what a real ART rollout
+holds: plain dicts for the system, user and tool turns and OpenAI ``Choice``
+objects for the turns the policy produced. The right answer is the drill's
+reference (:func:`agent_rollout.examples.openenv_drill.tasks.reference_answer`),
+the one the ``openenv`` example and the scripted judge use; each trajectory is
+rewarded 1.0 when its final answer is right, else 0.0. No model is called:
 
-- with ``model=None`` the final answer is the correct sum;
+- with ``model=None`` the final answer is the right one;
 - with a :class:`ScriptedPolicy` as ``model`` the final answer is the policy's
   next scripted reply for that question, so rollouts of one prompt can differ
   (which is what a RULER judge ranks).
@@ -19,8 +24,8 @@ ART rollout holds: plain dicts for the system, user and tool turns and OpenAI
 ``art.Model`` whose ``openai_client()`` reaches it (``agent-rollout run`` builds
 one from ``rollout_policy_model`` and ``rollout_policy_base_url``; the bundled
 ``scripted_servers`` policy stands in for a model on CPU). It plays the same
-episode (question, ``add`` tool call, tool result, answer) and rewards the
-trajectory 1.0 when the answer is the right sum, else 0.0.
+episode (question, tool calls and their results, answer) and is rewarded the
+same way.
 
 A seed prompt may be a str, a list of chat messages, or a seed row
 ``{"prompt": str | messages}`` as in the bundled ``prompts.jsonl``.
@@ -29,7 +34,6 @@ A seed prompt may be a str, a list of chat messages, or a seed row
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -42,9 +46,64 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
-__all__ = ["ADD_TOOL", "SYSTEM_PROMPT", "ScriptedPolicy", "arollout", "policy_rollout", "rollout"]
+from agent_rollout.examples.openenv_drill.tasks import calculate, count_words, reference_answer
+from agent_rollout.examples.scripted_servers import tool_call_for
 
-SYSTEM_PROMPT = "You add up the integers in the question. Use the add tool, then reply."
+__all__ = [
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "ScriptedPolicy",
+    "arollout",
+    "policy_rollout",
+    "rollout",
+    "run_tool",
+]
+
+SYSTEM_PROMPT = (
+    "Answer with one integer: the result of the expression in the question, or else how "
+    "many words the question has. Use the calculate or count_words tool, then reply."
+)
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "calculate",
+            "description": "The result of one integer expression 'a + b', 'a - b' or 'a * b'.",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "count_words",
+            "description": "How many whitespace-separated words a text has.",
+            "parameters": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"],
+            },
+        },
+    },
+]
+"""The tools the rollouts offer the policy (OpenAI function-tool format)."""
+
+
+def run_tool(name: str, arguments: str) -> str:
+    """The environment's side of a tool call: the result, or ``error: ...`` for the policy."""
+    try:
+        values = json.loads(arguments)
+        if name == "calculate":
+            return calculate(str(values["expression"]))
+        if name == "count_words":
+            return count_words(str(values["text"]))
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        return f"error: {type(exc).__name__}: {exc}"
+    return f"error: no tool named {name!r}"
 
 
 class ScriptedPolicy:
@@ -108,23 +167,25 @@ def rollout(model: Any, prompt: Any) -> art.Trajectory:
     """One deterministic episode for ``prompt`` (a str or a list of chat messages)."""
     opening = _opening(prompt)
     question = _question(opening)
-    numbers = [int(n) for n in re.findall(r"-?\d+", question)]
+    name, arguments = tool_call_for(question)
     call = ChatCompletionMessageFunctionToolCall(
-        id="call_add",
-        type="function",
-        function=Function(name="add", arguments=json.dumps({"numbers": numbers})),
+        id="call_0", type="function", function=Function(name=name, arguments=json.dumps(arguments))
     )
-    total = str(sum(numbers))
-    answer = model.reply(question) if isinstance(model, ScriptedPolicy) else total
+    expected = reference_answer(question)
+    answer = model.reply(question) if isinstance(model, ScriptedPolicy) else expected
     messages: list[Any] = [
         *opening,
         _choice(None, call),
-        {"role": "tool", "tool_call_id": "call_add", "content": total},
+        {
+            "role": "tool",
+            "tool_call_id": "call_0",
+            "content": run_tool(name, call.function.arguments),
+        },
         _choice(answer, None),
     ]
     trajectory = art.Trajectory(
         messages_and_choices=messages,
-        reward=1.0 if answer == total else 0.0,
+        reward=1.0 if answer.strip() == expected else 0.0,
         metadata={"question": question},
     )
     return trajectory.finish()
@@ -133,28 +194,6 @@ def rollout(model: Any, prompt: Any) -> art.Trajectory:
 async def arollout(model: Any, prompt: Any) -> art.Trajectory:
     """The async twin of :func:`rollout` (ART rollouts are usually coroutines)."""
     return rollout(model, prompt)
-
-
-ADD_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "add",
-        "description": "Add up a list of integers.",
-        "parameters": {
-            "type": "object",
-            "properties": {"numbers": {"type": "array", "items": {"type": "integer"}}},
-            "required": ["numbers"],
-        },
-    },
-}
-
-
-def _tool_result(arguments: str) -> str:
-    try:
-        numbers = json.loads(arguments).get("numbers", [])
-        return str(sum(int(n) for n in numbers))
-    except (ValueError, TypeError, AttributeError) as exc:
-        return f"error: {exc}"
 
 
 async def policy_rollout(model: Any, prompt: Any) -> art.Trajectory:
@@ -172,9 +211,7 @@ async def policy_rollout(model: Any, prompt: Any) -> art.Trajectory:
     messages: list[Any] = list(opening)
     chat: list[Any] = list(opening)
     for _ in range(4):  # at most a few tool round trips
-        completion = await client.chat.completions.create(
-            model=name, messages=chat, tools=[ADD_TOOL]
-        )
+        completion = await client.chat.completions.create(model=name, messages=chat, tools=TOOLS)
         choice = completion.choices[0]
         messages.append(choice)
         chat.append(choice.message.model_dump(exclude_none=True))
@@ -185,11 +222,11 @@ async def policy_rollout(model: Any, prompt: Any) -> art.Trajectory:
             result = {
                 "role": "tool",
                 "tool_call_id": call.id,
-                "content": _tool_result(call.function.arguments),
+                "content": run_tool(call.function.name, call.function.arguments),
             }
             messages.append(result)
             chat.append(result)
-    expected = str(sum(int(n) for n in re.findall(r"-?\d+", question)))
+    expected = reference_answer(question)
     answer = (messages[-1].message.content or "") if isinstance(messages[-1], Choice) else ""
     trajectory = art.Trajectory(
         messages_and_choices=messages,

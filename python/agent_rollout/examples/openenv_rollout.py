@@ -43,7 +43,7 @@ MESSAGE_TIMEOUT_S = 30.0
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 _URL_SCHEMES = ("http://", "https://", "ws://", "wss://")
-_INSTALL_HINT = "pip install 'agent-rollout[openenv]' (or pip install openenv-core)"
+_INSTALL_HINT = "pip install 'agent-rollout[openenv]'"
 
 Row = dict[str, Any]
 

@@ -1,22 +1,34 @@
 """Scripted OpenAI-compatible servers for the bundled examples: a policy and a RULER judge.
 
 Both answer ``POST <base>/chat/completions`` on 127.0.0.1 with the standard
-library's HTTP server, so the ``art`` and ``ruler`` examples run offline on CPU
-with no model at all:
+library's HTTP server, so the ``art``, ``ruler`` and ``nemo_gym`` live examples
+run offline on CPU with no model at all. They are examples of a *good* policy
+and a *good* judge: the right answer to a question is the drill's reference
+(:func:`agent_rollout.examples.openenv_drill.tasks.reference_answer`: the result
+of the first ``a + b``, ``a - b`` or ``a * b`` in it, else its word count), the
+same answer the ``openenv`` example takes from its environment.
 
-- the **policy** plays the adding agent of :mod:`agent_rollout.examples.art_rollout`:
-  asked a question it calls the ``add`` tool with the integers in it; shown the
-  tool's result it replies with a number. Per question, calls alternate between
-  the right sum and the sum plus one, so a group of rollouts holds different
-  answers and the ranking rule has something to rank;
+- the **policy**, asked a question, calls the tool that solves it when the
+  request offers one (``calculate`` with the expression, or ``count_words``
+  with the text: the tools of :mod:`agent_rollout.examples.art_rollout`);
+  shown the tool's result, or offered no such tool, it replies with the
+  answer. On every second reply to one question it answers one too many, on
+  purpose, so a group of rollouts holds a right and a wrong answer and the
+  ranking rule has something to rank;
 - the **judge** reads the trajectories RULER sends (``<trajectory id="N">``
-  blocks), works out the sum the question asks for, and scores each
-  trajectory's final answer 0.9 when it is that sum, else 0.1.
+  blocks), works out the right answer to the question and scores each
+  trajectory's final answer 0.9 when it is that answer, else 0.1.
+
+A body that is not a chat completions request (not JSON, not an object,
+``messages`` missing or of the wrong type, a number too long to read, nesting
+too deep, ...) is answered ``400`` with ``{"error": {"message": ...}}``; an
+unknown route ``404``; nothing drops the connection or prints a traceback.
 
 :func:`serve` runs either one for as long as its ``with`` block lasts; ``python
 -m agent_rollout.examples.scripted_servers policy|judge [--port N]`` runs one
 in the foreground. ``agent-rollout run --serve`` starts them for a config whose
-``rollout_policy_base_url`` / ``rollout_judge_base_url`` name a loopback address.
+``rollout_policy_base_url`` / ``rollout_judge_base_url`` name a loopback address;
+the bundled configs use :data:`BUNDLED_PORTS`.
 """
 
 from __future__ import annotations
@@ -31,15 +43,109 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-__all__ = ["KINDS", "judge_reply", "policy_reply", "serve"]
+from agent_rollout.examples.openenv_drill.tasks import expression_in, reference_answer
+
+__all__ = [
+    "BUNDLED_PORTS",
+    "KINDS",
+    "BadRequest",
+    "check_request",
+    "judge_reply",
+    "policy_reply",
+    "serve",
+    "tool_call_for",
+]
 
 Reply = Callable[[Mapping[str, Any]], dict[str, Any]]
-"""Turns a chat completions request body into the reply's assistant message."""
+"""Turns a (checked) chat completions request body into the reply's assistant message."""
 
-_NUMBER = re.compile(r"-?\d+")
+BUNDLED_PORTS: Mapping[str, int] = {"policy": 8791, "judge": 8792}
+"""The loopback ports the bundled configs give the scripted policy and judge."""
+
+_INTEGER = re.compile(r"-?\d{1,30}")
 _TRAJECTORY = re.compile(r'<trajectory id="([^"]+)">\n(.*?)\n</trajectory>', re.DOTALL)
 _CONTEXT = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
 _MAX_BODY = 16 * 1024 * 1024
+
+
+class BadRequest(ValueError):
+    """A request body that is not a chat completions request; answered with 400."""
+
+
+# ---- the request ---------------------------------------------------------------------------
+
+
+def _check_parts(content: list[Any], where: str) -> None:
+    for index, part in enumerate(content):
+        if not isinstance(part, dict):
+            raise BadRequest(f"{where}[{index}] must be an object")
+        for key in ("type", "text"):
+            if key in part and not isinstance(part[key], str):
+                raise BadRequest(f"{where}[{index}].{key} must be a string")
+
+
+def _check_tool_calls(calls: Any, where: str) -> None:
+    if not isinstance(calls, list):
+        raise BadRequest(f"{where} must be an array")
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise BadRequest(f"{where}[{index}] must be an object with a 'function' object")
+        for key in ("name", "arguments"):
+            if not isinstance(function.get(key), str):
+                raise BadRequest(f"{where}[{index}].function.{key} must be a string")
+
+
+def _check_message(message: Any, where: str) -> None:
+    if not isinstance(message, dict):
+        raise BadRequest(f"{where} must be an object")
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise BadRequest(f"{where}.role must be a non-empty string")
+    content = message.get("content")
+    if isinstance(content, list):
+        _check_parts(content, f"{where}.content")
+    elif content is not None and not isinstance(content, str):
+        raise BadRequest(f"{where}.content must be a string, an array of parts or null")
+    if message.get("tool_calls") is not None:
+        _check_tool_calls(message["tool_calls"], f"{where}.tool_calls")
+    if "tool_call_id" in message and not isinstance(message["tool_call_id"], str):
+        raise BadRequest(f"{where}.tool_call_id must be a string")
+
+
+def check_request(body: Any) -> dict[str, Any]:
+    """``body`` when it is a chat completions request these servers can answer.
+
+    Raises :class:`BadRequest` naming the first field at fault: the body must
+    be an object whose ``messages`` is a non-empty array of messages (``role``
+    a string; ``content`` a string, an array of part objects or null;
+    ``tool_calls`` an array of ``{"function": {"name": str, "arguments": str}}``),
+    ``model`` a string if present and ``tools`` an array of objects if present.
+    """
+    if not isinstance(body, dict):
+        raise BadRequest(f"the body must be a JSON object, got {_json_type(body)}")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest(f"'messages' must be a non-empty array, got {_json_type(messages)}")
+    for index, message in enumerate(messages):
+        _check_message(message, f"messages[{index}]")
+    if "model" in body and not isinstance(body["model"], str):
+        raise BadRequest(f"'model' must be a string, got {_json_type(body['model'])}")
+    tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(tool, dict) for tool in tools)
+    ):
+        raise BadRequest("'tools' must be an array of objects")
+    return body
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
+    return names.get(type(value), type(value).__name__)
 
 
 def _text(message: Mapping[str, Any]) -> str:
@@ -58,35 +164,67 @@ def _question(messages: list[Any]) -> str:
     return ""
 
 
+def _tool_names(tools: Any) -> set[str]:
+    names = set()
+    for tool in tools or []:
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+# ---- the policy ----------------------------------------------------------------------------
+
+
+def tool_call_for(question: str) -> tuple[str, dict[str, str]]:
+    """The tool that solves ``question`` and its arguments.
+
+    ``("calculate", {"expression": "12 * 9"})`` when the question holds an
+    expression, else ``("count_words", {"text": question})``.
+    """
+    expression = expression_in(question)
+    if expression is not None:
+        return "calculate", {"expression": expression}
+    return "count_words", {"text": question}
+
+
 class _Policy:
-    """The scripted policy; the per-question call count makes rollouts differ."""
+    """The scripted policy; the per-question reply count makes rollouts differ."""
 
     def __init__(self) -> None:
-        self._answers: dict[str, int] = {}
+        self._replies: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(body.get("messages") or [])
+        messages = list(body["messages"])
         question = _question(messages)
-        last = messages[-1] if messages else {}
-        if isinstance(last, Mapping) and last.get("role") == "tool":
-            total = sum(int(n) for n in _NUMBER.findall(_text(last)))
-            with self._lock:
-                count = self._answers.get(question, 0)
-                self._answers[question] = count + 1
-            return {"role": "assistant", "content": str(total + count % 2)}
-        numbers = [int(n) for n in _NUMBER.findall(question)]
-        call = {
-            "id": f"call_{len(messages)}",
-            "type": "function",
-            "function": {"name": "add", "arguments": json.dumps({"numbers": numbers})},
-        }
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
+        last = messages[-1]
+        if last.get("role") != "tool":
+            name, arguments = tool_call_for(question)
+            if name in _tool_names(body.get("tools")):
+                call = {
+                    "id": f"call_{len(messages)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+                return {"role": "assistant", "content": None, "tool_calls": [call]}
+        result = _text(last).strip() if last.get("role") == "tool" else ""
+        answer = result if _INTEGER.fullmatch(result) else reference_answer(question)
+        with self._lock:
+            count = self._replies.get(question, 0)
+            self._replies[question] = count + 1
+        if count % 2:  # every second reply to a question is wrong, on purpose
+            answer = str(int(answer) + 1)
+        return {"role": "assistant", "content": answer}
 
 
 def policy_reply() -> Reply:
-    """A fresh scripted policy (its alternation starts over)."""
+    """A fresh scripted policy (its right/wrong alternation starts over)."""
     return _Policy()
+
+
+# ---- the judge -----------------------------------------------------------------------------
 
 
 def _final_answer(messages: Any) -> str:
@@ -99,7 +237,7 @@ def _final_answer(messages: Any) -> str:
 def _json_list(raw: str) -> list[Any]:
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return []
     return value if isinstance(value, list) else []
 
@@ -108,21 +246,19 @@ def judge_reply() -> Reply:
     """The scripted RULER judge."""
 
     def reply(body: Mapping[str, Any]) -> dict[str, Any]:
-        messages = list(body.get("messages") or [])
-        text = _text(messages[-1]) if messages else ""
+        text = _text(body["messages"][-1])
         # RULER moves the messages all trajectories share into <context>.
         shared = _CONTEXT.search(text)
         context = _json_list(shared.group(1)) if shared else []
         scores = []
         for tid, raw in _TRAJECTORY.findall(text):
             trajectory = _json_list(raw)
-            question = _question(context + trajectory)
-            expected = str(sum(int(n) for n in _NUMBER.findall(question)))
+            expected = reference_answer(_question(context + trajectory))
             answer = _final_answer(context + trajectory)
             scores.append(
                 {
                     "trajectory_id": tid,
-                    "explanation": f"answered {answer!r}, the sum is {expected}",
+                    "explanation": f"answered {answer!r}, the right answer is {expected}",
                     "score": 0.9 if answer.strip() == expected else 0.1,
                 }
             )
@@ -135,33 +271,35 @@ KINDS: Mapping[str, Callable[[], Reply]] = {"policy": policy_reply, "judge": jud
 """The servers this module can run, by name."""
 
 
+# ---- the HTTP server -----------------------------------------------------------------------
+
+
 class _Handler(BaseHTTPRequestHandler):
     timeout = 30
     server: _Server
 
     def do_POST(self) -> None:
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self._send(404, _error(f"no route POST {self.path}"))
             return
         try:
-            length = int(self.headers.get("content-length", "0"))
-            if not 0 <= length <= _MAX_BODY:
-                raise ValueError(f"body of {length} bytes")
-            body = json.loads(self.rfile.read(length))
-            if not isinstance(body, dict):
-                raise ValueError("the body is not a JSON object")
-        except ValueError as exc:
-            self._send(400, {"error": {"message": f"bad request: {exc}"}})
+            body = check_request(self._read_json())
+        except BadRequest as exc:
+            self._send(400, _error(f"bad request: {exc}"))
             return
         self.server.seen.append({"path": self.path, "body": body})
-        message = self.server.reply(body)
+        try:
+            message = self.server.reply(body)
+        except Exception as exc:  # a bug in a reply function: an answer, not a dropped connection
+            self._send(500, _error(f"the scripted server failed: {type(exc).__name__}: {exc}"))
+            return
         self._send(
             200,
             {
                 "id": f"chatcmpl-scripted-{len(self.server.seen)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": str(body.get("model", "scripted")),
+                "model": body.get("model") or "scripted",
                 "choices": [
                     {
                         "index": 0,
@@ -172,6 +310,37 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             },
         )
+
+    def do_GET(self) -> None:
+        self._send(404, _error(f"no route GET {self.path}"))
+
+    def _read_json(self) -> Any:
+        raw_length = self.headers.get("content-length")
+        try:
+            length = int(raw_length or "")
+        except ValueError:
+            self.close_connection = True
+            raise BadRequest(
+                f"a JSON body with a Content-Length is required, got {raw_length!r}"
+            ) from None
+        if not 0 < length <= _MAX_BODY:
+            self.close_connection = True
+            raise BadRequest(f"a body of {length} bytes; expected 1 to {_MAX_BODY}")
+        data = self.rfile.read(length)
+        try:
+            return json.loads(data)
+        except RecursionError:
+            raise BadRequest("the body is nested too deeply") from None
+        except ValueError as exc:  # not JSON, not UTF-8, a number too long to convert
+            raise BadRequest(f"the body is not valid JSON: {exc}") from None
+
+    def send_error(
+        self, code: int, message: Optional[str] = None, explain: Optional[str] = None
+    ) -> None:
+        # The base class's own errors (a malformed request line, an unsupported
+        # method, ...) in JSON too.
+        self.close_connection = True
+        self._send(code, _error(message or self.responses.get(code, ("error",))[0]))
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
@@ -185,10 +354,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     reply: Reply
     seen: list[dict[str, Any]]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that went away or timed out: nothing to print
 
 
 @contextmanager
@@ -197,9 +373,10 @@ def serve(
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Serve a scripted model; yield ``(base URL ending in /v1, requests seen)``.
 
-    ``kind`` is ``"policy"``, ``"judge"`` or a reply function of your own.
-    ``port=0`` picks a free port. The server is shut down when the block ends,
-    also on errors. Raises ``OSError`` when the address cannot be bound.
+    ``kind`` is ``"policy"``, ``"judge"`` or a reply function of your own
+    (called with a checked request body). ``port=0`` picks a free port. The
+    server is shut down when the block ends, also on errors. Raises
+    ``OSError`` when the address cannot be bound.
     """
     reply = KINDS[kind]() if isinstance(kind, str) else kind
     server = _Server((host, port), _Handler)

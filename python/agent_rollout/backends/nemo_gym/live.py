@@ -9,19 +9,38 @@ importable on Python 3.10+; it only runs where ``nemo_gym`` is importable
 
 Lifecycle, in :func:`collect_rollouts`:
 
-1. If a Gym head server already answers on ``head_host:head_port``, its
-   servers are reused and left running.
+1. **Reuse only what matches.** When a Gym head server already answers on
+   ``head_host:head_port`` (``gym_head_port``, config key
+   ``rollout_gym_head_port``; Gym's default 11000), it is reused, and left
+   running, only if it serves every server instance the Gym config files
+   define and its ``policy_model`` sends to this policy (the same
+   ``policy_base_url`` and model name). Otherwise the call is refused with a
+   ``GymLiveError`` naming what runs there: collecting through another
+   environment or another policy would give rows the config did not ask for.
+   It does not move to another port on its own: the port is the config's
+   choice, and a second Gym (with its own Ray cluster) beside the first is a
+   cost the user should choose, by setting another head port. Reuse is
+   reported (:func:`~agent_rollout.backends._report.report_note`: ``run``
+   prints it under its summary) and logged.
 2. Otherwise ``gym env start`` is started in a session of its own with the
-   Gym config files plus Gym's ``vllm_model`` policy config pointed at the
-   OpenAI-compatible policy endpoint; the call waits until the head server
-   and every server it lists answer HTTP (or the process dies, or the timeout
-   passes).
+   Gym config files (as absolute paths) plus Gym's ``vllm_model`` policy
+   config pointed at the OpenAI-compatible policy endpoint; the call waits
+   until the head server and every server it lists answer HTTP (or the
+   process dies, or the timeout passes).
 3. The seed tasks go to a temporary JSONL file; ``gym eval run --no-serve``
-   collects ``num_repeats`` rollouts per task into another.
-4. Whatever this call started is stopped in a ``finally`` block, so also on an
-   error or ``KeyboardInterrupt`` (Ctrl-C): SIGINT first (Gym then stops its
-   servers and its Ray cluster), SIGKILL to the whole process group if it has
-   not exited within ``shutdown_timeout`` seconds.
+   collects ``num_repeats`` rollouts per task into another (the rollouts done
+   so far are reported as progress). The rows are read back in task order.
+4. Whatever this call started is stopped, also on an error, Ctrl-C
+   (``KeyboardInterrupt``), SIGTERM or SIGHUP (turned into ``Terminated`` for
+   the duration of the call, where they were left at their default): SIGINT
+   first (Gym then stops its servers and its Ray cluster), then SIGKILL to
+   every process left in its session (its process group included). The
+   grace is ``shutdown_timeout`` seconds after a normal end and
+   :data:`INTERRUPT_GRACE_S` after an interrupt; a further Ctrl-C (or
+   SIGTERM, SIGHUP) during the cleanup cannot interrupt it: it is recorded,
+   everything left is killed at once, and it is raised once the cleanup is
+   done. So everything started is gone within a few seconds of the last
+   signal.
 
 By default every server runs in the interpreter's own virtualenv (Gym's
 ``skip_venv_if_present`` with a temporary ``uv_venv_dir`` whose ``.venv``
@@ -34,12 +53,15 @@ default.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -49,18 +71,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from agent_rollout._errors import GymLiveError
+from agent_rollout._errors import GymLiveError, Terminated
+from agent_rollout._files import signals_end_cleanly
 from agent_rollout._limits import MAX_ROLLOUT_ROWS
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends._ranking import BackendRows
+from agent_rollout.backends._report import report_note, report_progress
 from agent_rollout.backends.nemo_gym.convert import convert_gym_rows, gym_rows
 
 __all__ = [
+    "INTERRUPT_GRACE_S",
     "GymLiveError",
     "GymLiveSettings",
     "collect_rollouts",
     "gym_root",
     "launch_live",
+    "read_collected",
     "settings_from_options",
     "task_rows",
 ]
@@ -69,7 +95,12 @@ DEFAULT_HEAD_PORT = 11000
 """Gym's own default head server port."""
 POLICY_CONFIG = "responses_api_models/vllm_model/configs/vllm_model.yaml"
 """Gym's config for an OpenAI-compatible policy server (shipped in the nemo-gym wheel)."""
+INTERRUPT_GRACE_S = 3.0
+"""After an interrupt, how long Gym gets to stop its servers before what is left is killed."""
 _LOG_TAIL = 4000
+_POLL_S = 0.05
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,7 +162,7 @@ def _gym_executable() -> str:
     if found is None:
         raise GymLiveError(
             "NeMo Gym's 'gym' command was not found beside this Python or on PATH; "
-            "pip install 'nemo-gym>=0.4,<0.5' (Python 3.12+)"
+            "pip install 'agent-rollout[nemo-gym]' (Python 3.12+)"
         )
     return found
 
@@ -152,11 +183,14 @@ def _answers(url: str) -> bool:
         return False
 
 
+def _head_url(settings: GymLiveSettings) -> str:
+    return f"http://{settings.head_host}:{settings.head_port}"
+
+
 def _head_instances(settings: GymLiveSettings) -> Optional[list[dict[str, Any]]]:
-    """The head server's list of server instances, or ``None`` when nothing answers."""
-    url = f"http://{settings.head_host}:{settings.head_port}/server_instances"
+    """The head server's list of server instances, or ``None`` when it gives none."""
     try:
-        instances = _get_json(url)
+        instances = _get_json(f"{_head_url(settings)}/server_instances")
     except (OSError, ValueError):
         return None
     if not isinstance(instances, list):
@@ -172,27 +206,48 @@ def _tail(path: Path) -> str:
     return text[-_LOG_TAIL:]
 
 
-def _server_dirs(config_paths: Sequence[str]) -> list[tuple[str, str]]:
-    """``(server type, server name)`` of every server with an entrypoint in the configs."""
+def _load_yaml(path: Path) -> Any:
     import yaml
 
-    dirs: list[tuple[str, str]] = []
-    for config_path in config_paths:
-        path = _resolve_config(config_path)
+    try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        if not isinstance(data, Mapping):
+            return yaml.safe_load(handle) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise GymLiveError(f"gym_config: cannot read {path}: {exc}") from None
+
+
+def _instances_in(data: Any) -> Iterator[tuple[str, str, str, Mapping[str, Any]]]:
+    """``(instance, server type, server name, body)`` of every server a Gym config defines."""
+    if not isinstance(data, Mapping):
+        return
+    for instance, value in data.items():
+        if not isinstance(value, Mapping):
             continue
-        for instance in data.values():
-            if not isinstance(instance, Mapping):
+        for server_type, servers in value.items():
+            if not isinstance(servers, Mapping):
                 continue
-            for server_type, servers in instance.items():
-                if not isinstance(servers, Mapping):
-                    continue
-                for name, body in servers.items():
-                    if isinstance(body, Mapping) and "entrypoint" in body:
-                        dirs.append((str(server_type), str(name)))
-    return dirs
+            for name, body in servers.items():
+                if isinstance(body, Mapping) and "entrypoint" in body:
+                    yield str(instance), str(server_type), str(name), body
+
+
+def _server_dirs(config_paths: Sequence[str]) -> list[tuple[str, str]]:
+    """``(server type, server name)`` of every server with an entrypoint in the configs."""
+    return [
+        (server_type, name)
+        for path in config_paths
+        for _, server_type, name, _ in _instances_in(_load_yaml(_resolve_config(path)))
+    ]
+
+
+def _config_instances(config_paths: Sequence[str]) -> list[str]:
+    """The server instance names the configs define (``example_single_tool_call``, ...)."""
+    names: list[str] = []
+    for path in config_paths:
+        for instance, _, _, _ in _instances_in(_load_yaml(_resolve_config(path))):
+            if instance not in names:
+                names.append(instance)
+    return names
 
 
 def gym_root() -> Path:
@@ -206,10 +261,10 @@ def gym_root() -> Path:
 
 
 def _resolve_config(config_path: str) -> Path:
-    """A Gym config path as Gym reads it: as given, else inside the nemo-gym install."""
+    """A Gym config path as Gym reads it, made absolute: as given, else inside the install."""
     path = Path(config_path)
     if path.is_absolute() or path.exists():
-        return path
+        return path.absolute()
     installed = gym_root() / path
     if installed.exists():
         return installed
@@ -235,24 +290,253 @@ def _head_overrides(settings: GymLiveSettings) -> list[str]:
     return [f"+head_server.host={settings.head_host}", f"+head_server.port={settings.head_port}"]
 
 
-def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
-    """SIGINT (Gym's own shutdown), then SIGKILL to the process group after ``timeout``."""
+# ---- reusing a running Gym ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Policy:
+    """The policy a Gym ``policy_model`` sends to (no API key: it is never shown)."""
+
+    base_url: Optional[str]
+    model: Optional[str]
+
+    def __str__(self) -> str:
+        return f"model {self.model!r} at {self.base_url}"
+
+
+def _resolved(value: Any, top: Mapping[str, Any]) -> Any:
+    """A ``${key}`` reference of a Gym config resolved against its top-level keys."""
+    if isinstance(value, str):
+        match = _REFERENCE.fullmatch(value.strip())
+        if match is not None:
+            return top.get(match[1])
+    return value
+
+
+def _running_policy(config: Mapping[str, Any], instance: str) -> Optional[_Policy]:
+    """Where the running Gym's ``instance`` (a model server) sends requests, if it has one."""
+    for _, _, _, body in _instances_in({instance: config.get(instance)}):
+        base_url = _resolved(body.get("base_url"), config)
+        model = _resolved(body.get("model"), config)
+        return _Policy(
+            base_url.rstrip("/") if isinstance(base_url, str) else None,
+            model if isinstance(model, str) else None,
+        )
+    return None
+
+
+def _running_config(settings: GymLiveSettings) -> Mapping[str, Any]:
+    """The running Gym's whole config (``/global_config_dict_yaml``), parsed."""
+    import yaml
+
+    try:
+        text = _get_json(f"{_head_url(settings)}/global_config_dict_yaml")
+        config = yaml.safe_load(text) if isinstance(text, str) else None
+    except (OSError, ValueError, yaml.YAMLError):
+        config = None
+    if not isinstance(config, Mapping):
+        raise GymLiveError(
+            f"a server answers at {_head_url(settings)} but does not give its NeMo Gym config "
+            "(/global_config_dict_yaml), so it cannot be checked before reuse; stop it, or set "
+            "rollout_gym_head_port (option gym_head_port) to a free port"
+        )
+    return config
+
+
+def _check_reusable(
+    settings: GymLiveSettings, config_paths: Sequence[str], running: Sequence[Mapping[str, Any]]
+) -> str:
+    """Refuse a running Gym that does not serve this config; else say what is reused.
+
+    It must run every server instance the config files define, and its
+    ``policy_model`` (the instance ``POLICY_CONFIG`` defines, which the agents
+    send to) must send to this config's policy URL and model name.
+    """
+    wanted = _config_instances(config_paths)
+    policy_instances = _config_instances([POLICY_CONFIG])
+    names = [str(item.get("config_path")) for item in running if item.get("config_path")]
+    config = _running_config(settings)
+    ours = _Policy(settings.policy_base_url.rstrip("/"), settings.policy_model)
+    problems = []
+    missing = [name for name in wanted if name not in names]
+    if missing:
+        problems.append(f"{', '.join(missing)} not among them")
+    for name in policy_instances:
+        policy = _running_policy(config, name)
+        if policy is None:
+            problems.append(f"no {name}")
+        elif policy != ours:
+            problems.append(f"its {name} sends to {policy}")
+    if problems:
+        raise GymLiveError(
+            f"a NeMo Gym already runs at {_head_url(settings)} and does not serve this config: "
+            f"it runs {', '.join(names) or 'no servers'}; this config needs "
+            f"{', '.join(wanted)} and the policy {ours} ({'; '.join(problems)}). Stop that "
+            "Gym, or set rollout_gym_head_port (option gym_head_port) to a free port to start "
+            "one for this config"
+        )
+    return (
+        f"reused the NeMo Gym already running at {_head_url(settings)} "
+        f"({', '.join(names)}; policy {ours}); it was left running"
+    )
+
+
+# ---- stopping what was started, whatever the signals ------------------------------------
+
+_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+class _Shield:
+    """While cleanup runs, SIGINT, SIGTERM and SIGHUP are recorded instead of raised.
+
+    Each one sets ``hurry`` (kill what is left at once). ``release`` puts the
+    handlers back and, when asked to, delivers the first signal recorded to the
+    handler that was in place (Ctrl-C raises ``KeyboardInterrupt`` there; a
+    SIGTERM/SIGHUP whose handler was the default raises ``Terminated``). Only
+    the main thread runs signal handlers; elsewhere it shields nothing.
+    """
+
+    def __init__(self, hurry: threading.Event) -> None:
+        self.hurry = hurry
+        self.seen: list[int] = []
+        self.previous: dict[int, Any] = {}
+        self.active = False
+
+    def _record(self, signum: int, frame: object) -> None:
+        del frame
+        self.seen.append(signum)
+        self.hurry.set()
+
+    def install(self) -> None:
+        if self.active:
+            return
+        self.active = True
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in _SIGNALS:
+            try:
+                previous = signal.signal(signum, self._record)
+            except (OSError, ValueError):  # pragma: no cover - not settable here
+                continue
+            # None: a handler not set from Python; put back the default then.
+            self.previous[signum] = signal.SIG_DFL if previous is None else previous
+
+    def release(self, deliver: bool) -> None:
+        if not self.active:
+            return
+        self.active = False
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
+        if not deliver or not self.seen:
+            return
+        signum = self.seen[0]
+        handler = self.previous.get(signum)
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise Terminated(signum)
+
+
+def _session_members(session: int) -> list[int]:
+    """The live (not zombie) processes of a session, from ``/proc`` (empty elsewhere)."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and fields[3] == str(session).encode() and fields[0] != b"Z":
+            members.append(int(entry))
+    return members
+
+
+def _kill_session(session: int) -> None:
+    try:
+        os.killpg(session, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in _session_members(session):  # what left the group but not the session
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _stop(process: subprocess.Popen[bytes], grace: float, hurry: threading.Event) -> None:
+    """Stop ``process`` (a session leader) and everything in its session.
+
+    SIGINT first (Gym's own shutdown); then, once the session is empty, after
+    ``grace`` seconds, or as soon as ``hurry`` is set, SIGKILL to whatever is
+    left. Waits (up to a few seconds) for the killed processes to go.
+    """
+    session = process.pid
     if process.poll() is None:
         try:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
         except ProcessLookupError:
             pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)  # whatever is left of its session
-    except (ProcessLookupError, PermissionError):
-        pass
+    deadline = time.monotonic() + grace
+    while not hurry.is_set() and time.monotonic() < deadline:
+        if process.poll() is not None and not _session_members(session):
+            break
+        hurry.wait(_POLL_S)
+    _kill_session(session)
     try:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+    deadline = time.monotonic() + 3
+    while _session_members(session) and time.monotonic() < deadline:
+        _kill_session(session)
+        time.sleep(_POLL_S)
+
+
+class _Started:
+    """What one live call started, and how it is stopped.
+
+    ``running(process)`` stops the process and its session when its block
+    ends. The first stop installs the :class:`_Shield` for the rest of the
+    call (``collect_rollouts`` releases it at the very end), so no signal can
+    cut a cleanup short: a signal during it kills what is left at once. After
+    an interrupt, Gym gets :data:`INTERRUPT_GRACE_S` to stop, not the whole
+    ``shutdown_timeout``.
+    """
+
+    def __init__(self, shutdown_timeout: float) -> None:
+        self.shutdown_timeout = shutdown_timeout
+        self.hurry = threading.Event()
+        self.shield = _Shield(self.hurry)
+        self.interrupted = False
+
+    @contextmanager
+    def running(self, process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+        try:
+            yield process
+        except BaseException as exc:
+            self.shield.install()  # first: a second Ctrl-C must not cut the cleanup short
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                self.interrupted = True
+            self.stop(process)
+            raise
+        self.stop(process)
+
+    def stop(self, process: subprocess.Popen[bytes]) -> None:
+        self.shield.install()
+        short = self.interrupted or bool(self.shield.seen)
+        grace = min(self.shutdown_timeout, INTERRUPT_GRACE_S) if short else self.shutdown_timeout
+        _stop(process, grace, self.hurry)
 
 
 def _spawn(args: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
@@ -309,14 +593,56 @@ def _agent_name(settings: GymLiveSettings, instances: Sequence[Mapping[str, Any]
     return agents[0]
 
 
+def _check_policy(settings: GymLiveSettings) -> None:
+    """Refuse a policy address nothing listens on before Gym spends a minute starting.
+
+    Only a TCP connection is tried (no request is sent); the ``ConnectionError``
+    names the address, so ``run`` can hint at ``--serve``.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(settings.policy_base_url)
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return  # Gym reports what it makes of it
+    if not host:
+        return
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            pass
+    except OSError as exc:
+        raise ConnectionError(
+            f"rollout_backend 'nemo_gym': no server answered at {settings.policy_base_url} "
+            f"(rollout_policy_base_url), where Gym's policy server would send every request: "
+            f"{exc.strerror or exc}"
+        ) from None
+
+
+def _head_answers(settings: GymLiveSettings) -> bool:
+    return _answers(f"{_head_url(settings)}/")
+
+
 @contextmanager
-def _gym_servers(settings: GymLiveSettings, work: Path) -> Iterator[list[dict[str, Any]]]:
-    """Reuse running Gym servers, or start them for the ``with`` block and stop them after."""
+def _gym_servers(
+    settings: GymLiveSettings, work: Path, started: _Started
+) -> Iterator[list[dict[str, Any]]]:
+    """Reuse a running Gym that serves this config, or start one for the ``with`` block."""
+    config_paths = [str(_resolve_config(path)) for path in (*settings.gym_config, POLICY_CONFIG)]
+    _check_policy(settings)
     running = _head_instances(settings)
     if running is not None:
+        note = _check_reusable(settings, config_paths[:-1], running)
+        logger.info("nemo_gym live: %s", note)
+        report_note(note)
         yield running
         return
-    config_paths = [*settings.gym_config, POLICY_CONFIG]
+    if _head_answers(settings):
+        raise GymLiveError(
+            f"something that is not a NeMo Gym head server answers at {_head_url(settings)}; "
+            "set rollout_gym_head_port (option gym_head_port) to a free port"
+        )
     args = [
         _gym_executable(),
         "env",
@@ -333,15 +659,39 @@ def _gym_servers(settings: GymLiveSettings, work: Path) -> Iterator[list[dict[st
         _link_shared_venvs(venv_dir, config_paths)
         args += ["+skip_venv_if_present=true", f"+uv_venv_dir={venv_dir}"]
     log = work / "gym_env_start.log"
-    process = _spawn(args, log, Path.cwd())
-    try:
+    with started.running(_spawn(args, log, Path.cwd())) as process:
         _wait_ready(process, settings, log)
         instances = _head_instances(settings)
         if instances is None:
             raise GymLiveError(f"the Gym head server stopped answering; log {log}:\n{_tail(log)}")
         yield instances
-    finally:
-        _stop(process, settings.shutdown_timeout)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 16), b""))
+    except OSError:
+        return 0
+
+
+def _wait_collected(
+    process: subprocess.Popen[bytes], out_path: Path, total: int, timeout: float
+) -> int:
+    """Wait for ``gym eval run``; report the rollouts written so far. Its exit status."""
+    deadline = time.monotonic() + timeout
+    done = -1
+    while True:
+        status = process.poll()
+        count = min(_count_lines(out_path), total)
+        if count != done:
+            done = count
+            report_progress(done, total)
+        if status is not None:
+            return status
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(process.args, timeout)
+        time.sleep(0.25)
 
 
 def collect_rollouts(
@@ -353,64 +703,81 @@ def collect_rollouts(
     keep = settings.log_dir is not None
     work = Path(settings.log_dir or tempfile.mkdtemp(prefix="agent-rollout-gym-"))
     work.mkdir(parents=True, exist_ok=True)
-    try:
-        tasks_path = work / "tasks.jsonl"
-        out_path = work / "rollouts.jsonl"
-        with open(tasks_path, "w", encoding="utf-8") as handle:
-            for task in tasks:
-                handle.write(json.dumps(task, ensure_ascii=False) + "\n")
-        with _gym_servers(settings, work) as instances:
-            agent = _agent_name(settings, instances)
-            log = work / "gym_eval_run.log"
-            args = [
-                _gym_executable(),
-                "eval",
-                "run",
-                "--no-serve",
-                f"+agent_name={agent}",
-                f"+input_jsonl_fpath={tasks_path}",
-                f"+output_jsonl_fpath={out_path}",
-                f"+num_repeats={settings.num_repeats}",
-                *_head_overrides(settings),
-                f"hydra.run.dir={work / 'hydra-eval-run'}",
-            ]
-            process = _spawn(args, log, work)
+    started = _Started(settings.shutdown_timeout)
+    with signals_end_cleanly():  # SIGTERM/SIGHUP: Terminated, so what we started stops
+        try:
+            return _collect(tasks, settings, work, started)
+        finally:
+            started.shield.install()
             try:
-                status = process.wait(timeout=settings.collect_timeout)
+                if not keep:
+                    shutil.rmtree(work, ignore_errors=True)
+            finally:
+                # A signal that came during the cleanup ends the call now, unless an
+                # exception (the first Ctrl-C, say) is already ending it.
+                started.shield.release(deliver=sys.exc_info()[0] is None)
+
+
+def _collect(
+    tasks: Sequence[Mapping[str, Any]], settings: GymLiveSettings, work: Path, started: _Started
+) -> list[tuple[str, Any]]:
+    tasks_path = work / "tasks.jsonl"
+    out_path = work / "rollouts.jsonl"
+    with open(tasks_path, "w", encoding="utf-8") as handle:
+        for task in tasks:
+            handle.write(json.dumps(task, ensure_ascii=False) + "\n")
+    total = len(tasks) * settings.num_repeats
+    with _gym_servers(settings, work, started) as instances:
+        agent = _agent_name(settings, instances)
+        log = work / "gym_eval_run.log"
+        args = [
+            _gym_executable(),
+            "eval",
+            "run",
+            "--no-serve",
+            f"+agent_name={agent}",
+            f"+input_jsonl_fpath={tasks_path}",
+            f"+output_jsonl_fpath={out_path}",
+            f"+num_repeats={settings.num_repeats}",
+            *_head_overrides(settings),
+            f"hydra.run.dir={work / 'hydra-eval-run'}",
+        ]
+        with started.running(_spawn(args, log, work)) as process:
+            try:
+                status = _wait_collected(process, out_path, total, settings.collect_timeout)
             except subprocess.TimeoutExpired:
                 raise GymLiveError(
                     f"gym eval run did not finish within {settings.collect_timeout:g} s; "
                     f"log {log}:\n{_tail(log)}"
                 ) from None
-            finally:
-                _stop(process, 5.0)
-            if status != 0 or not out_path.exists():
-                raise GymLiveError(
-                    f"gym eval run failed (status {status}); log {log}:\n{_tail(log)}"
-                )
-        return _read_output(out_path)
-    finally:
-        if not keep:
-            shutil.rmtree(work, ignore_errors=True)
+        if status != 0 or not out_path.exists():
+            raise GymLiveError(f"gym eval run failed (status {status}); log {log}:\n{_tail(log)}")
+    return read_collected(out_path)
 
 
-def _read_output(path: Path) -> list[tuple[str, Any]]:
-    """The collected rollouts, in task order.
+def read_collected(path: str | os.PathLike[str]) -> list[tuple[str, Any]]:
+    """The rollouts ``gym eval run`` wrote to ``path``, in task order: ``(where, row)`` pairs.
 
     Gym writes them as they complete; each carries the task's ``_ng_task_index``
-    (the line of the tasks file), so a stable sort on it gives the order of
-    the tasks, the repeats of one task in the order Gym wrote them. Rows
-    without an int index keep their place after the indexed ones.
+    (the line of the tasks file) and its ``_ng_rollout_index`` (which repeat),
+    so a stable sort on both gives the tasks in order and the repeats of each
+    in order, however the run went. Rows without an int task index keep their
+    place after the indexed ones.
     """
     rows = list(gym_rows(path, MAX_ROLLOUT_ROWS))
 
-    def task_index(item: tuple[str, Any]) -> tuple[int, int]:
-        index = item[1].get("_ng_task_index") if isinstance(item[1], dict) else None
-        if isinstance(index, int) and not isinstance(index, bool):
-            return (0, index)
-        return (1, 0)
+    def number(row: Any, key: str) -> Optional[int]:
+        value = row.get(key) if isinstance(row, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    return sorted(rows, key=task_index)
+    def order(item: tuple[str, Any]) -> tuple[int, int, int]:
+        task = number(item[1], "_ng_task_index")
+        if task is None:
+            return (1, 0, 0)
+        rollout = number(item[1], "_ng_rollout_index")
+        return (0, task, -1 if rollout is None else rollout)
+
+    return sorted(rows, key=order)
 
 
 def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:

@@ -15,7 +15,11 @@ from agent_rollout.examples.openenv_drill.tasks import (
     MAX_SEED_CHARS,
     DrillTask,
     build_task,
+    calculate,
+    count_words,
+    expression_in,
     grade_reply,
+    reference_answer,
     seed_text,
     task_messages,
 )
@@ -25,7 +29,11 @@ __all__ = [
     "MAX_SEED_CHARS",
     "DrillTask",
     "build_task",
+    "calculate",
+    "count_words",
+    "expression_in",
     "grade_reply",
+    "reference_answer",
     "seed_text",
     "task_messages",
 ]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Optional
 
 MAX_SEED_CHARS = 8_000
 """The longest seed prompt text a drill accepts."""
@@ -84,30 +84,63 @@ def _last_user_text(messages: list[object], where: str) -> str:
     raise ValueError(f"{where}: message list has no 'user' message with string content")
 
 
+def expression_in(text: str) -> Optional[str]:
+    """The first ``a + b``, ``a - b`` or ``a * b`` (or ``a \u00d7 b``) in ``text``, else None."""
+    match = _SUM_RE.search(text)
+    return None if match is None else match[0]
+
+
+def calculate(expression: str) -> str:
+    """The integer result of one ``a + b``, ``a - b`` or ``a * b`` (``ValueError`` otherwise).
+
+    Leading and trailing whitespace is allowed; anything else around the
+    expression is not.
+    """
+    match = _SUM_RE.fullmatch(expression.strip())
+    if match is None:
+        raise ValueError(
+            f"not an expression of the form 'a + b', 'a - b' or 'a * b': {expression!r}"
+        )
+    left, operator, right = int(match[1]), match[2], int(match[3])
+    if operator == "+":
+        return str(left + right)
+    if operator == "-":
+        return str(left - right)
+    return str(left * right)
+
+
+def count_words(text: str) -> str:
+    """How many whitespace-separated words ``text`` has."""
+    return str(len(text.split()))
+
+
 @lru_cache(maxsize=4096)
 def build_task(text: str) -> DrillTask:
     """The drill task for one (already checked) seed text. Pure and deterministic."""
-    match = _SUM_RE.search(text)
-    if match is not None:
-        left, operator, right = int(match[1]), match[2], int(match[3])
-        if operator == "+":
-            result = left + right
-        elif operator == "-":
-            result = left - right
-        else:
-            result = left * right
+    expression = expression_in(text)
+    if expression is not None:
         return DrillTask(
             kind="arithmetic",
-            question=f"{text}\n\nGive the result of {match[0]} as an integer.",
-            reference=str(result),
+            question=f"{text}\n\nGive the result of {expression} as an integer.",
+            reference=calculate(expression),
         )
     return DrillTask(
         kind="word_count",
         question=(
             f"How many words (separated by whitespace) does the text below contain?\n\n{text}"
         ),
-        reference=str(len(text.split())),
+        reference=count_words(text),
     )
+
+
+def reference_answer(text: str) -> str:
+    """The right answer to a seed text: the result of its first expression, else its word count.
+
+    The one definition of "right" every bundled example shares: the drill's
+    reference, the scripted policy's answer, the scripted judge's favourite
+    and the reward of the ART example rollouts.
+    """
+    return build_task(text.strip()).reference
 
 
 def grade_reply(task: DrillTask, reply: str) -> float:

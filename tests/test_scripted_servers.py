@@ -1,0 +1,287 @@
+"""The scripted policy and judge: a good policy and judge, and a 400 for any malformed body.
+
+The servers are the bundled examples' stand-ins for models
+(``agent_rollout.examples.scripted_servers``). Requests go over real HTTP on
+127.0.0.1 with ``http.client``, so what is checked is what a client sees: the
+status, a JSON body, a connection that is answered, not dropped; and nothing
+printed by the server.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_rollout.examples.scripted_servers import BUNDLED_PORTS, check_request, serve
+from support import BUNDLED_ANSWERS, bundled_seeds
+
+TOOLS = [
+    {"type": "function", "function": {"name": "calculate", "parameters": {}}},
+    {"type": "function", "function": {"name": "count_words", "parameters": {}}},
+]
+
+
+def _post(url: str, body: bytes, path: str = "/v1/chat/completions", **headers: str) -> Any:
+    """``(status, parsed JSON reply)`` of one POST of raw ``body`` bytes."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:
+        connection.putrequest("POST", path)
+        sent = {"content-type": "application/json", "content-length": str(len(body))} | headers
+        for name, value in sent.items():
+            if value:
+                connection.putheader(name, value)
+        connection.endheaders(body)
+        reply = connection.getresponse()
+        return reply.status, json.loads(reply.read())
+    finally:
+        connection.close()
+
+
+def _ask(url: str, body: Any) -> Any:
+    status, reply = _post(url, json.dumps(body).encode())
+    assert status == 200, reply
+    return reply["choices"][0]["message"]
+
+
+@pytest.fixture(params=["policy", "judge"])
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    with serve(request.param) as (url, _):
+        yield url
+
+
+GOOD = {"model": "m", "messages": [{"role": "user", "content": "What is 2 + 3?"}]}
+
+HOSTILE: list[tuple[str, bytes, str]] = [
+    ("messages is a number", b'{"messages": 5}', "'messages' must be a non-empty array"),
+    ("an array of junk", b"[null, 5]", "the body must be a JSON object, got an array"),
+    ("a bare number", b"5", "the body must be a JSON object, got a number"),
+    ("5,000 digits", b'{"messages": [], "n": ' + b"9" * 5000 + b"}", "not valid JSON"),
+    ("5,000 digits alone", b"9" * 5000, "not valid JSON"),
+    ("deep nesting", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ("deep nesting in messages", b'{"messages": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", ""),
+    ("not JSON", b"hello", "not valid JSON"),
+    ("not UTF-8", b'{"messages": "\xff\xfe"}', "not valid JSON"),
+    ("no messages", b'{"model": "m"}', "'messages' must be a non-empty array, got null"),
+    ("empty messages", b'{"messages": []}', "'messages' must be a non-empty array"),
+    ("a message is a string", b'{"messages": ["hi"]}', "messages[0] must be an object"),
+    ("role is a number", b'{"messages": [{"role": 5}]}', "messages[0].role must be"),
+    ("no role", b'{"messages": [{"content": "x"}]}', "messages[0].role must be"),
+    (
+        "content is a number",
+        b'{"messages": [{"role": "user", "content": 5}]}',
+        "messages[0].content must be a string, an array of parts or null",
+    ),
+    (
+        "a part is a number",
+        b'{"messages": [{"role": "user", "content": [5]}]}',
+        "messages[0].content[0] must be an object",
+    ),
+    (
+        "a part's text is a number",
+        b'{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',
+        "messages[0].content[0].text must be a string",
+    ),
+    (
+        "tool_calls is an object",
+        b'{"messages": [{"role": "assistant", "tool_calls": {}}]}',
+        "messages[0].tool_calls must be an array",
+    ),
+    (
+        "a tool call without function",
+        b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c"}]}]}',
+        "messages[0].tool_calls[0] must be an object with a 'function' object",
+    ),
+    (
+        "arguments are an object",
+        b'{"messages": [{"role": "assistant", "tool_calls": [{"function": '
+        b'{"name": "calculate", "arguments": {}}}]}]}',
+        "messages[0].tool_calls[0].function.arguments must be a string",
+    ),
+    (
+        "tool_call_id is a number",
+        b'{"messages": [{"role": "tool", "content": "1", "tool_call_id": 5}]}',
+        "messages[0].tool_call_id must be a string",
+    ),
+    (
+        "model is a list",
+        b'{"model": [], "messages": [{"role": "user", "content": "x"}]}',
+        "'model' must be a string, got an array",
+    ),
+    (
+        "tools is a number",
+        b'{"tools": 5, "messages": [{"role": "user", "content": "x"}]}',
+        "'tools' must be an array of objects",
+    ),
+    ("an empty body", b"", "a body of 0 bytes"),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_a_malformed_body_is_answered_400_in_json(
+    server: str, body: bytes, message: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    status, reply = _post(server, body)
+    assert status == 400
+    assert reply["error"]["message"].startswith("bad request: ")
+    assert message in reply["error"]["message"]
+    assert _post(server, json.dumps(GOOD).encode())[0] == 200  # still serving
+    assert capfd.readouterr() == ("", "")  # no traceback, no log line
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({"content-length": ""}, "a JSON body with a Content-Length is required, got None"),
+        ({"content-length": "lots"}, "a JSON body with a Content-Length is required, got 'lots'"),
+        ({"content-length": "-1"}, "a body of -1 bytes"),
+        ({"content-length": str(1 << 40)}, f"a body of {1 << 40} bytes"),
+    ],
+)
+def test_a_bad_content_length_is_answered_400(
+    server: str, headers: dict[str, str], message: str
+) -> None:
+    status, reply = _post(server, b"", **headers)
+    assert status == 400
+    assert message in reply["error"]["message"]
+
+
+def test_other_routes_and_methods_are_answered_in_json(server: str) -> None:
+    assert _post(server, b"{}", path="/v1/embeddings")[0] == 404
+    parts = urlsplit(server)
+    for method in ("GET", "PUT"):
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+        try:
+            connection.request(method, "/v1/models")
+            reply = connection.getresponse()
+            assert reply.status == (404 if method == "GET" else 501)
+            assert "message" in json.loads(reply.read())["error"]
+        finally:
+            connection.close()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=20,
+)
+messages_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "messages": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "role": st.sampled_from(["user", "assistant", "tool", "system"]) | json_values,
+                    "content": json_values,
+                    "tool_calls": json_values,
+                    "tool_call_id": json_values,
+                },
+            )
+            | json_values,
+            max_size=4,
+        )
+        | json_values,
+        "model": json_values,
+        "tools": json_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=json_values | messages_like)
+def test_any_json_body_gets_200_or_400_never_a_dropped_connection(body: Any) -> None:
+    for kind in ("policy", "judge"):
+        with serve(kind) as (url, _):
+            status, reply = _post(url, json.dumps(body).encode())
+        try:
+            check_request(body)
+        except ValueError:
+            assert status == 400, reply
+            assert reply["error"]["message"].startswith("bad request: ")
+        else:
+            assert status == 200, reply
+            assert reply["choices"][0]["message"]["role"] == "assistant"
+
+
+# ---- a good policy and a good judge -------------------------------------------------------
+
+
+def _play(url: str, seed: Any) -> tuple[list[dict[str, Any]], str]:
+    """One episode against the policy, the tools run here; (messages, final answer)."""
+    messages = (
+        [{"role": "user", "content": seed}] if isinstance(seed, str) else [dict(m) for m in seed]
+    )
+    from agent_rollout.examples.art_rollout import run_tool
+
+    for _ in range(3):
+        message = _ask(url, {"model": "m", "messages": messages, "tools": TOOLS})
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return messages, message["content"]
+        for call in message["tool_calls"]:
+            result = run_tool(call["function"]["name"], call["function"]["arguments"])
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+    raise AssertionError("the policy never answered")
+
+
+def test_the_policy_solves_each_bundled_prompt_with_its_tool_then_errs_on_purpose() -> None:
+    pytest.importorskip("art")
+    seeds = [seed["prompt"] for seed in bundled_seeds()]
+    with serve("policy") as (url, _):
+        first = [_play(url, seed) for seed in seeds]
+        second = [_play(url, seed)[1] for seed in seeds]
+    assert tuple(answer for _, answer in first) == BUNDLED_ANSWERS
+    assert second == [str(int(answer) + 1) for answer in BUNDLED_ANSWERS]  # every second reply
+    tools = [messages[-3]["tool_calls"][0]["function"] for messages, _ in first]
+    assert [tool["name"] for tool in tools] == [
+        "calculate",
+        "calculate",
+        "calculate",
+        "count_words",
+        "calculate",
+        "count_words",
+    ]
+    assert json.loads(tools[1]["arguments"]) == {"expression": "12 * 9"}
+
+
+def test_the_policy_answers_directly_when_offered_no_tool_it_knows() -> None:
+    """As under NeMo Gym's equivalence_rule environment (no tools) or a weather tool."""
+    with serve("policy") as (url, _):
+        plain = _ask(url, {"messages": [{"role": "user", "content": "What is 4 - 11?"}]})
+        weather = _ask(
+            url,
+            {
+                "messages": [{"role": "user", "content": "What is 12 * 9?"}],
+                "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+            },
+        )
+    assert plain == {"role": "assistant", "content": "-7"}
+    assert weather == {"role": "assistant", "content": "108"}
+
+
+def test_the_judge_scores_the_right_answer_high() -> None:
+    def trajectory(answer: str) -> str:
+        return json.dumps([{"role": "assistant", "content": answer}])
+
+    context = json.dumps([{"role": "user", "content": "What is 12 * 9?"}])
+    text = (
+        f"<context>\n{context}\n</context>\n"
+        f'<trajectory id="1">\n{trajectory("42")}\n</trajectory>\n'
+        f'<trajectory id="2">\n{trajectory("108")}\n</trajectory>'
+    )
+    with serve("judge") as (url, _):
+        reply = _ask(url, {"messages": [{"role": "user", "content": text}]})
+    scores = json.loads(reply["content"])["scores"]
+    assert [(s["trajectory_id"], s["score"]) for s in scores] == [("1", 0.1), ("2", 0.9)]
+
+
+def test_bundled_ports() -> None:
+    assert dict(BUNDLED_PORTS) == {"policy": 8791, "judge": 8792}
