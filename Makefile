@@ -20,7 +20,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: setup build build-release nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest \
 	workflows cargo-test pytest test bench reliability debug-allocator fuzz pure-wheel wheels \
-	test-wheels
+	test-wheels train-grpo
 
 $(UV):
 	@echo "== a virtual environment in $(VENV), and uv to install into it"
@@ -69,8 +69,8 @@ clippy:
 	cargo clippy --all-targets --locked --features abi3 -- -D warnings
 
 ruff: $(VENV)/.deps-dev
-	$(BIN)/ruff check python tests benches build_backend scripts
-	$(BIN)/ruff format --check python tests benches build_backend scripts
+	$(BIN)/ruff check python tests benches build_backend scripts examples
+	$(BIN)/ruff format --check python tests benches build_backend scripts examples
 
 mypy: $(VENV)/.deps-dev
 	$(BIN)/mypy
@@ -121,6 +121,13 @@ bench: build-release
 	$(BIN)/python benches/bench_rows.py
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
+
+# TRL's GRPOTrainer, two CPU steps on launch_rollout rows (docs/training.md), in a venv of
+# its own with torch (scripts/setup_train_venv.sh; about 5.7 GB under ~/.cache/agent-rollout).
+train-grpo: $(UV)
+	venv=$$(UV=$(UV) bash scripts/setup_train_venv.sh) && \
+		"$$venv/bin/python" examples/train_grpo.py && \
+		"$$venv/bin/python" -m pytest tests/test_train_grpo.py -q -p no:cacheprovider
 
 # The one command for the pure-Python wheel (any pip >= 23.1 with network for maturin).
 pure-wheel:
