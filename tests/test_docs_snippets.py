@@ -153,3 +153,15 @@ def test_snippets_run(
         # A snippet may set variables (the OpenEnv URL): leave the process as it was.
         os.environ.clear()
         os.environ.update(saved_environ)
+
+
+def test_the_readme_reads_in_five_minutes() -> None:
+    # The front door: what it is, the two commands, install, the API, the CLI, links; the
+    # depth lives in docs/ (issue 15 set the bound at 250 lines).
+    readme = REPO / "README.md"
+    if not readme.exists():
+        pytest.skip("needs the source tree")
+    text = readme.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 250
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split()[:2] for line in first_block] == [["make", "demo"], ["make", "test"]]
