@@ -53,6 +53,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from agent_rollout._errors import GymRowError
+from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, check_max_rows
 from agent_rollout.backends._ranking import (
@@ -347,12 +348,13 @@ def gym_rows(
     """
     max_rows = check_max_rows(max_rows)
     name = os.fspath(path)
+    shown = source_name(name)  # as the reader names it: "-" is <stdin>
     count = 0
     for line_no, obj in read_values(name, FileLimits(max_rows, MAX_ROLLOUT_BYTES)):
-        yield f"{name}:{line_no}: row {count}", obj
+        yield f"{shown}:{line_no}: row {count}", obj
         count += 1
     if count == 0:
-        raise ValueError(f"{name}: no Gym rows (the file is empty or blank)")
+        raise ValueError(f"{shown}: no Gym rows (the file is empty or blank)")
 
 
 def read_gym_jsonl(
