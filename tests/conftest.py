@@ -29,6 +29,7 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+settings.register_profile("thorough-files", settings.get_profile("thorough"), max_examples=1000)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
 """``quick`` (60 examples a property), ``thorough`` (1,500 where it finds things, see
 ``THOROUGH_MODULES``; quick elsewhere) or ``thorough-everywhere``."""
@@ -36,15 +37,21 @@ if PROFILE == "thorough-everywhere":
     settings.register_profile("thorough-everywhere", settings.get_profile("thorough"))
 settings.load_profile(PROFILE)
 
-THOROUGH_MODULES = frozenset({"test_parity.py", "test_jsonl_parity.py", "test_float_output.py"})
-"""Where many examples find things: the two engines' agreement over rows, JSONL files and
-floats (the fuzz replay runs its own fixed budget). Other properties (schema, loader,
-Arrow round trips) run quick under ``thorough``: more examples there only cost time."""
+THOROUGH_MODULES = {
+    "test_parity.py": "thorough",
+    "test_float_output.py": "thorough",
+    "test_jsonl_parity.py": "thorough-files",
+}
+"""Where many examples find things under ``thorough``: the two engines' agreement over rows
+and floats (1,500 examples) and over JSONL files (1,000: each example writes and reads
+files, and the 60 s differential fuzz of every CI run adds some 8,500 files). Other
+properties (schema, loader, Arrow round trips) run quick: more examples there only cost
+time."""
 
 
 def _profile_for(path: Path) -> str:
-    if PROFILE == "thorough" and path.name not in THOROUGH_MODULES:
-        return "quick"
+    if PROFILE == "thorough":
+        return THOROUGH_MODULES.get(path.name, "quick")
     return PROFILE
 
 
