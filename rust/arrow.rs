@@ -1226,6 +1226,152 @@ fn absorb_dict(
     Ok(())
 }
 
+/// One read of `value` (nesting `level` of a message) whose column `col` is
+/// in step with `ty`: joins the value's type into `ty` exactly as `absorb_py`
+/// does and, while that leaves `ty` as it was, appends the value to `col` as
+/// `Col::push_py` would. `Ok(false)` when the value changed `ty` (beyond a
+/// first value where only nulls were seen, which starts a fresh column):
+/// `col` is then behind, and the batch's columns are built by the second read
+/// (`py_message_struct`). Homogeneous batches, the usual case, are read once.
+fn absorb_push(
+    ty: &mut Ty,
+    col: &mut Col,
+    value: &Bound<'_, PyAny>,
+    level: usize,
+    max_depth: usize,
+    size: &mut usize,
+) -> Result<bool, Stop> {
+    if value.is_none() {
+        *size += 2;
+        col.push_null()?;
+        return Ok(true);
+    }
+    match (&mut *ty, &mut *col) {
+        (Ty::Null, _) => {
+            // The first value here: type it, then a column of that type with
+            // a null for each value before it.
+            let before = col.len();
+            absorb_py(ty, value, level, max_depth, size)?;
+            let mut fresh = Col::new(ty);
+            fresh.pad_to(before)?;
+            fresh.push_py(value, level, max_depth)?;
+            *col = fresh;
+            return Ok(true);
+        }
+        (Ty::Str, Col::Str(column)) => {
+            if let Ok(text_value) = value.cast_exact::<PyString>() {
+                let text_value = text(text_value)?;
+                *size += 2 + text_value.len();
+                column.push(Some(text_value))?;
+                return Ok(true);
+            }
+        }
+        (Ty::Bool, Col::Bool { valid, values }) => {
+            if let Ok(flag) = value.cast_exact::<PyBool>() {
+                *size += 2;
+                values.push(flag.is_true());
+                valid.push(true);
+                return Ok(true);
+            }
+        }
+        (Ty::Int, Col::Int { valid, values }) => {
+            if let Ok(number) = value.cast_exact::<PyInt>() {
+                if let Ok(small) = number.extract::<i64>() {
+                    *size += 2;
+                    values.push(small);
+                    valid.push(true);
+                    return Ok(true);
+                }
+            }
+        }
+        (Ty::Float, Col::Float { valid, values }) => {
+            if let Ok(number) = value.cast_exact::<PyFloat>() {
+                let number = number.value();
+                if number.is_finite() {
+                    *size += 2;
+                    values.push(number);
+                    valid.push(true);
+                    return Ok(true);
+                }
+            }
+        }
+        (
+            Ty::List(item),
+            Col::List {
+                valid,
+                offsets,
+                child,
+            },
+        ) if is_sequence(value) && level <= max_depth => {
+            *size += 2;
+            let mut in_step = true;
+            for entry in value.try_iter()? {
+                let entry = entry?;
+                if in_step {
+                    in_step = absorb_push(item, child, &entry, level + 1, max_depth, size)?;
+                } else {
+                    absorb_py(item, &entry, level + 1, max_depth, size)?;
+                }
+            }
+            if in_step {
+                offsets.push(offset(child.len())?);
+                valid.push(true);
+            }
+            return Ok(in_step);
+        }
+        (
+            Ty::Struct(fields),
+            Col::Struct {
+                valid, children, ..
+            },
+        ) => {
+            if let Ok(dict) = value.cast_exact::<PyDict>() {
+                if level <= max_depth && dict.len() == fields.len() {
+                    *size += 2;
+                    let mut in_step = true;
+                    let mut same_keys = true;
+                    let mut scratch = Ty::Json;
+                    for (position, (key, item)) in dict.iter().enumerate() {
+                        let name = text(exact_str(&key)?)?;
+                        *size += name.len();
+                        let slot = match fields.get_mut(position) {
+                            Some((field, field_ty)) if same_keys && field == name => field_ty,
+                            _ => {
+                                // Other keys: the value is JSON text (`absorb_dict`).
+                                same_keys = false;
+                                in_step = false;
+                                &mut scratch
+                            }
+                        };
+                        match children.get_mut(position) {
+                            Some(child) if in_step => {
+                                in_step =
+                                    absorb_push(slot, child, &item, level + 1, max_depth, size)?;
+                            }
+                            _ => absorb_py(slot, &item, level + 1, max_depth, size)?,
+                        }
+                    }
+                    if !same_keys {
+                        *ty = Ty::Json;
+                    } else if in_step {
+                        valid.push(true);
+                    }
+                    return Ok(in_step);
+                }
+            }
+        }
+        (Ty::Json, _) => {
+            absorb_py(ty, value, level, max_depth, size)?;
+            col.push_py(value, level, max_depth)?;
+            return Ok(true);
+        }
+        _ => {}
+    }
+    // The value changes the type: typed as the first read types it.
+    absorb_py(ty, value, level, max_depth, size)?;
+    Ok(false)
+}
+
 /// Append `value` (nesting `level` of a message) as JSON, the way
 /// `json.dumps(ensure_ascii=False, separators=(",", ":"))` writes it.
 fn write_py_json(
@@ -1371,6 +1517,10 @@ struct PyExtra<'py> {
 struct PyBatch<'py> {
     batch: Batch<'static>,
     types: MsgTypes,
+    /// The other members' columns, filled as the messages are read while
+    /// every type stays as it was first seen (`in_step`, see `absorb_push`).
+    columns: Vec<Col>,
+    in_step: bool,
     extras: Vec<PyExtra<'py>>,
     max_depth: usize,
 }
@@ -1380,6 +1530,8 @@ impl<'py> PyBatch<'py> {
         PyBatch {
             batch: Batch::new(kind),
             types: MsgTypes::default(),
+            columns: Vec::new(),
+            in_step: true,
             extras: Vec::new(),
             max_depth,
         }
@@ -1426,7 +1578,17 @@ impl<'py> PyBatch<'py> {
             self.batch.extra_bytes += name.len();
             let at = self.types.slot(name);
             let ty = self.types.types.get_mut(at).ok_or_else(changed)?;
-            absorb_py(ty, &value, 2, self.max_depth, &mut self.batch.extra_bytes)?;
+            let size = &mut self.batch.extra_bytes;
+            if self.in_step {
+                if self.columns.len() == at {
+                    self.columns.push(Col::Null { len: 0 });
+                }
+                let column = self.columns.get_mut(at).ok_or_else(changed)?;
+                column.pad_to(self.batch.roles.valid.len)?;
+                self.in_step = absorb_push(ty, column, &value, 2, self.max_depth, size)?;
+            } else {
+                absorb_py(ty, &value, 2, self.max_depth, size)?;
+            }
         }
         let role = role.ok_or(Stop::Slow)?;
         let role = text(&role)?;
@@ -1452,9 +1614,12 @@ impl<'py> PyBatch<'py> {
         let PyBatch {
             batch,
             types,
+            columns,
+            in_step,
             extras,
             max_depth,
         } = self;
+        let columns = in_step.then_some(columns);
         let Batch {
             kind,
             rows,
@@ -1471,7 +1636,7 @@ impl<'py> PyBatch<'py> {
                 valid: Bits::all_set(rows),
                 offsets: list_offsets,
                 child: Box::new(py_message_struct(
-                    roles, contents, types, &extras, max_depth,
+                    roles, contents, types, columns, &extras, max_depth,
                 )?),
             },
         };
@@ -1484,11 +1649,14 @@ impl<'py> PyBatch<'py> {
     }
 }
 
-/// The struct column of a batch's messages from Python rows (`message_struct`'s twin).
+/// The struct column of a batch's messages from Python rows (`message_struct`'s twin):
+/// `columns` are the other members' columns when they were filled in step with
+/// their types; else (`None`) the messages are read a second time into them.
 fn py_message_struct(
     roles: StrCol,
     contents: StrCol,
     types: MsgTypes,
+    columns: Option<Vec<Col>>,
     extras: &[PyExtra<'_>],
     max_depth: usize,
 ) -> Result<Col, Stop> {
@@ -1521,6 +1689,9 @@ fn py_message_struct(
     } else {
         Col::Str(contents)
     };
+    if let Some(columns) = columns {
+        return Ok(assemble(roles, content, types.names, columns)?);
+    }
     let mut columns: Vec<Col> = types.types.iter().map(Col::new).collect();
     for extra in extras {
         for (key, value) in extra.dict.iter() {

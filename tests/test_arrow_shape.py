@@ -293,6 +293,27 @@ def test_every_path_builds_one_table_that_reads_back(rows: list[dict]) -> None:
                 assert pq.read_table(dest).equals(table), engine
 
 
+# The Rust walk fills a batch's columns as it reads, while each key's type stays as first
+# seen, and reads the messages again when a value changes it (a null first, a list of
+# nulls, a struct whose keys differ, an int past 64 bits...): both must build the twin's
+# table. Cheap (no files), so many examples.
+@settings(max_examples=max(settings().max_examples, 400))
+@given(typed_rows(), st.integers(1, 4))
+def test_engines_agree_however_the_types_change_within_a_batch(
+    rows: list[dict], batch_rows: int
+) -> None:
+    if len(ENGINES) < 2:
+        pytest.skip("the Rust engine is not built")
+    for batch in (arrow.BATCH_ROWS, batch_rows):
+        with small_batches(batch):
+            rust = indexed_outcome_on("rust", arrow.rows_to_arrow, rows, prompt_kind="messages")
+            python = indexed_outcome_on("python", arrow.rows_to_arrow, rows, prompt_kind="messages")
+        if rust[0] == "ok" and python[0] == "ok":
+            assert rust[1].equals(python[1], check_metadata=True), batch
+        else:
+            assert rust == python, batch
+
+
 # ---- Hugging Face datasets ------------------------------------------------------------------
 
 TOOL_ROWS = [
