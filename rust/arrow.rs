@@ -198,12 +198,22 @@ impl StrCol {
     }
 }
 
-fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i32]) -> Bound<'py, PyBytes> {
-    let mut raw = Vec::with_capacity(offsets.len() * 4);
-    for offset in offsets {
-        raw.extend_from_slice(&offset.to_ne_bytes());
-    }
-    PyBytes::new(py, &raw)
+fn offsets_bytes<'py>(py: Python<'py>, offsets: &[i32]) -> PyResult<Bound<'py, PyBytes>> {
+    words_bytes(py, offsets, |offset| offset.to_ne_bytes())
+}
+
+/// Fixed-width values as one bytes object, written straight into it (one copy).
+fn words_bytes<'py, T, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    to_bytes: impl Fn(&T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, values.len() * N, |raw| {
+        for (slot, value) in raw.chunks_exact_mut(N).zip(values) {
+            slot.copy_from_slice(&to_bytes(value));
+        }
+        Ok(())
+    })
 }
 
 // ---- types: the lattice of `agent_rollout.arrow.merge_schemas` -----------------------------
@@ -491,24 +501,16 @@ impl Col {
                 column.kind = "int64";
                 column.null_count = valid.unset;
                 column.validity = valid.validity(py);
-                let mut raw = Vec::with_capacity(values.len() * 8);
-                for value in values {
-                    raw.extend_from_slice(&value.to_ne_bytes());
-                }
-                column.data = Some(PyBytes::new(py, &raw).unbind());
+                column.data = Some(words_bytes(py, &values, |value| value.to_ne_bytes())?.unbind());
             }
             Col::Float { valid, values } => {
                 column.kind = "float64";
                 column.null_count = valid.unset;
                 column.validity = valid.validity(py);
-                let mut raw = Vec::with_capacity(values.len() * 8);
-                for value in values {
-                    raw.extend_from_slice(&value.to_ne_bytes());
-                }
-                column.data = Some(PyBytes::new(py, &raw).unbind());
+                column.data = Some(words_bytes(py, &values, |value| value.to_ne_bytes())?.unbind());
             }
-            Col::Str(col) => fill_strings(py, &mut column, "string", col),
-            Col::Json(col) => fill_strings(py, &mut column, "json", col),
+            Col::Str(col) => fill_strings(py, &mut column, "string", col)?,
+            Col::Json(col) => fill_strings(py, &mut column, "json", col)?,
             Col::List {
                 valid,
                 offsets,
@@ -517,7 +519,7 @@ impl Col {
                 column.kind = "list";
                 column.null_count = valid.unset;
                 column.validity = valid.validity(py);
-                column.offsets = Some(offsets_bytes(py, &offsets).unbind());
+                column.offsets = Some(offsets_bytes(py, &offsets)?.unbind());
                 column.children.push(child.into_py(py)?);
             }
             Col::Struct {
@@ -538,12 +540,18 @@ impl Col {
     }
 }
 
-fn fill_strings(py: Python<'_>, column: &mut Column, kind: &'static str, col: StrCol) {
+fn fill_strings(
+    py: Python<'_>,
+    column: &mut Column,
+    kind: &'static str,
+    col: StrCol,
+) -> PyResult<()> {
     column.kind = kind;
     column.null_count = col.valid.unset;
     column.validity = col.valid.validity(py);
-    column.offsets = Some(offsets_bytes(py, &col.offsets).unbind());
+    column.offsets = Some(offsets_bytes(py, &col.offsets)?.unbind());
     column.data = Some(PyBytes::new(py, col.data.as_bytes()).unbind());
+    Ok(())
 }
 
 /// One Arrow array as buffers (`_native.Column`), as

@@ -1,0 +1,201 @@
+"""The file and Arrow outputs against their anchors and floors, every ratio in one table.
+
+    python benches/bench_goals.py [--rows N] [--scale 10000,100000,1000000] [--repeat R] [--dir D]
+
+One run, one process for the timings (a fresh process per file for peak memory):
+
+- rows -> Arrow: ``rows_to_arrow`` (Rust) vs ``pa.Table.from_pylist(rows)``, and
+  ``to_dataset`` vs ``datasets.Dataset.from_list(rows)``, for str prompts,
+  two-message prompts and four-message tool-call prompts (goal: 3x faster);
+- JSONL -> zstd Parquet (``normalise_rollout_file``) vs its floor, reading the
+  file's bytes plus ``pq.write_table`` of the finished table with the same
+  compression (goal: within 1.5x), and vs pyarrow's own pipeline,
+  ``pyarrow.json.read_json`` + select + ``pq.write_table`` (goal: 2x faster);
+- JSONL -> JSONL vs reading the file's bytes (goal: within 2x);
+- scale: each file path on ``--scale`` rows in a fresh process, rows per second
+  and peak RSS (goal: RSS at the largest size within 1.2x of 100k rows, and
+  rows per second flat).
+
+The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
+bytes a row). Times are best of R, each followed by the young-generation
+collection it leaves (``_common.best_settled``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+
+from _common import best_settled, message_rows, string_rows
+from agent_rollout import _engine, normalise_rollout_file
+from agent_rollout.arrow import rows_to_arrow, to_dataset
+from bench_arrow import tool_call_rows
+from bench_jsonl import write_file
+
+Row = tuple[str, float, str, float, str, str]
+"""(work, ours ms, anchor or floor, its ms, ratio text, goal text)"""
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    return best_settled(fn, repeat)[1] * 1e3
+
+
+def shape_rows(shape: str, rows: list[dict], repeat: int) -> list[Row]:
+    import datasets
+
+    n = len(rows)
+    ours = timed(lambda: rows_to_arrow(rows, max_rows=n), repeat)
+    anchor = timed(lambda: pa.Table.from_pylist(rows), repeat)
+    dataset = timed(lambda: to_dataset(rows, max_rows=n), repeat)
+    from_list = timed(lambda: datasets.Dataset.from_list(rows), repeat)
+    return [
+        (f"rows -> Arrow, {shape}", ours, "pa.Table.from_pylist", anchor,
+         f"{anchor / ours:.2f}x faster", ">= 3x faster"),
+        (f"to_dataset, {shape}", dataset, "Dataset.from_list", from_list,
+         f"{from_list / dataset:.2f}x faster", ">= 3x faster"),
+    ]  # fmt: skip
+
+
+def arrow_rows(n: int, repeat: int) -> list[Row]:
+    out: list[Row] = []
+    for shape, make in (
+        ("str prompts", string_rows),
+        ("two-message prompts", message_rows),
+        ("tool-call prompts", tool_call_rows),
+    ):
+        out += shape_rows(shape, make(n), repeat)
+    return out
+
+
+def write_floor(parquet: Path, dest: Path, repeat: int) -> float:
+    """``pq.write_table`` of the finished table (read back from ``parquet``), zstd."""
+    table = pq.read_table(parquet)
+    return timed(lambda: pq.write_table(table, dest, compression="zstd"), repeat)
+
+
+def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
+    parquet = tmp / "out.parquet"
+    ours = timed(lambda: normalise_rollout_file(src, parquet, max_rows=n), repeat)
+    read = timed(src.read_bytes, repeat)
+    write = write_floor(parquet, tmp / "floor.parquet", repeat)
+    floor = read + write
+
+    def pyarrow_pipeline() -> None:
+        table = pa_json.read_json(src).select(["prompt", "answer"])
+        pq.write_table(table, tmp / "anchor.parquet", compression="zstd")
+
+    anchor = timed(pyarrow_pipeline, repeat)
+    jsonl = timed(lambda: normalise_rollout_file(src, tmp / "out.jsonl", max_rows=n), repeat)
+    return [
+        ("JSONL -> Parquet", ours, f"floor: read {read:.0f} + write_table {write:.0f}", floor,
+         f"{ours / floor:.2f}x the floor", "<= 1.5x the floor"),
+        ("JSONL -> Parquet", ours, "read_json + select + write_table", anchor,
+         f"{anchor / ours:.2f}x faster", ">= 2x faster"),
+        ("JSONL -> JSONL", jsonl, "floor: read the bytes", read,
+         f"{jsonl / read:.2f}x the floor", "<= 2x the floor"),
+    ]  # fmt: skip
+
+
+SCALE_SCRIPT = """
+import json, sys, time
+from agent_rollout import normalise_rollout_file
+start = time.perf_counter()
+normalise_rollout_file(sys.argv[1], sys.argv[2], max_rows=10_000_000)
+took = time.perf_counter() - start
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": took, "peak_kib": peak}))
+"""
+
+
+def scale(tmp: Path, sizes: list[int]) -> dict[tuple[str, int], dict[str, float]]:
+    """Each file path on each size, in a fresh process: seconds and peak RSS."""
+    out = {}
+    for rows in sizes:
+        src = tmp / f"scale-{rows}.jsonl"
+        write_file(src, rows)
+        for suffix in ("jsonl", "parquet"):
+            dest = tmp / f"scale-out.{suffix}"
+            best: dict[str, float] = {}
+            for _ in range(3 if rows <= 100_000 else 1):
+                done = subprocess.run(
+                    [sys.executable, "-c", SCALE_SCRIPT, str(src), str(dest)],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+                got = json.loads(done.stdout)
+                if not best or got["seconds"] < best["seconds"]:
+                    best = got
+            out[(suffix, rows)] = best
+            dest.unlink()
+        src.unlink()
+    return out
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"{'work':<34} {'ours ms':>8}  {'anchor or floor':<40} {'ms':>8}  {'ratio':<20} goal")
+    for work, ours, anchor, anchor_ms, ratio, goal in rows:
+        print(f"{work:<34} {ours:8.1f}  {anchor:<40} {anchor_ms:8.1f}  {ratio:<20} {goal}")
+
+
+def print_scale(results: dict[tuple[str, int], dict[str, float]], sizes: list[int]) -> None:
+    print("\nscale, normalise_rollout_file in a fresh process (rows/s, peak RSS):")
+    base = 100_000 if 100_000 in sizes else sizes[0]
+    for suffix in ("jsonl", "parquet"):
+        cells = []
+        for rows in sizes:
+            got = results[(suffix, rows)]
+            cells.append(
+                f"{rows:,}: {rows / got['seconds']:,.0f} rows/s, {got['peak_kib'] / 1024:.0f} MiB"
+            )
+        top = results[(suffix, sizes[-1])]["peak_kib"] / results[(suffix, base)]["peak_kib"]
+        rates = [rows / results[(suffix, rows)]["seconds"] for rows in sizes]
+        print(f"  JSONL -> {suffix}: " + "; ".join(cells))
+        print(
+            f"    RSS at {sizes[-1]:,} rows: {top:.2f}x that of {base:,} (goal <= 1.2x); "
+            f"rows/s from {min(rates):,.0f} to {max(rates):,.0f} "
+            f"(slowest {min(rates) / max(rates):.2f} of fastest)"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--scale", default="10000,100000,1000000")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--dir", default=None, help="where to write the generated files")
+    args = parser.parse_args()
+    if not _engine.native_available():
+        print("the Rust engine is not built: run make build-release first", file=sys.stderr)
+        return 2
+    n = args.rows
+    sizes = [int(size) for size in args.scale.split(",") if size]
+    python = sys.version.split()[0]
+    print(f"{n:,} rows, best of {args.repeat}; {os.cpu_count()} CPUs; Python {python}")
+    table = arrow_rows(n, args.repeat)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp_name:
+        tmp = Path(tmp_name)
+        src = tmp / "rollouts.jsonl"
+        write_file(src, n)
+        print(f"file: {src.stat().st_size / 1e6:.1f} MB of JSONL, {n:,} rows")
+        table += file_rows(src, tmp, n, args.repeat)
+        src.unlink()
+        print()
+        print_table(table)
+        if sizes:
+            print_scale(scale(tmp, sizes), sizes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
