@@ -121,6 +121,7 @@ bench: build-release
 	$(BIN)/python benches/bench_rows.py
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
+	$(BIN)/python benches/bench_goals.py
 
 # TRL's GRPOTrainer, two CPU steps on launch_rollout rows (docs/training.md), in a venv of
 # its own with torch (scripts/setup_train_venv.sh; about 5.7 GB under ~/.cache/agent-rollout).

@@ -1042,10 +1042,11 @@ pub fn read_file(
 // from the rows they return, where a mismatch or a value Arrow cannot hold
 // is the error to report.
 //
-// A message's other members are checked and typed as the rows come in
-// (`absorb_py`), and the message is kept (a strong reference); when the
-// batch is finished they are read a second time into their columns
-// (`Col::push_py`). Python objects are read under the rules of rust/rows.rs's
+// A message's other members are checked, typed and, while each member's type
+// stays as first seen, appended to their columns in one read (`absorb_push`);
+// the message is kept (a strong reference), and only when a value changed a
+// type (a batch whose messages disagree) are the kept messages read a second
+// time into columns of the batch's final types (`Col::push_py`). Python objects are read under the rules of rust/rows.rs's
 // header, and this walk keeps one more: the collector is paused for the whole
 // call (`GcPause`), so no allocation runs a finalizer, and between two steps
 // of a dict's or list's iteration only C code on exact built-in types runs
