@@ -1530,6 +1530,8 @@ struct PyBatch<'py> {
     /// every type stays as it was first seen (`in_step`, see `absorb_push`).
     columns: Vec<Col>,
     in_step: bool,
+    /// The JSON text of each content that is not a str, with its message's position.
+    content_json: Vec<(usize, String)>,
     extras: Vec<PyExtra<'py>>,
     max_depth: usize,
 }
@@ -1541,6 +1543,7 @@ impl<'py> PyBatch<'py> {
             types: MsgTypes::default(),
             columns: Vec::new(),
             in_step: true,
+            content_json: Vec::new(),
             extras: Vec::new(),
             max_depth,
         }
@@ -1570,9 +1573,9 @@ impl<'py> PyBatch<'py> {
                 if value.is_none() {
                     continue;
                 }
-                // Not a str: every content of the batch becomes JSON text.
+                // Not a str: every content of the batch becomes JSON text;
+                // this one's is written now, in the message's one read.
                 self.types.content_json = true;
-                extra = true;
                 let mut any = Ty::Json;
                 absorb_py(
                     &mut any,
@@ -1581,6 +1584,9 @@ impl<'py> PyBatch<'py> {
                     self.max_depth,
                     &mut self.batch.extra_bytes,
                 )?;
+                let mut json = String::new();
+                write_py_json(&value, 2, self.max_depth, &mut json)?;
+                self.content_json.push((self.batch.roles.valid.len, json));
                 continue;
             }
             extra = true;
@@ -1625,6 +1631,7 @@ impl<'py> PyBatch<'py> {
             types,
             columns,
             in_step,
+            content_json,
             extras,
             max_depth,
         } = self;
@@ -1645,7 +1652,13 @@ impl<'py> PyBatch<'py> {
                 valid: Bits::all_set(rows),
                 offsets: list_offsets,
                 child: Box::new(py_message_struct(
-                    roles, contents, types, columns, &extras, max_depth,
+                    roles,
+                    contents,
+                    types,
+                    content_json,
+                    columns,
+                    &extras,
+                    max_depth,
                 )?),
             },
         };
@@ -1665,6 +1678,7 @@ fn py_message_struct(
     roles: StrCol,
     contents: StrCol,
     types: MsgTypes,
+    content_json: Vec<(usize, String)>,
     columns: Option<Vec<Col>>,
     extras: &[PyExtra<'_>],
     max_depth: usize,
@@ -1672,26 +1686,19 @@ fn py_message_struct(
     let count = roles.valid.len;
     let content = if types.content_json {
         let mut column = StrCol::new();
-        let mut pending = extras.iter().peekable();
+        let mut written = content_json.into_iter().peekable();
         for i in 0..count {
-            let extra = pending.next_if(|extra| extra.message == i);
+            let json = written.next_if(|(message, _)| *message == i);
             if let Some(text_value) = contents.get(i) {
                 column.push_json_str(text_value)?;
                 continue;
             }
-            // A lookup, outside any iteration: the message's keys are exact str.
-            let other = match extra {
-                Some(extra) => extra
-                    .dict
-                    .get_item(pyo3::intern!(extra.dict.py(), "content"))?,
-                None => None,
-            };
-            match other {
-                Some(value) if !value.is_none() => {
-                    write_py_json(&value, 2, max_depth, &mut column.data)?;
+            match json {
+                Some((_, json)) => {
+                    column.data.push_str(&json);
                     column.end_value(true)?;
                 }
-                _ => column.push(None)?,
+                None => column.push(None)?,
             }
         }
         Col::Json(column)

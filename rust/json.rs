@@ -492,8 +492,6 @@ fn push_ascii(out: &mut String, digits: &[u8]) {
     out.extend(digits.iter().map(|&d| char::from(d)));
 }
 
-/// Append `text` as a JSON string the way Python's `json.dumps(...,
-/// ensure_ascii=False)` writes it.
 /// Whether any byte is `bad`, tested 32 bytes at a time with no branch per
 /// byte (the inner loop vectorises; `Iterator::any` stops at each byte).
 fn any_byte(bytes: &[u8], bad: impl Fn(u8) -> bool) -> bool {
@@ -514,6 +512,8 @@ fn first_control(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b < 0x20)
 }
 
+/// Append `text` as a JSON string the way Python's `json.dumps(...,
+/// ensure_ascii=False)` writes it.
 pub fn write_json_str(text: &str, out: &mut String) {
     out.push('"');
     if !any_byte(text.as_bytes(), |b| b < 0x20 || b == b'"' || b == b'\\') {

@@ -360,6 +360,23 @@ def test_a_message_changed_between_its_two_reads_is_no_panic(change: str) -> Non
             assert result[0] == "RolloutRowError", (engine, change, result)
 
 
+@pytest.mark.parametrize("content", [[1], {"a": 1}, 5])
+def test_a_content_changed_after_its_read_keeps_the_value_read(content: Any) -> None:
+    """A content that is not a str is written as JSON text when the message is read
+    (Rust once read it again when the batch was finished, after user code had run):
+    both engines hold the value the rows had when they were read."""
+    tables = {}
+    for engine in ENGINES:
+        message = {"role": "user", "content": content}
+        mutator = Mutator(lambda message=message: message.__setitem__("content", [2]))
+        rows = [{"prompt": [message]}, {mutator: 1, "prompt": [{"role": "user", "content": "q"}]}]
+        mutator.armed = True
+        kind, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows)
+        assert kind == "ok", table
+        tables[engine] = arrow.arrow_to_rows(table)[0]["prompt"][0]["content"]
+    assert list(tables.values()) == [content] * len(ENGINES), tables
+
+
 def test_a_finaliser_that_changes_a_message_mid_build_is_no_panic() -> None:
     """A collection can run during any allocation, and a ``__del__`` can change
     the message (or a dict inside it) being walked: no PanicException, a table."""

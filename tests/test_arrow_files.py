@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -391,4 +394,76 @@ def test_parquet_rename_failure_names_the_destination(tmp_path: Path, engine_nam
     kind, (error_type, message) = outcome_on(engine_name, normalise_rollout_file, src, dest)
     assert kind == "error" and error_type == "IsADirectoryError"
     assert message == f"[Errno 21] Is a directory: '{dest}'"
+    assert temp_files(tmp_path) == []
+
+
+# ---- the row-group writer thread -------------------------------------------------------------
+
+
+def failing_writer(real: Any, fail_at: int, calls: list[int]) -> Any:
+    """``arrow.parquet_writer`` whose ``fail_at``-th group write fails as a full disk does."""
+
+    def make(path: str, schema: Any) -> Any:
+        writer = real(path, schema)
+
+        class Failing:
+            def write_table(self, table: Any, **options: Any) -> None:
+                calls.append(table.num_rows)
+                if len(calls) == fail_at:
+                    raise OSError(28, "No space left on device", path)
+                writer.write_table(table, **options)
+
+            def close(self) -> None:
+                writer.close()
+
+        return Failing()
+
+    return make
+
+
+def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # The twin hands over 100-row batches: group 3 (rows 200-299) is written on the
+    # writer thread while rows 300-399 are read, and row 350 is refused. The write came
+    # first: its error is reported (naming the destination), not the row's.
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 100)
+    calls: list[int] = []
+    monkeypatch.setattr(arrow, "parquet_writer", failing_writer(arrow.parquet_writer, 3, calls))
+    rows: list[Any] = [{"prompt": f"q{i}"} for i in range(1000)]
+    rows[350] = {"prompt": 5}
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    dest = tmp_path / "out.parquet"
+    threads = set(threading.enumerate())
+    kind, (error_type, message) = outcome_on("python", normalise_rollout_file, src, dest)
+    assert (kind, error_type) == ("error", "OSError"), message
+    assert message == f"[Errno 28] No space left on device: '{dest}'"
+    assert calls == [100, 100, 100]
+    assert temp_files(tmp_path) == [] and not dest.exists()
+    assert set(threading.enumerate()) <= threads
+    # With no failing write, the row is the error.
+    monkeypatch.setattr(arrow, "parquet_writer", failing_writer(arrow.parquet_writer, 0, []))
+    _, (error_type, message) = outcome_on("python", normalise_rollout_file, src, dest)
+    assert error_type == "RolloutRowError" and ":351: row 350: prompt" in message
+
+
+@pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")
+def test_parquet_is_written_at_interpreter_shutdown(tmp_path: Path) -> None:
+    # No thread can start from an atexit hook: the groups are written in line. (Rust
+    # engine only: the twin's pa.array makes pyarrow import pandas, which cannot
+    # register its own atexit hook at that point.)
+    src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
+    dest = tmp_path / "out.parquet"
+    script = (
+        "import atexit, sys\n"
+        "from agent_rollout import normalise_rollout_file\n"
+        "atexit.register(normalise_rollout_file, sys.argv[1], sys.argv[2])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_ROLLOUT_PURE_PYTHON"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(src), str(dest)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert pq.read_table(dest).num_rows == len(MESSAGE_ROWS)
     assert temp_files(tmp_path) == []

@@ -1163,7 +1163,10 @@ class ParquetSink:
     A full row group is encoded, compressed and written on a thread of its own
     (pyarrow lets go of the GIL there) while the Rust reader parses the next
     lines: one group in flight at most, so memory holds two groups at most.
-    Its error is raised at the next group, at ``finish`` or when widening.
+    Its error is raised at the next group, at ``finish`` or when widening, and
+    ``abandon`` returns it when something after it failed first (the write came
+    first: it is the error reported). Where no thread can start (interpreter
+    shutdown), groups are written in line.
     """
 
     def __init__(self, where: Destination, dest: str) -> None:
@@ -1194,7 +1197,6 @@ class ParquetSink:
             self._write_pending()
 
     def _open(self, schema: pa.Schema) -> None:
-        import pyarrow.parquet as pq
 
         # Made on the first rows, so a bad source is reported before the
         # destination is touched (as for JSONL output).
@@ -1211,15 +1213,19 @@ class ParquetSink:
 
     def _write_pending(self) -> None:
         if self.pending:
-            from concurrent.futures import ThreadPoolExecutor
-
             table = pa.Table.from_batches(self.pending, schema=self.schema)
             self.pending.clear()
             self.sizes["rows"] = self.sizes["bytes"] = 0
             self._wait()
-            if self.thread is None:
-                self.thread = ThreadPoolExecutor(1, thread_name_prefix="agent-rollout-parquet")
-            self.writing = self.thread.submit(self._write_group, self.writer, table)
+            try:
+                if self.thread is None:
+                    # Imported here: its import registers an atexit hook, refused at shutdown.
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self.thread = ThreadPoolExecutor(1, thread_name_prefix="agent-rollout-parquet")
+                self.writing = self.thread.submit(self._write_group, self.writer, table)
+            except RuntimeError:  # the interpreter is shutting down: no new thread
+                self._write_group(self.writer, table)
 
     def _write_group(self, writer: Any, table: pa.Table) -> None:
         with naming(self.dest):
@@ -1236,15 +1242,17 @@ class ParquetSink:
         self._wait()
         self._stop_thread()
 
-    def _stop_thread(self) -> None:
-        """Wait for the group in flight, whatever it raises, and end the thread."""
+    def _stop_thread(self) -> Optional[BaseException]:
+        """Wait for the group in flight and end the thread; return what the write raised."""
+        failed = None
         try:
             self._wait()
-        except BaseException:
-            pass  # already failing: the first error is the one reported
+        except BaseException as exc:
+            failed = exc
         if self.thread is not None:
             self.thread.shutdown(wait=True)
             self.thread = None
+        return failed
 
     def _widen(self, wider: pa.Schema) -> None:
         import pyarrow.parquet as pq
@@ -1299,16 +1307,23 @@ class ParquetSink:
                 pass
             self.spool = None
 
-    def abandon(self) -> None:
-        self._stop_thread()
-        if self.writer is not None:
-            try:
-                self.writer.close()
-            except Exception:
-                pass  # already failing: the first error is the one reported
-        if self.output is not None:
-            self.output.abandon()
-        self._remove_spool()
+    def abandon(self) -> Optional[BaseException]:
+        """Stop, leaving nothing behind; return the error of a group write still in
+        flight (it happened before whatever made us stop: the caller reports it)."""
+        failed = None
+        try:
+            failed = self._stop_thread()
+            if self.writer is not None:
+                try:
+                    self.writer.close()
+                except Exception:
+                    pass  # already failing: the first error is the one reported
+        finally:
+            # Even when a second signal interrupts the above.
+            if self.output is not None:
+                self.output.abandon()
+            self._remove_spool()
+        return failed
 
 
 def write_parquet(
@@ -1338,8 +1353,11 @@ def write_parquet(
         if sink.schema is None:  # pragma: no cover - file_batches gives a batch or raises
             raise ValueError(f"{src}: no rows")
         bytes_out = sink.finish()
-    except BaseException:
-        sink.abandon()
+    except BaseException as exc:
+        earlier = sink.abandon()
+        if earlier is not None and isinstance(exc, Exception):
+            # A row group failed to write before the rows that failed after it were read.
+            raise earlier from None
         raise
     return FileCounts(
         counts.rows,
