@@ -1197,7 +1197,6 @@ class ParquetSink:
             self._write_pending()
 
     def _open(self, schema: pa.Schema) -> None:
-
         # Made on the first rows, so a bad source is reported before the
         # destination is touched (as for JSONL output).
         if self.where.kind == "file":
@@ -1208,6 +1207,7 @@ class ParquetSink:
             os.close(handle)
             self.path = self.spool
         self.schema = schema
+        assert self.path is not None
         with naming(self.dest):
             self.writer = parquet_writer(self.path, schema)
 
