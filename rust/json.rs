@@ -22,7 +22,10 @@ pub struct JsonLimits {
     pub max_int_digits: usize,
 }
 
-/// A parsed JSON value borrowing from the line where it can.
+/// A parsed JSON value borrowing from the line where it can. A borrowed
+/// string (a `Str`, or an `Obj` key) is the text between its quotes in the
+/// line, which had no escape and no control character (the parser's fast
+/// path): JSON as it stands (`write_json_clean`).
 #[derive(Debug, Clone)]
 pub enum J<'a> {
     Null,
@@ -512,11 +515,28 @@ fn first_control(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b < 0x20)
 }
 
+/// Whether `text` holds a byte that JSON text escapes (`"`, `\\`, controls).
+fn needs_escape(text: &str) -> bool {
+    any_byte(text.as_bytes(), |b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Append `text`, which needs no escape (a borrowed string of a parsed line,
+/// see `J`), as a JSON string: as it stands, between quotes.
+pub fn write_json_clean(text: &str, out: &mut String) {
+    debug_assert!(
+        !needs_escape(text),
+        "a borrowed string with an escape: {text:?}"
+    );
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
+}
+
 /// Append `text` as a JSON string the way Python's `json.dumps(...,
 /// ensure_ascii=False)` writes it.
 pub fn write_json_str(text: &str, out: &mut String) {
     out.push('"');
-    if !any_byte(text.as_bytes(), |b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !needs_escape(text) {
         out.push_str(text);
         out.push('"');
         return;

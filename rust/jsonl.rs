@@ -17,7 +17,7 @@ use std::thread;
 use std::time::Duration;
 
 use crate::errors::{Code, Reason, Rule, Seg};
-use crate::json::{parse_row_line, py_float_repr, write_json_str, JsonLimits, J};
+use crate::json::{parse_row_line, py_float_repr, write_json_clean, write_json_str, JsonLimits, J};
 
 /// How much is read at a time; a chunk is this much, cut after its last newline.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -301,6 +301,7 @@ pub(crate) fn write_value(value: &J<'_>, out: &mut String) {
         J::Bool(false) => out.push_str("false"),
         J::Num(text, false) => out.push_str(if *text == "-0" { "0" } else { text }),
         J::Num(text, true) => py_float_repr(text.parse().unwrap_or(f64::NAN), out),
+        J::Str(Cow::Borrowed(text)) => write_json_clean(text, out),
         J::Str(text) => write_json_str(text, out),
         J::Arr(items) => {
             out.push('[');
@@ -318,7 +319,10 @@ pub(crate) fn write_value(value: &J<'_>, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json_str(key, out);
+                match key {
+                    Cow::Borrowed(key) => write_json_clean(key, out),
+                    Cow::Owned(key) => write_json_str(key, out),
+                }
                 out.push(':');
                 write_value(item, out);
             }
