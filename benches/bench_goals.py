@@ -18,8 +18,8 @@ One run, one process for the timings (a fresh process per file for peak memory):
   100k rows, and rows per second flat).
 
 The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
-bytes a row). Times are best of R, each followed by the young-generation
-collection it leaves (``_common.best_settled``).
+bytes a row). Times are best of R after one warm-up call, each followed by the
+young-generation collection it leaves (``_common.best_settled``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ Row = tuple[str, float, str, float, str, str]
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> float:
+    """Best of ``repeat`` (ms, with the collection the call leaves), after one warm-up call."""
+    fn()
     return best_settled(fn, repeat)[1] * 1e3
 
 

@@ -19,8 +19,11 @@ use std::time::Duration;
 use crate::errors::{Code, Reason, Rule, Seg};
 use crate::json::{parse_row_line, py_float_repr, write_json_clean, write_json_str, JsonLimits, J};
 
-/// How much is read at a time; a chunk is this much, cut after its last newline.
+/// How much is read at a time, at most; a chunk is this much (the first ones
+/// less, see `FIRST_CHUNK_BYTES`), cut after its last newline.
 const CHUNK_BYTES: usize = 1 << 20;
+/// The first chunk's size (then doubled at each chunk, up to `CHUNK_BYTES`).
+const FIRST_CHUNK_BYTES: usize = 64 << 10;
 /// Chunks in flight (read, parsed or waiting to be consumed) at most.
 const IN_FLIGHT: usize = 8;
 
@@ -624,6 +627,10 @@ fn reader(
     };
     let mut carry: Vec<u8> = Vec::new();
     let mut block = vec![0u8; CHUNK_BYTES];
+    // The first chunks are small, so that every worker has work soon (a file
+    // of a few megabytes is otherwise a handful of chunks); they double up to
+    // CHUNK_BYTES.
+    let mut chunk = FIRST_CHUNK_BYTES;
     loop {
         if slots.recv().is_err() {
             return; // the consumer has stopped
@@ -635,7 +642,7 @@ fn reader(
             // Read at most one byte past the limit: enough to know it is passed.
             let room = usize::try_from(max_bytes.saturating_sub(total).saturating_add(1))
                 .unwrap_or(usize::MAX)
-                .min(block.len());
+                .min(chunk);
             let Filled { len: n, error } = read_full(source.as_mut(), &mut block[..room], idle);
             total += n as u64;
             if total > max_bytes {
@@ -691,6 +698,7 @@ fn reader(
                 return;
             }
             id += 1;
+            chunk = (chunk * 2).min(block.len());
         }
         if let Some(fault) = failure {
             let fault = match fault {
