@@ -10,12 +10,14 @@
 #   1. a fresh venv gets the platform wheel with its [test] extra; the package must import
 #      from that venv with implementation() == "rust" and no warning; then the tests:
 #      the whole suite on FULL_PYTHONS (the release build, as users get it: `make test`
-#      runs the suite on a dev-profile build), the SMOKE subset elsewhere;
+#      runs the suite on a dev-profile build), the SMOKE subset on SMOKE_PYTHONS (the
+#      oldest: the stable ABI's floor), the NATIVE subset (the engine's own modules: the
+#      same abi3 binary, loaded by another interpreter) elsewhere;
 #   2. on PURE_PYTHONS the same venv swaps in the pure-Python wheel (--no-deps: same
 #      requirements); implementation() == "python", no _native, no warning; then the SMOKE
-#      subset and the ENGINE modules, the tests whose behaviour depends on the engine (the
-#      rest of the pure wheel is the platform wheel's files byte for byte, which
-#      scripts/compare_wheels.py proves).
+#      subset and the ENGINE modules, the file paths whose behaviour depends on the engine
+#      (the rest of the pure wheel is the platform wheel's files byte for byte, which
+#      scripts/compare_wheels.py proves; `make test` runs every module on the twin too).
 # The extras [art] and [openenv] are not installed: their tests skip (make test runs them).
 # Hypothesis runs its quick profile here (make test runs the thorough one). Venvs are made
 # and filled by uv (UV, default: uv on PATH), from its cache.
@@ -26,12 +28,13 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 UV=${UV:-uv}
 PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
 FULL_PYTHONS=${FULL_PYTHONS:-"3.13"}
+SMOKE_PYTHONS=${SMOKE_PYTHONS:-"3.10"}
 PURE_PYTHONS=${PURE_PYTHONS:-"3.10"}
 SMOKE=${SMOKE:-"tests/test_engine.py tests/test_rows.py tests/test_parity.py tests/test_jsonl.py \
 tests/test_loader.py tests/test_cli_check.py tests/test_codes.py"}
-ENGINE=${ENGINE:-"tests/test_jsonl_parity.py tests/test_float_output.py tests/test_reentrancy.py \
-tests/test_limits.py tests/test_edge_cases.py tests/test_destinations.py tests/test_arrow.py \
-tests/test_arrow_files.py tests/test_cli_normalise.py tests/test_signals.py tests/fuzz/test_fuzz.py"}
+NATIVE=${NATIVE:-"tests/test_engine.py tests/test_rows.py tests/test_jsonl.py tests/test_codes.py"}
+ENGINE=${ENGINE:-"tests/test_limits.py tests/test_destinations.py tests/test_arrow_files.py \
+tests/test_cli_normalise.py"}
 export HYPOTHESIS_PROFILE=${MATRIX_HYPOTHESIS_PROFILE:-quick}
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 unset AGENT_ROLLOUT_PURE_PYTHON PYTHONPATH VIRTUAL_ENV
@@ -102,9 +105,12 @@ for version in $PYTHONS; do
     (cd "$WORK" && "$py" -c "$CHECK_INSTALL" rust)
     if [[ " $FULL_PYTHONS " == *" $version "* ]]; then
         run_tests "$py" "$version" platform "full suite" tests
-    else
+    elif [[ " $SMOKE_PYTHONS " == *" $version "* ]]; then
         # shellcheck disable=SC2086
         run_tests "$py" "$version" platform "smoke subset" $SMOKE
+    else
+        # shellcheck disable=SC2086
+        run_tests "$py" "$version" platform "the engine's modules" $NATIVE
     fi
 
     if [[ " $PURE_PYTHONS " == *" $version "* ]]; then
