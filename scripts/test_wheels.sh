@@ -10,7 +10,7 @@
 #   1. a fresh venv gets the platform wheel with its [test] extra; the package must import
 #      from that venv with implementation() == "rust" and no warning; then the tests:
 #      the whole suite on FULL_PYTHONS (the release build, as users get it: `make test`
-#      runs the suite on a dev-profile build), the SMOKE subset on SMOKE_PYTHONS (the
+#      runs the suite on a dev-profile build; FULL_IGNORE is left out), the SMOKE subset on SMOKE_PYTHONS (the
 #      oldest: the stable ABI's floor), the NATIVE subset (the engine's own modules: the
 #      same abi3 binary, loaded by another interpreter) elsewhere;
 #   2. on PURE_PYTHONS the same venv swaps in the pure-Python wheel (--no-deps: same
@@ -29,6 +29,10 @@ UV=${UV:-uv}
 PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
 FULL_PYTHONS=${FULL_PYTHONS:-"3.13"}
 SMOKE_PYTHONS=${SMOKE_PYTHONS:-"3.10"}
+# Left out of the whole suite here (make test runs them; none depends on the build or
+# the engine): the docs' snippets and the bundled configs with their scripted servers.
+FULL_IGNORE=${FULL_IGNORE-"tests/test_docs_snippets.py tests/test_scripted_servers.py \
+tests/test_bundled_configs.py"}
 PURE_PYTHONS=${PURE_PYTHONS:-"3.10"}
 SMOKE=${SMOKE:-"tests/test_engine.py tests/test_rows.py tests/test_parity.py tests/test_jsonl.py \
 tests/test_loader.py tests/test_cli_check.py tests/test_codes.py"}
@@ -79,6 +83,9 @@ run_tests() {  # $1 venv python, $2 version, $3 which wheel, $4 what, then the t
     shift 4
     local tests=()
     for t in "$@"; do tests+=("$REPO/$t"); done
+    if [[ $what == "full suite" ]]; then
+        for t in $FULL_IGNORE; do tests+=("--ignore=$REPO/$t"); done
+    fi
     echo "  $what"
     local log="$WORK/pytest-$version-$wheel.log"
     if ! (cd "$WORK" && "$py" -m pytest -q -x -p no:cacheprovider -c "$REPO/pyproject.toml" \

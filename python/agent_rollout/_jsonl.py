@@ -316,10 +316,11 @@ def write_rows(
     on_row: Optional[Callable[[int], object]] = None,
 ) -> int:
     """``write_canonical`` to a destination already resolved (``shown`` names it in errors)."""
-    output = Output(where, shown)
+    output: Optional[Output] = None
     encode = _json.dumps
     written = 0
     try:
+        output = Output(where, shown)  # in the try: an interrupt right after it is cleaned up
         for count, row in enumerate(rows, start=1):
             data = (encode(row) + "\n").encode("utf-8")
             output.write(data)
@@ -328,7 +329,8 @@ def write_rows(
                 on_row(count)
         output.commit()
     except BaseException:
-        output.abandon()  # also when the final rename failed
+        if output is not None:
+            output.abandon()  # also when the final rename failed
         raise
     return written
 
