@@ -363,6 +363,20 @@ def temp_files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
 
 
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    """``rows`` written to ``path`` with ``json.dumps``' defaults, one a line; returns ``path``."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def without_null_keys(row: dict) -> dict:
+    """A row as it reads back from Arrow: message keys whose value is None are absent."""
+    if isinstance(row["prompt"], str):
+        return row
+    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
+    return {**row, "prompt": prompt}
+
+
 def canonical(rows: Iterable[Any]) -> bytes:
     """``rows`` as the writers write them: compact JSON, UTF-8, one line each."""
     return b"".join(

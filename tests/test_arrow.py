@@ -13,18 +13,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_rollout import RolloutRowError, normalise_rollout_rows
-from support import ENGINES, indexed_outcome_on, row_strategy, typed_unordered
+from support import (
+    ENGINES,
+    indexed_outcome_on,
+    row_strategy,
+    typed_unordered,
+    without_null_keys,
+)
 
 pa = pytest.importorskip("pyarrow")
 arrow = pytest.importorskip("agent_rollout.arrow")
-
-
-def without_null_keys(row: dict) -> dict:
-    """A row as it reads back from Arrow: message keys whose value is None are absent."""
-    if isinstance(row["prompt"], str):
-        return row
-    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
-    return {**row, "prompt": prompt}
 
 
 def wrapped(row: dict) -> dict:

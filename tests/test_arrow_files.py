@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,24 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_rollout import normalise_rollout_file, read_rollout_jsonl
-from support import ENGINES, Cli, outcome_on, row_strategy, temp_files, use_engine
+from support import (
+    ENGINES,
+    Cli,
+    outcome_on,
+    row_strategy,
+    temp_files,
+    use_engine,
+    without_null_keys,
+    write_jsonl,
+)
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 arrow = pytest.importorskip("agent_rollout.arrow")
-
-
-def without_null_keys(row: dict) -> dict:
-    """A row as it reads back from Arrow: message keys whose value is None are absent."""
-    if isinstance(row["prompt"], str):
-        return row
-    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
-    return {**row, "prompt": prompt}
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 MESSAGE_ROWS = [

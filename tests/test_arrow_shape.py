@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -35,24 +34,20 @@ from agent_rollout import (
     normalise_rollout_rows,
     read_rollout_jsonl,
 )
-from support import ENGINES, indexed_outcome_on, on_engine, outcome_on, row_values, typed_unordered
+from support import (
+    ENGINES,
+    indexed_outcome_on,
+    on_engine,
+    outcome_on,
+    row_values,
+    typed_unordered,
+    without_null_keys,
+    write_jsonl,
+)
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 arrow = pytest.importorskip("agent_rollout.arrow")
-
-
-def without_null_keys(row: dict) -> dict:
-    """A row as it reads back from Arrow: message keys whose value is None are absent."""
-    if isinstance(row["prompt"], str):
-        return row
-    prompt = [{k: v for k, v in message.items() if v is not None} for message in row["prompt"]]
-    return {**row, "prompt": prompt}
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 @contextmanager
