@@ -1237,11 +1237,6 @@ class ParquetSink:
         if writing is not None:
             writing.result()
 
-    def _stop_thread_raising(self) -> None:
-        """Wait for the group in flight (raising its error), then end the thread."""
-        self._wait()
-        self._stop_thread()
-
     def _stop_thread(self) -> Optional[BaseException]:
         """Wait for the group in flight and end the thread; return what the write raised."""
         failed = None
@@ -1282,7 +1277,9 @@ class ParquetSink:
     def finish(self) -> int:
         """Write what is left, close the file and put it in place; return its size."""
         self._write_pending()
-        self._stop_thread_raising()
+        failed = self._stop_thread()
+        if failed is not None:
+            raise failed
         assert self.path is not None
         with naming(self.dest):
             self.writer.close()
