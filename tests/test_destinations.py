@@ -18,6 +18,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -396,3 +397,88 @@ def test_commands_on_a_full_disk_exit_2(
     assert ran.code == 2, ran.err
     assert ran.err.endswith(f"[Errno 28] No space left on device: '{out}'\n")
     assert os.listdir(small_disk) == []
+
+
+# ---- an interrupt as the temporary file is made -----------------------------------------------
+
+
+@pytest.fixture
+def interrupted_on_create(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Ctrl-C landing just after our temporary file is created, before Python holds its handle.
+
+    The window is a few bytecodes wide; under load a real SIGINT once landed in it
+    (the twin then left its temporary file). Returns the paths it interrupted.
+    """
+    import builtins
+
+    from agent_rollout import _files
+
+    real_open = builtins.open
+    made: list[str] = []
+
+    def open_then_interrupt(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(file, mode, *args, **kwargs)
+        if mode == "xb":  # how Output makes its temporary file, and only that
+            made.append(str(file))
+            handle.close()
+            raise KeyboardInterrupt
+        return handle
+
+    monkeypatch.setattr(_files, "open", open_then_interrupt, raising=False)
+    return made
+
+
+def test_an_interrupt_as_the_temporary_file_is_made_leaves_nothing(
+    tmp_path: Path, interrupted_on_create: list[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        write_canonical([{"prompt": "q"}], str(out))
+    assert len(interrupted_on_create) == 1
+    assert not out.exists()
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine", ["python"], indirect=True)
+def test_an_interrupt_as_the_jsonl_temporary_is_made(
+    engine: str, src: Path, tmp_path: Path, interrupted_on_create: list[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        normalise_rollout_file(src, work / "out.jsonl")
+    assert interrupted_on_create and os.listdir(work) == []
+
+
+def test_an_interrupt_as_the_parquet_temporary_is_made(
+    engine: str, src: Path, tmp_path: Path, interrupted_on_create: list[str]
+) -> None:
+    pytest.importorskip("pyarrow")
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        normalise_rollout_file(src, work / "out.parquet")
+    assert interrupted_on_create and os.listdir(work) == []
+
+
+def test_an_interrupt_as_the_parquet_spool_is_made(
+    engine: str,
+    src: Path,
+    tmp_path: Path,
+    null_device: Path,
+    interrupted_on_create: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A device gets the finished file, spooled to the temporary folder first.
+    pytest.importorskip("pyarrow")
+    import tempfile
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    out = tmp_path / "out.parquet"
+    out.symlink_to(null_device)
+    with pytest.raises(KeyboardInterrupt):
+        normalise_rollout_file(src, out)
+    assert interrupted_on_create and Path(interrupted_on_create[0]).parent == spool
+    assert os.listdir(spool) == []

@@ -157,22 +157,30 @@ def _open_in_place(where: Destination, shown: str) -> Any:
 class Output:
     """One output, written all or nothing where the destination allows it.
 
-    For ``where.kind == "file"`` the bytes go to a fresh temporary file beside
-    the destination (``temp``, with the destination's mode), which ``commit``
-    renames over it; ``abandon`` removes it, whatever closing it says. A stream
-    or descriptor is written in place (``temp`` is None): ``commit`` closes it,
-    and nothing can be taken back. ``file`` is the binary sink; writers that
-    open files by path (pyarrow) may write to ``temp`` instead. Every
-    ``OSError`` names ``shown``, the destination the caller gave.
+    Made in two steps, so a caller can always clean up: ``Output(where,
+    shown)`` touches nothing; ``open()`` (called inside the caller's
+    ``try``) makes the sink. For ``where.kind == "file"`` the bytes go to a
+    fresh temporary file beside the destination (``temp``, with the
+    destination's mode), which ``commit`` renames over it; ``abandon``
+    removes it, whatever closing it says. A stream or descriptor is written
+    in place (``temp`` stays None): ``commit`` closes it, and nothing can be
+    taken back. ``file`` is the binary sink; writers that open files by path
+    (pyarrow) may write to ``temp`` instead. Every ``OSError`` names
+    ``shown``, the destination the caller gave.
     """
 
     def __init__(self, where: Destination, shown: str) -> None:
         self.shown = shown
+        self.where = where
         self.dest = where.path
         self.temp: Optional[str] = None
-        if where.kind != "file":
-            self.file: Any = _open_in_place(where, shown)
-            return
+        self.file: Any = None
+
+    def open(self) -> Output:
+        """Make the sink; on any error or interrupt, ``abandon`` removes what was made."""
+        if self.where.kind != "file":
+            self.file = _open_in_place(self.where, self.shown)
+            return self
         try:
             mode: Optional[int] = stat.S_IMODE(os.stat(self.dest).st_mode)
         except OSError:
@@ -180,24 +188,25 @@ class Output:
         folder = os.path.dirname(self.dest) or "."
         name = os.path.basename(self.dest)
         for attempt in range(100):
-            temp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
+            # Named before the file exists: an interrupt that lands between the
+            # system call and the assignment of its result still finds it. The
+            # name carries our process id, so a file already there is a leftover
+            # of a dead process with that id, never another process's output.
+            self.temp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
             try:
-                self.file = open(temp, "xb")
+                self.file = open(self.temp, "xb")
             except FileExistsError:
+                self.temp = None
                 continue
             except OSError as err:
+                self.temp = None
                 # Name the destination the caller asked for, not our temporary.
-                raise OSError(err.errno, err.strerror, shown) from None
-            self.temp = temp
+                raise OSError(err.errno, err.strerror, self.shown) from None
             if mode is not None:
-                try:
-                    with naming(shown):
-                        os.chmod(temp, mode)
-                except OSError:
-                    self.abandon()
-                    raise
-            return
-        raise OSError(f"{shown}: no free temporary file name")
+                with naming(self.shown):
+                    os.chmod(self.temp, mode)
+            return self
+        raise OSError(f"{self.shown}: no free temporary file name")
 
     def write(self, data: bytes) -> None:
         try:  # once per row: no context manager here
@@ -214,10 +223,11 @@ class Output:
 
     def abandon(self) -> None:
         """Close quietly (a full disk fails again) and remove the temporary file, if any."""
-        try:
-            self.file.close()
-        except OSError:
-            pass  # already failing: the first error is the one reported
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass  # already failing: the first error is the one reported
         if self.temp is not None:
             try:
                 os.unlink(self.temp)

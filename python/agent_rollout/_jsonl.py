@@ -316,11 +316,11 @@ def write_rows(
     on_row: Optional[Callable[[int], object]] = None,
 ) -> int:
     """``write_canonical`` to a destination already resolved (``shown`` names it in errors)."""
-    output: Optional[Output] = None
+    output = Output(where, shown)  # nothing made yet: open() below, in the try
     encode = _json.dumps
     written = 0
     try:
-        output = Output(where, shown)  # in the try: an interrupt right after it is cleaned up
+        output.open()
         for count, row in enumerate(rows, start=1):
             data = (encode(row) + "\n").encode("utf-8")
             output.write(data)
@@ -329,8 +329,7 @@ def write_rows(
                 on_row(count)
         output.commit()
     except BaseException:
-        if output is not None:
-            output.abandon()  # also when the final rename failed
+        output.abandon()  # also when the final rename failed
         raise
     return written
 

@@ -1174,7 +1174,7 @@ class ParquetSink:
         self.dest = dest
         self.output: Optional[Output] = None
         self.path: Optional[str] = None  # the file pyarrow writes
-        self.spool: Optional[str] = None
+        self.spool: Optional[Output] = None  # a private temporary file, never committed
         self.writer: Any = None
         self.schema: Optional[pa.Schema] = None
         self.pending: list[pa.RecordBatch] = []
@@ -1199,13 +1199,17 @@ class ParquetSink:
     def _open(self, schema: pa.Schema) -> None:
         # Made on the first rows, so a bad source is reported before the
         # destination is touched (as for JSONL output).
+        # Each Output is held before open() makes its file: abandon() finds
+        # whatever an interrupt leaves half made.
         if self.where.kind == "file":
             self.output = Output(self.where, self.dest)
+            self.output.open()
             self.path = self.output.temp
         else:
-            handle, self.spool = tempfile.mkstemp(prefix=".agent-rollout-", suffix=".parquet.tmp")
-            os.close(handle)
-            self.path = self.spool
+            spool = os.path.join(tempfile.gettempdir(), "agent-rollout.parquet")
+            self.spool = Output(Destination("file", spool), self.dest)
+            self.spool.open()
+            self.path = self.spool.temp
         self.schema = schema
         assert self.path is not None
         with naming(self.dest):
@@ -1259,8 +1263,8 @@ class ParquetSink:
         with naming(self.dest):
             self.writer.close()
             self.writer = None
-            os.replace(self.path, old)
-            try:
+            try:  # the rename inside: an interrupt right after it still removes ``old``
+                os.replace(self.path, old)
                 self.writer = parquet_writer(self.path, wider)
                 os.chmod(self.path, stat.S_IMODE(os.stat(old).st_mode))
                 written = pq.ParquetFile(old)
@@ -1271,7 +1275,10 @@ class ParquetSink:
                 finally:
                     written.close()
             finally:
-                os.unlink(old)
+                try:
+                    os.unlink(old)
+                except FileNotFoundError:
+                    pass  # the rename failed: the error is on its way
         self.schema = wider
 
     def finish(self) -> int:
@@ -1287,8 +1294,8 @@ class ParquetSink:
         if self.output is not None:
             self.output.commit()
             return size
-        output = Output(self.where, self.dest)
-        self.output = output
+        output = self.output = Output(self.where, self.dest)
+        output.open()
         with open(self.path, "rb") as spooled:
             while chunk := spooled.read(1 << 20):
                 output.write(chunk)
@@ -1298,10 +1305,7 @@ class ParquetSink:
 
     def _remove_spool(self) -> None:
         if self.spool is not None:
-            try:
-                os.unlink(self.spool)
-            except FileNotFoundError:
-                pass
+            self.spool.abandon()
             self.spool = None
 
     def abandon(self) -> Optional[BaseException]:
