@@ -16,8 +16,8 @@
 #      any other version (3.11, the one `make test` runs the whole suite on, from source)
 #      gets the install check alone;
 #   2. on PURE_PYTHONS the same venv swaps in the pure-Python wheel (--no-deps: same
-#      requirements); implementation() == "python", no _native, no warning; then the SMOKE
-#      subset and the ENGINE modules, the file paths whose behaviour depends on the engine
+#      requirements); implementation() == "python", no _native, no warning; then
+#      tests/test_engine.py and the ENGINE modules, the file paths whose behaviour depends on the engine
 #      (the rest of the pure wheel is the platform wheel's files byte for byte, which
 #      scripts/compare_wheels.py proves; `make test` runs every module on the twin too).
 # The extras [art] and [openenv] are not installed: their tests skip (make test runs them).
@@ -130,7 +130,7 @@ for version in $PYTHONS; do
         (cd "$WORK" && "$py" -c "$CHECK_INSTALL" python)
         (cd "$WORK" && "$py" -c 'import importlib.util as u; assert u.find_spec("agent_rollout._native") is None')
         # shellcheck disable=SC2086
-        run_tests "$py" "$version" pure "smoke subset and the engine's modules" $SMOKE $ENGINE
+        run_tests "$py" "$version" pure "test_engine and the engine's file paths" tests/test_engine.py $ENGINE
     fi
     echo "  CPython $version: $((SECONDS - start)) s"
 done

@@ -202,44 +202,6 @@ def test_live_collects_converts_and_stops(tmp_path: Path, monkeypatch: pytest.Mo
     print(f"live nemo_gym: 4 rollouts collected and converted in {elapsed:.1f} s")
 
 
-@needs_gym
-def test_ctrl_c_during_startup_stops_gym(tmp_path: Path) -> None:
-    import _thread
-
-    head_port = _free_port()
-    stop = threading.Event()
-
-    def interrupt_once_head_answers() -> None:
-        while not stop.is_set():
-            if _answers(head_port):
-                _thread.interrupt_main()  # what Ctrl-C raises in the main thread
-                return
-            time.sleep(0.2)
-
-    watcher = threading.Thread(target=interrupt_once_head_answers, daemon=True)
-    with serve("policy") as (policy_url, _):
-        watcher.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                launch_rollout(
-                    "nemo_gym",
-                    prompts=_gym_tasks(1),
-                    options={
-                        "gym_config": GYM_CONFIG,
-                        "policy_base_url": policy_url,
-                        "policy_model": "scripted",
-                        "gym_head_port": head_port,
-                        "gym_log_dir": str(tmp_path),
-                    },
-                )
-        finally:
-            stop.set()
-            watcher.join(timeout=5)
-    assert (tmp_path / "gym_env_start.log").exists()  # Gym was started ...
-    assert not _answers(head_port)  # ... and stopped
-    assert _children() == []
-
-
 def _live_config(folder: Path) -> tuple[Path, int]:
     """The bundled ``nemo_gym_live.yaml``, copied with free policy and head ports and its
     tasks file given by absolute path; (config, head port)."""
@@ -304,7 +266,9 @@ def test_ctrl_c_twice_a_second_apart_or_once_leaves_nothing_behind(
     """A second Ctrl-C, during the cleanup the first started, cannot cut it short (it
     kills what is left at once); one alone gives Gym a few seconds to stop. Either way,
     within 5 s of the last one every process of Gym's session is gone and the head port
-    is closed."""
+    is closed. The first lands 2 s after the head server answers, while Gym's other
+    servers start (an in-process test of a Ctrl-C at that moment, through
+    ``launch_rollout``, is left out: it started a third Gym for what this one shows)."""
     import psutil
 
     config, head_port = _live_config(tmp_path)
