@@ -331,6 +331,43 @@ def test_a_failed_widening_run_leaves_nothing(
     assert temp_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("moment", ["copying back", "removing the copy"])
+def test_an_interrupt_while_widening_leaves_nothing(
+    engine: str, moment: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Ctrl-C after the written groups were moved aside (``.old.tmp``): while they are copied
+    back under the wider schema, or as the copy's removal starts (CPython 3.10 can raise
+    there): the destination keeps its bytes, no temporary file is left."""
+    import pyarrow.parquet
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    filler = {"prompt": [{"role": "user", "content": "p" * 200}]}
+    src = write_jsonl(tmp_path / "in.jsonl", [filler] * 6000 + [TOOL_CALL])
+    dest = tmp_path / "out.parquet"
+    dest.write_bytes(b"old")
+    moved_aside: list[str] = []
+
+    def interrupted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if not moved_aside:  # once: the cleanup after it runs as it would
+            moved_aside.append(str(path))
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    if moment == "copying back":
+        real = pyarrow.parquet.ParquetFile
+        monkeypatch.setattr(pyarrow.parquet, "ParquetFile", interrupted)
+    else:
+        real = arrow._remove
+        monkeypatch.setattr(arrow, "_remove", interrupted)
+    with use_engine(engine), pytest.raises(KeyboardInterrupt):
+        normalise_rollout_file(src, dest, max_rows=10**6)
+    assert moved_aside and moved_aside[0].endswith(".old.tmp")
+    assert dest.read_bytes() == b"old"
+    assert temp_files(tmp_path) == []
+
+
 # Each example writes a file and reads it on both engines: at most 300 of them.
 @settings(max_examples=min(settings().max_examples, 300))
 @given(st.lists(row_strategy(odd=False), max_size=6), st.sampled_from(["auto", "text", "messages"]))

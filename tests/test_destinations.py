@@ -482,3 +482,74 @@ def test_an_interrupt_as_the_parquet_spool_is_made(
         normalise_rollout_file(src, out)
     assert interrupted_on_create and Path(interrupted_on_create[0]).parent == spool
     assert os.listdir(spool) == []
+
+
+def test_the_parquet_spool_is_private(
+    tmp_path: Path, null_device: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device gets the finished Parquet file, spooled first: mode 0600 in the temporary
+    folder, whatever another user left at the spool's base name there."""
+    pytest.importorskip("pyarrow")
+    import tempfile
+
+    from agent_rollout import _files
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "agent-rollout.parquet").write_bytes(b"")
+    os.chmod(spool / "agent-rollout.parquet", 0o666)
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    modes: dict[str, int] = {}
+    real_open = open
+
+    def watching_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(file, mode, *args, **kwargs)
+        if mode == "xb":
+            modes[str(file)] = stat.S_IMODE(os.stat(file).st_mode)
+        return handle
+
+    monkeypatch.setattr(_files, "open", watching_open, raising=False)
+    out = tmp_path / "out.parquet"
+    out.symlink_to(null_device)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(ROWS)
+    normalise_rollout_file(src, out)
+    assert [Path(name).parent for name in modes] == [spool]
+    assert list(modes.values()) == [0o600]
+    assert os.listdir(spool) == ["agent-rollout.parquet"]  # ours removed, theirs kept
+
+
+def test_an_interrupt_before_the_temporary_exists_spares_another_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads share the process id. An interrupt can land after an output drew its
+    temporary name and before the file exists (CPython 3.10); abandoning it then must not
+    remove the file of another output to the same destination."""
+    import builtins
+
+    from agent_rollout import _files
+    from agent_rollout._files import Output
+
+    dest = str(tmp_path / "out.jsonl")
+    first = Output(destination(dest), dest).open()
+    real_open = builtins.open
+
+    def interrupted_before(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode == "xb":
+            raise KeyboardInterrupt
+        return real_open(file, mode, *args, **kwargs)
+
+    second = Output(destination(dest), dest)
+    monkeypatch.setattr(_files, "open", interrupted_before, raising=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            second.open()
+        second.abandon()
+        assert first.temp is not None and os.path.exists(first.temp)
+        monkeypatch.undo()
+        first.write(b"{}\n")
+        first.commit()
+    finally:
+        first.abandon()
+    assert (tmp_path / "out.jsonl").read_bytes() == b"{}\n"
+    assert temp_files(tmp_path) == []

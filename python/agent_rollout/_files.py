@@ -154,6 +154,10 @@ def _open_in_place(where: Destination, shown: str) -> Any:
     return open(fd, "wb")
 
 
+def _private_opener(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
+
+
 class Output:
     """One output, written all or nothing where the destination allows it.
 
@@ -166,13 +170,16 @@ class Output:
     in place (``temp`` stays None): ``commit`` closes it, and nothing can be
     taken back. ``file`` is the binary sink; writers that open files by path
     (pyarrow) may write to ``temp`` instead. Every ``OSError`` names
-    ``shown``, the destination the caller gave.
+    ``shown``, the destination the caller gave. ``private``: a scratch file
+    that is never committed (the Parquet spool): mode 0600, whatever is at
+    ``where.path``.
     """
 
-    def __init__(self, where: Destination, shown: str) -> None:
+    def __init__(self, where: Destination, shown: str, private: bool = False) -> None:
         self.shown = shown
         self.where = where
         self.dest = where.path
+        self.private = private
         self.temp: Optional[str] = None
         self.file: Any = None
 
@@ -181,20 +188,24 @@ class Output:
         if self.where.kind != "file":
             self.file = _open_in_place(self.where, self.shown)
             return self
-        try:
-            mode: Optional[int] = stat.S_IMODE(os.stat(self.dest).st_mode)
-        except OSError:
-            mode = None
+        mode: Optional[int] = None
+        if not self.private:
+            try:
+                mode = stat.S_IMODE(os.stat(self.dest).st_mode)
+            except OSError:
+                pass
         folder = os.path.dirname(self.dest) or "."
         name = os.path.basename(self.dest)
-        for attempt in range(100):
+        for _ in range(100):
             # Named before the file exists: an interrupt that lands between the
-            # system call and the assignment of its result still finds it. The
-            # name carries our process id, so a file already there is a leftover
-            # of a dead process with that id, never another process's output.
-            self.temp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
+            # system call and the assignment of its result still finds it. An
+            # interrupt before the call (CPython 3.10 checks at almost every
+            # bytecode) finds a name nobody else has drawn: the random part
+            # keeps our threads, and processes with our id in another PID
+            # namespace, from removing each other's files.
+            self.temp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
             try:
-                self.file = open(self.temp, "xb")
+                self.file = open(self.temp, "xb", opener=_private_opener if self.private else None)
             except FileExistsError:
                 self.temp = None
                 continue

@@ -1150,6 +1150,13 @@ def parquet_writer(path: str, schema: pa.Schema) -> Any:
     )
 
 
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 class ParquetSink:
     """Record batches into one zstd Parquet file of one schema, row group by row group.
 
@@ -1175,6 +1182,7 @@ class ParquetSink:
         self.output: Optional[Output] = None
         self.path: Optional[str] = None  # the file pyarrow writes
         self.spool: Optional[Output] = None  # a private temporary file, never committed
+        self.old: Optional[str] = None  # the file _widen is copying from
         self.writer: Any = None
         self.schema: Optional[pa.Schema] = None
         self.pending: list[pa.RecordBatch] = []
@@ -1207,7 +1215,7 @@ class ParquetSink:
             self.path = self.output.temp
         else:
             spool = os.path.join(tempfile.gettempdir(), "agent-rollout.parquet")
-            self.spool = Output(Destination("file", spool), self.dest)
+            self.spool = Output(Destination("file", spool), os.path.dirname(spool), private=True)
             self.spool.open()
             self.path = self.spool.temp
         self.schema = schema
@@ -1259,7 +1267,7 @@ class ParquetSink:
         assert self.path is not None and self.schema is not None
         self._wait()
         self.pending = [conform_batch(batch, wider) for batch in self.pending]
-        old = self.path + ".old.tmp"
+        old = self.old = self.path + ".old.tmp"  # abandon() removes it too
         with naming(self.dest):
             self.writer.close()
             self.writer = None
@@ -1275,10 +1283,8 @@ class ParquetSink:
                 finally:
                     written.close()
             finally:
-                try:
-                    os.unlink(old)
-                except FileNotFoundError:
-                    pass  # the rename failed: the error is on its way
+                _remove(old)  # if the rename failed, the error is on its way
+                self.old = None
         self.schema = wider
 
     def finish(self) -> int:
@@ -1323,6 +1329,8 @@ class ParquetSink:
             # Even when a second signal interrupts the above.
             if self.output is not None:
                 self.output.abandon()
+            if self.old is not None:
+                _remove(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
         return failed
 
