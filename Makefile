@@ -99,7 +99,7 @@ cargo-test: $(VENV)/.deps-dev
 nemo-gym-data: $(VENV)/.deps-dev
 	PYTHON=$(BIN)/python bash scripts/fetch_nemo_gym_data.sh $(NEMO_GYM_DATA)
 
-# HYPOTHESIS_PROFILE=thorough runs the parity properties at 1,500 examples (1,000 for floats, 600 for JSONL files; tests/conftest.py).
+# HYPOTHESIS_PROFILE=thorough runs the parity properties at 1,000 examples (600 for floats, 400 for JSONL files; tests/conftest.py).
 # One pytest worker per core (pytest-xdist); PYTEST_WORKERS=0 runs in this process.
 PYTEST_WORKERS ?= auto
 pytest: build nemo-gym-data
