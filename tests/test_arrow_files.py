@@ -359,8 +359,8 @@ def test_an_interrupt_while_widening_leaves_nothing(
         real = pyarrow.parquet.ParquetFile
         monkeypatch.setattr(pyarrow.parquet, "ParquetFile", interrupted)
     else:
-        real = arrow._remove
-        monkeypatch.setattr(arrow, "_remove", interrupted)
+        real = arrow.remove_temp
+        monkeypatch.setattr(arrow, "remove_temp", interrupted)
     with use_engine(engine), pytest.raises(KeyboardInterrupt):
         normalise_rollout_file(src, dest, max_rows=10**6)
     assert moved_aside and moved_aside[0].endswith(".old.tmp")

@@ -154,6 +154,14 @@ def _open_in_place(where: Destination, shown: str) -> Any:
     return open(fd, "wb")
 
 
+def remove_temp(path: str) -> None:
+    """Remove one of our temporary files; one already gone is no error."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _private_opener(path: str, flags: int) -> int:
     return os.open(path, flags, 0o600)
 
@@ -240,10 +248,7 @@ class Output:
             except OSError:
                 pass  # already failing: the first error is the one reported
         if self.temp is not None:
-            try:
-                os.unlink(self.temp)
-            except FileNotFoundError:
-                pass
+            remove_temp(self.temp)
 
 
 # ---- SIGTERM and SIGHUP while a file is written -------------------------------------------
@@ -345,6 +350,7 @@ __all__ = [
     "naming",
     "open_input",
     "path_text",
+    "remove_temp",
     "signals_end_cleanly",
     "source_name",
 ]

@@ -54,6 +54,7 @@ from agent_rollout._files import (
     naming,
     open_input,
     path_text,
+    remove_temp,
     source_name,
 )
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress, Tally
@@ -1150,13 +1151,6 @@ def parquet_writer(path: str, schema: pa.Schema) -> Any:
     )
 
 
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 class ParquetSink:
     """Record batches into one zstd Parquet file of one schema, row group by row group.
 
@@ -1283,7 +1277,7 @@ class ParquetSink:
                 finally:
                     written.close()
             finally:
-                _remove(old)  # if the rename failed, the error is on its way
+                remove_temp(old)  # if the rename failed, the error is on its way
                 self.old = None
         self.schema = wider
 
@@ -1330,7 +1324,7 @@ class ParquetSink:
             if self.output is not None:
                 self.output.abandon()
             if self.old is not None:
-                _remove(self.old)  # an interrupt in _widen after its rename
+                remove_temp(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
         return failed
 
