@@ -402,6 +402,35 @@ def test_commands_on_a_full_disk_exit_2(
 # ---- an interrupt as the temporary file is made -----------------------------------------------
 
 
+def watch_temp_creation(
+    monkeypatch: pytest.MonkeyPatch, made: Callable[[str], None], before: bool = False
+) -> None:
+    """Call ``made(path)`` as ``Output`` creates its temporary file (``open`` in mode ``xb``,
+    which only it uses): once the file exists, or with ``before`` just before the call.
+    What ``made`` raises is raised there, as an interrupt landing at that moment would be."""
+    import builtins
+
+    from agent_rollout import _files
+
+    real_open = builtins.open
+
+    def watched(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if mode != "xb":
+            return real_open(file, mode, *args, **kwargs)
+        if before:
+            made(str(file))
+        handle = real_open(file, mode, *args, **kwargs)
+        if not before:
+            try:
+                made(str(file))
+            except BaseException:
+                handle.close()  # the handle Python never got
+                raise
+        return handle
+
+    monkeypatch.setattr(_files, "open", watched, raising=False)
+
+
 @pytest.fixture
 def interrupted_on_create(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Ctrl-C landing just after our temporary file is created, before Python holds its handle.
@@ -409,23 +438,14 @@ def interrupted_on_create(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     The window is a few bytecodes wide; under load a real SIGINT once landed in it
     (the twin then left its temporary file). Returns the paths it interrupted.
     """
-    import builtins
+    interrupted: list[str] = []
 
-    from agent_rollout import _files
+    def interrupt(path: str) -> None:
+        interrupted.append(path)
+        raise KeyboardInterrupt
 
-    real_open = builtins.open
-    made: list[str] = []
-
-    def open_then_interrupt(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = real_open(file, mode, *args, **kwargs)
-        if mode == "xb":  # how Output makes its temporary file, and only that
-            made.append(str(file))
-            handle.close()
-            raise KeyboardInterrupt
-        return handle
-
-    monkeypatch.setattr(_files, "open", open_then_interrupt, raising=False)
-    return made
+    watch_temp_creation(monkeypatch, interrupt)
+    return interrupted
 
 
 def test_an_interrupt_as_the_temporary_file_is_made_leaves_nothing(
@@ -492,23 +512,17 @@ def test_the_parquet_spool_is_private(
     pytest.importorskip("pyarrow")
     import tempfile
 
-    from agent_rollout import _files
-
     spool = tmp_path / "spool"
     spool.mkdir()
     (spool / "agent-rollout.parquet").write_bytes(b"")
     os.chmod(spool / "agent-rollout.parquet", 0o666)
     monkeypatch.setattr(tempfile, "tempdir", str(spool))
     modes: dict[str, int] = {}
-    real_open = open
 
-    def watching_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = real_open(file, mode, *args, **kwargs)
-        if mode == "xb":
-            modes[str(file)] = stat.S_IMODE(os.stat(file).st_mode)
-        return handle
+    def note_mode(path: str) -> None:
+        modes[path] = stat.S_IMODE(os.stat(path).st_mode)
 
-    monkeypatch.setattr(_files, "open", watching_open, raising=False)
+    watch_temp_creation(monkeypatch, note_mode)
     out = tmp_path / "out.parquet"
     out.symlink_to(null_device)
     src = tmp_path / "in.jsonl"
@@ -525,22 +539,16 @@ def test_an_interrupt_before_the_temporary_exists_spares_another_output(
     """Threads share the process id. An interrupt can land after an output drew its
     temporary name and before the file exists (CPython 3.10); abandoning it then must not
     remove the file of another output to the same destination."""
-    import builtins
-
-    from agent_rollout import _files
     from agent_rollout._files import Output
 
     dest = str(tmp_path / "out.jsonl")
     first = Output(destination(dest), dest).open()
-    real_open = builtins.open
 
-    def interrupted_before(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if mode == "xb":
-            raise KeyboardInterrupt
-        return real_open(file, mode, *args, **kwargs)
+    def interrupt(path: str) -> None:
+        raise KeyboardInterrupt
 
     second = Output(destination(dest), dest)
-    monkeypatch.setattr(_files, "open", interrupted_before, raising=False)
+    watch_temp_creation(monkeypatch, interrupt, before=True)
     try:
         with pytest.raises(KeyboardInterrupt):
             second.open()
