@@ -30,8 +30,10 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 
 use crate::errors::{Code, Fault, Rule, Seg};
 use crate::files::{self, FileLimits, FileStats};
-use crate::json::{py_float_repr, write_json_str, J};
-use crate::jsonl::{self, ChunkResult, Event, LineFault, Row, Waited};
+use crate::json::{push_unescaped, py_float_repr, write_json_str, J};
+use crate::jsonl::{
+    self, ChunkResult, Event, LineFault, LineLimits, Row, Verbatim, VerbatimMessage, Waited,
+};
 use crate::rows::GcPause;
 
 /// The prompt kind of a table, or how the caller asked for it.
@@ -170,6 +172,14 @@ impl StrCol {
             self.data.push_str(text);
         }
         self.end_value(value.is_some())
+    }
+
+    /// A str as `Canon::canonical_string` gave it (escapes as they stand).
+    fn push_canonical(&mut self, raw: Option<&str>) -> Result<(), String> {
+        if let Some(raw) = raw {
+            push_unescaped(raw, &mut self.data);
+        }
+        self.end_value(raw.is_some())
     }
 
     /// A value as compact JSON text (`null` is a null entry).
@@ -683,6 +693,35 @@ impl<'a> Batch<'a> {
         Ok(())
     }
 
+    /// A row `jsonl::verbatim_row` took whose messages are all plain (a role
+    /// and a str or null content): what `add_parsed` builds of it, built
+    /// from its text.
+    fn verbatim(
+        &mut self,
+        row: &Verbatim<'_>,
+        messages: &[VerbatimMessage<'_>],
+    ) -> Result<(), String> {
+        match (row.text, self.kind) {
+            (Some(text), Kind::Text) => self.prompts.push_canonical(Some(text))?,
+            (Some(text), Kind::Messages) => {
+                self.roles.push(Some("user"))?;
+                self.contents.push_canonical(Some(text))?;
+                self.end_messages()?;
+            }
+            (None, Kind::Messages) => {
+                for message in messages {
+                    self.roles.push_canonical(Some(message.role))?;
+                    self.contents.push_canonical(message.content)?;
+                }
+                self.end_messages()?;
+            }
+            (None, Kind::Text) => return Err("a message list in a text batch".to_string()),
+        }
+        self.answers.push_canonical(row.answer)?;
+        self.rows += 1;
+        Ok(())
+    }
+
     /// Type the extras and build every column (no Python needed: runs on
     /// worker threads for files).
     fn finish(self) -> Result<Built, String> {
@@ -840,6 +879,8 @@ impl Built {
 /// What a worker is making of one chunk of a JSONL file.
 struct ChunkArrow<'d> {
     rule: KindRule,
+    /// The messages of the row `add_verbatim` is looking at.
+    messages: Vec<VerbatimMessage<'d>>,
     batch: Option<Batch<'d>>,
     /// Index (among the chunk's rows) of the first row not of the chunk's kind.
     mismatch: Option<usize>,
@@ -858,17 +899,19 @@ impl<'d> ChunkArrow<'d> {
     fn new(rule: KindRule) -> Self {
         ChunkArrow {
             rule,
+            messages: Vec::new(),
             batch: None,
             mismatch: None,
             failed: None,
         }
     }
 
-    fn add(&mut self, row: Row<'d>) {
+    /// The batch a row of this kind goes into; `None` once the chunk takes no
+    /// more rows (a row of another kind, or a build error, came first).
+    fn batch_for(&mut self, is_text: bool) -> Option<&mut Batch<'d>> {
         if self.mismatch.is_some() || self.failed.is_some() {
-            return;
+            return None;
         }
-        let is_text = matches!(row.prompt, J::Str(_));
         let own = if is_text { Kind::Text } else { Kind::Messages };
         let rule = self.rule;
         let batch = self
@@ -877,11 +920,37 @@ impl<'d> ChunkArrow<'d> {
         let fits = own == batch.kind || (is_text && rule.fixed == Some(Kind::Messages));
         if !fits {
             self.mismatch = Some(batch.rows);
-            return;
+            return None;
         }
-        if let Err(err) = add_parsed(batch, row) {
-            self.failed = Some(err);
+        Some(batch)
+    }
+
+    fn add(&mut self, row: Row<'d>) {
+        let is_text = matches!(row.prompt, J::Str(_));
+        if let Some(batch) = self.batch_for(is_text) {
+            if let Err(err) = add_parsed(batch, row) {
+                self.failed = Some(err);
+            }
         }
+    }
+
+    /// The shortcut for rows `jsonl::verbatim_row` takes whose messages are
+    /// all plain: no value tree. Gives the keys dropped, or `None` (nothing
+    /// done) for the full path to take the line.
+    fn add_verbatim(&mut self, text: &'d str, limits: LineLimits) -> Option<usize> {
+        let mut messages = std::mem::take(&mut self.messages);
+        let taken = jsonl::verbatim_row(text, limits, &mut messages)
+            .filter(|_| messages.iter().all(|message| message.plain))
+            .map(|row| {
+                if let Some(batch) = self.batch_for(row.text.is_some()) {
+                    if let Err(err) = batch.verbatim(&row, &messages) {
+                        self.failed = Some(err);
+                    }
+                }
+                row.dropped_keys
+            });
+        self.messages = messages;
+        taken
     }
 
     fn finish(self) -> ChunkArrowDone {
@@ -963,6 +1032,7 @@ pub fn read_file(
             data,
             lines,
             ChunkArrow::new(rule),
+            |out: &mut ChunkArrow<'_>, text| out.add_verbatim(text, lines),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
         );
         // Typed and built here, on the worker thread.

@@ -115,10 +115,17 @@ fn io_fault(code: Code, err: &io::Error) -> Fault {
     Fault::input(code, Some(fact))
 }
 
+/// Worker threads for a file: the CPUs this process may use, 1 to 4. Asked
+/// once: on Linux `available_parallelism` reads the cgroup files in /proc
+/// and /sys each time, which cost several milliseconds a call here (measured
+/// on a 10k-row file: a fixed cost as large as the parsing itself).
 pub(crate) fn workers() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4)
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4)
+    })
 }
 
 // ---- descriptors ---------------------------------------------------------------------------
@@ -410,6 +417,7 @@ pub fn read_rows<'py>(
             data,
             lines,
             Vec::new(),
+            |_: &mut Vec<Row<'static>>, _: &str| None,
             |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
         )
     };
@@ -655,10 +663,12 @@ pub fn normalise_file(
     let outcome = py.detach(|| {
         let mut stats = FileStats::default();
         let work = |data: &[u8]| {
+            let mut messages = Vec::new();
             jsonl::process_chunk(
                 data,
                 lines,
                 String::with_capacity(data.len()),
+                |out: &mut String, text| jsonl::write_verbatim_row(text, lines, &mut messages, out),
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };

@@ -569,6 +569,235 @@ pub fn write_json_str(text: &str, out: &mut String) {
     out.push('"');
 }
 
+// ---- text that is already canonical --------------------------------------------------------
+
+/// The most keys an object may have for `Canon` to check it for repeats
+/// (more, and the caller takes the full parser).
+const CANON_MAX_KEYS: usize = 16;
+
+/// A cursor that recognises JSON already spelled the way the canonical output
+/// (`jsonl::write_value`) spells it, so that a caller can copy the text instead
+/// of building values and writing them again. It recognises, it never
+/// decides: every method answers `None` or `false` at the first thing it does
+/// not recognise, be it an error or only another spelling (whitespace, an
+/// escape, a float, `-0`, a repeated key, a nesting past a limit), and the
+/// caller then hands the whole line to `parse_row_line`, which decides and
+/// words any error. Numbers, literals and values skipped are read by
+/// `Parser`; strings by `canonical_string`, which takes only strings
+/// `Parser::string` takes.
+pub struct Canon<'a>(Parser<'a>);
+
+impl<'a> Canon<'a> {
+    pub fn new(text: &'a str, limits: JsonLimits) -> Self {
+        Canon(Parser {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            limits,
+            skip_extras: false,
+        })
+    }
+
+    /// Where the cursor is (a byte offset in the text).
+    pub fn pos(&self) -> usize {
+        self.0.pos
+    }
+
+    /// The text between two offsets the cursor has passed.
+    pub fn text(&self, from: usize, to: usize) -> &'a str {
+        &self.0.text[from..to]
+    }
+
+    pub fn peek(&self) -> Option<u8> {
+        self.0.peek()
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.0.pos == self.0.bytes.len()
+    }
+
+    pub fn skip_ws(&mut self) {
+        self.0.skip_ws();
+    }
+
+    /// Step over `byte` if it is next.
+    pub fn eat(&mut self, byte: u8) -> bool {
+        let next = self.0.peek() == Some(byte);
+        self.0.pos += usize::from(next);
+        next
+    }
+
+    /// A string spelled as `write_json_str` spells it: no control character,
+    /// and only the escapes it writes (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`,
+    /// `\f`, and `\u00xx` in lowercase for the other control characters).
+    /// Gives the text between its quotes, escapes as they stand. Each string
+    /// has one such spelling, so two are the same string exactly when their
+    /// texts are equal, and a non-empty text is a non-empty string.
+    pub fn canonical_string(&mut self) -> Option<&'a str> {
+        let bytes = self.0.bytes;
+        if bytes.get(self.0.pos) != Some(&b'"') {
+            return None;
+        }
+        let start = self.0.pos + 1;
+        let mut at = start;
+        loop {
+            let rest = bytes.get(at..)?;
+            let stop = memchr::memchr2(b'"', b'\\', rest)?;
+            if first_control(&rest[..stop]).is_some() {
+                return None;
+            }
+            at += stop;
+            if bytes[at] == b'"' {
+                self.0.pos = at + 1;
+                return Some(&self.0.text[start..at]);
+            }
+            at += canonical_escape(bytes.get(at..)?)?;
+        }
+    }
+
+    /// Any value, as valid as the parser wants it (same grammar, same
+    /// limits); its spelling does not matter. `depth` is the nesting of the
+    /// container it is in (the row object is 1).
+    pub fn skip_value(&mut self, depth: usize) -> bool {
+        self.0.any(depth, false).is_ok()
+    }
+
+    /// A value spelled canonically: strings without escapes, integers other
+    /// than `-0`, `true`, `false`, `null`, and arrays and objects of those
+    /// with no whitespace and no key twice in one object. `depth` is the JSON
+    /// nesting of the container it is in; `level` is the row rules' level of
+    /// the value itself, and a container past `max_level` is not taken.
+    pub fn canonical_value(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
+        match self.0.peek() {
+            Some(b'"') => self.canonical_string().is_some(),
+            Some(b'-' | b'0'..=b'9') => {
+                matches!(self.0.number(), Ok(J::Num(text, false)) if text != "-0")
+            }
+            Some(b't' | b'f' | b'n') => self.0.any(depth, false).is_ok(),
+            Some(open @ (b'[' | b'{')) => {
+                if level > max_level || depth + 1 > self.0.limits.max_depth {
+                    return false;
+                }
+                self.0.pos += 1;
+                if open == b'[' {
+                    self.canonical_items(depth + 1, level, max_level)
+                } else {
+                    self.canonical_members(depth + 1, level, max_level)
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Past `[`: the items and the `]`.
+    fn canonical_items(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
+        if self.eat(b']') {
+            return true;
+        }
+        loop {
+            if !self.canonical_value(depth, level + 1, max_level) {
+                return false;
+            }
+            if !self.eat(b',') {
+                return self.eat(b']');
+            }
+        }
+    }
+
+    /// Past `{`: the members and the `}`.
+    fn canonical_members(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
+        if self.eat(b'}') {
+            return true;
+        }
+        let mut keys = Keys::default();
+        loop {
+            let Some(key) = self.canonical_string() else {
+                return false;
+            };
+            if !keys.add(key)
+                || !self.eat(b':')
+                || !self.canonical_value(depth, level + 1, max_level)
+            {
+                return false;
+            }
+            if !self.eat(b',') {
+                return self.eat(b'}');
+            }
+        }
+    }
+}
+
+/// Append the string a canonical spelling stands for: `raw` is what
+/// `Canon::canonical_string` gave (the text between the quotes).
+pub fn push_unescaped(raw: &str, out: &mut String) {
+    let mut rest = raw;
+    while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
+        out.push_str(&rest[..at]);
+        let bytes = rest.as_bytes();
+        let (ch, len) = match bytes.get(at + 1) {
+            Some(b'n') => ('\n', 2),
+            Some(b'r') => ('\r', 2),
+            Some(b't') => ('\t', 2),
+            Some(b'b') => ('\u{8}', 2),
+            Some(b'f') => ('\u{c}', 2),
+            Some(b'u') => {
+                let code = rest
+                    .get(at + 2..at + 6)
+                    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                    .and_then(char::from_u32)
+                    .unwrap_or('\u{fffd}');
+                (code, 6)
+            }
+            Some(&other) => (char::from(other), 2),
+            None => ('\\', 1),
+        };
+        out.push(ch);
+        rest = rest.get(at + len..).unwrap_or("");
+    }
+    out.push_str(rest);
+}
+
+/// The length of the escape at the start of `text` (a backslash) if
+/// `write_json_str` writes it so.
+fn canonical_escape(text: &[u8]) -> Option<usize> {
+    match text.get(1)? {
+        b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f' => Some(2),
+        b'u' => {
+            let [b'0', b'0', high @ (b'0' | b'1'), low] = *text.get(2..6)? else {
+                return None;
+            };
+            let low = match low {
+                b'0'..=b'9' => low - b'0',
+                b'a'..=b'f' => low - b'a' + 10,
+                _ => return None,
+            };
+            let code = (high - b'0') * 16 + low;
+            // These five have a short form, which is what is written.
+            (!matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)).then_some(6)
+        }
+        _ => None,
+    }
+}
+
+/// The keys of one object seen so far, to find a repeat without allocating.
+#[derive(Default)]
+pub struct Keys<'a> {
+    seen: [&'a str; CANON_MAX_KEYS],
+    len: usize,
+}
+
+impl<'a> Keys<'a> {
+    /// False when `key` was seen before, or when there are too many to keep.
+    pub fn add(&mut self, key: &'a str) -> bool {
+        if self.len == CANON_MAX_KEYS || self.seen[..self.len].contains(&key) {
+            return false;
+        }
+        self.seen[self.len] = key;
+        self.len += 1;
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

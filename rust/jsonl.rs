@@ -17,7 +17,9 @@ use std::thread;
 use std::time::Duration;
 
 use crate::errors::{Code, Reason, Rule, Seg};
-use crate::json::{parse_row_line, py_float_repr, write_json_clean, write_json_str, JsonLimits, J};
+use crate::json::{
+    parse_row_line, py_float_repr, write_json_clean, write_json_str, Canon, JsonLimits, Keys, J,
+};
 
 /// How much is read at a time, at most; a chunk is this much (the first ones
 /// less, see `FIRST_CHUNK_BYTES`), cut after its last newline.
@@ -345,6 +347,178 @@ pub fn write_row(row: &Row<'_>, out: &mut String) {
     out.push_str("}\n");
 }
 
+// ---- rows already canonical ----------------------------------------------------------------
+
+/// A row `verbatim_row` took, as it stands in its line.
+pub struct Verbatim<'a> {
+    /// The prompt's JSON text.
+    pub prompt: &'a str,
+    /// A str prompt: its text between the quotes (escapes as they stand);
+    /// `None` for a list of messages.
+    pub text: Option<&'a str>,
+    /// The answer between its quotes, if it is a non-empty str.
+    pub answer: Option<&'a str>,
+    pub dropped_keys: usize,
+}
+
+/// One message of a row `verbatim_row` took.
+pub struct VerbatimMessage<'a> {
+    /// Between its quotes, escapes as they stand.
+    pub role: &'a str,
+    /// A str content between its quotes; `None` when it is null, absent or
+    /// another value.
+    pub content: Option<&'a str>,
+    /// Whether the message has only `role` and a str or null `content`.
+    pub plain: bool,
+}
+
+/// Take a row whose kept parts are already spelled the way `write_row`
+/// spells them, without building its values. The row must pass the row
+/// rules as they stand in `check_row` and `check_message`, recognised here on
+/// the text: a non-empty str prompt, or a non-empty list of messages, each a
+/// mapping with a non-empty str `role` and nothing nested past `max_depth`;
+/// an `answer` that is a str or null; no key twice in the row. The prompt
+/// must be spelled canonically (`Canon::canonical_value`: no whitespace,
+/// float, `-0` or repeated key, no escape `write_json_str` would not write),
+/// and so must the row's keys and the answer. Any other line gives `None`
+/// and goes through `parse_row_line` and `check_row`, which decide it and
+/// word any error: a shortcut to the same result, never a second set of
+/// rules. `messages` is cleared, then holds the prompt's messages.
+pub fn verbatim_row<'a>(
+    text: &'a str,
+    limits: LineLimits,
+    messages: &mut Vec<VerbatimMessage<'a>>,
+) -> Option<Verbatim<'a>> {
+    messages.clear();
+    let mut line = Canon::new(text, limits.json);
+    line.skip_ws();
+    if !line.eat(b'{') {
+        return None;
+    }
+    let mut keys = Keys::default();
+    let (mut prompt, mut prompt_text, mut answer, mut dropped_keys) = (None, None, None, 0);
+    loop {
+        line.skip_ws();
+        let key = line.canonical_string()?;
+        if !keys.add(key) {
+            return None;
+        }
+        line.skip_ws();
+        if !line.eat(b':') {
+            return None;
+        }
+        line.skip_ws();
+        match key {
+            "prompt" => {
+                let start = line.pos();
+                match line.peek() {
+                    Some(b'"') => {
+                        prompt_text = Some(line.canonical_string().filter(|t| !t.is_empty())?)
+                    }
+                    Some(b'[') => verbatim_messages(&mut line, limits, messages)?,
+                    _ => return None,
+                }
+                prompt = Some(line.text(start, line.pos()));
+            }
+            "answer" => match line.peek() {
+                Some(b'"') => answer = Some(line.canonical_string()?).filter(|a| !a.is_empty()),
+                Some(b'n') if line.skip_value(1) => {}
+                _ => return None,
+            },
+            _ => {
+                if !line.skip_value(1) {
+                    return None;
+                }
+                dropped_keys += 1;
+            }
+        }
+        line.skip_ws();
+        if line.eat(b'}') {
+            break;
+        }
+        if !line.eat(b',') {
+            return None;
+        }
+    }
+    line.skip_ws();
+    Some(Verbatim {
+        prompt: prompt.filter(|_| line.at_end())?,
+        text: prompt_text,
+        answer,
+        dropped_keys,
+    })
+}
+
+/// A prompt's list of messages, from `[` to `]`, canonical and within the
+/// rules (see `verbatim_row`). The row is at JSON depth 1, the list at 2,
+/// each message at 3; a message is at the row rules' level 1.
+fn verbatim_messages<'a>(
+    line: &mut Canon<'a>,
+    limits: LineLimits,
+    messages: &mut Vec<VerbatimMessage<'a>>,
+) -> Option<()> {
+    if limits.json.max_depth < 3 || limits.max_depth < 1 || !line.eat(b'[') {
+        return None;
+    }
+    loop {
+        if !line.eat(b'{') {
+            return None;
+        }
+        let mut keys = Keys::default();
+        let (mut role, mut content, mut plain) = (None, None, true);
+        loop {
+            let key = line.canonical_string()?;
+            if !keys.add(key) || !line.eat(b':') {
+                return None;
+            }
+            match key {
+                "role" => role = Some(line.canonical_string().filter(|r| !r.is_empty())?),
+                "content" if line.peek() == Some(b'"') => content = Some(line.canonical_string()?),
+                _ => {
+                    plain &= key == "content" && line.peek() == Some(b'n');
+                    if !line.canonical_value(3, 2, limits.max_depth) {
+                        return None;
+                    }
+                }
+            }
+            if !line.eat(b',') {
+                break;
+            }
+        }
+        if !line.eat(b'}') {
+            return None;
+        }
+        messages.push(VerbatimMessage {
+            role: role?,
+            content,
+            plain,
+        });
+        if !line.eat(b',') {
+            return line.eat(b']').then_some(());
+        }
+    }
+}
+
+/// Write the output line of a row `verbatim_row` takes (its prompt's text
+/// copied); gives the number of keys dropped, or `None` with nothing written.
+pub fn write_verbatim_row<'a>(
+    text: &'a str,
+    limits: LineLimits,
+    messages: &mut Vec<VerbatimMessage<'a>>,
+    out: &mut String,
+) -> Option<usize> {
+    let row = verbatim_row(text, limits, messages)?;
+    out.push_str("{\"prompt\":");
+    out.push_str(row.prompt);
+    if let Some(answer) = row.answer {
+        out.push_str(",\"answer\":\"");
+        out.push_str(answer);
+        out.push('"');
+    }
+    out.push_str("}\n");
+    Some(row.dropped_keys)
+}
+
 // ---- chunks of lines ---------------------------------------------------------------------
 
 /// What a worker made of one chunk.
@@ -368,12 +542,16 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 /// Parse and check every line of a chunk, handing each good row to `sink`.
-/// Line numbers in the result count from 0 at the chunk's first line; the
-/// consumer, which sees chunks in order, makes them absolute.
+/// `shortcut` is offered each line first (valid UTF-8, not blank): when it
+/// gives the number of keys dropped, it has taken the row (see
+/// `write_verbatim_row`); when it gives `None`, the line is parsed and
+/// checked. Line numbers in the result count from 0 at the chunk's first
+/// line; the consumer, which sees chunks in order, makes them absolute.
 pub fn process_chunk<'d, T>(
     data: &'d [u8],
     limits: LineLimits,
     mut output: T,
+    mut shortcut: impl FnMut(&mut T, &'d str) -> Option<usize>,
     mut sink: impl FnMut(&mut T, Row<'d>),
 ) -> ChunkResult<T> {
     let mut row_lines = Vec::new();
@@ -414,6 +592,10 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
+        if let Some(dropped) = shortcut(&mut output, text) {
+            dropped_keys += dropped;
+            continue;
+        }
         let doc = match parse_row_line(text, limits.json) {
             Ok(doc) => doc,
             Err(err) => {
@@ -869,5 +1051,140 @@ struct StopOnDrop(Arc<AtomicBool>);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: LineLimits = LineLimits {
+        max_line_bytes: 1 << 20,
+        max_depth: 4,
+        json: JsonLimits {
+            max_depth: 8,
+            max_int_digits: 20,
+        },
+    };
+
+    /// The full path's output line (or `None` for a refused line) and keys dropped.
+    fn full(text: &str) -> Option<(String, usize)> {
+        let row = check_row(parse_row_line(text, LIMITS.json).ok()?, LIMITS.max_depth).ok()?;
+        let mut out = String::new();
+        write_row(&row, &mut out);
+        Some((out, row.dropped_keys))
+    }
+
+    fn shortcut(text: &str) -> Option<(String, usize)> {
+        let mut out = String::new();
+        let dropped = write_verbatim_row(text, LIMITS, &mut Vec::new(), &mut out);
+        if dropped.is_none() {
+            assert!(out.is_empty(), "{text}: wrote {out:?} and gave up");
+        }
+        dropped.map(|dropped| (out, dropped))
+    }
+
+    #[test]
+    fn the_shortcut_takes_canonical_rows_and_writes_what_the_full_path_writes() {
+        let taken = [
+            r#"{"prompt":"hi"}"#,
+            r#" { "id" : 1 , "prompt" : "hi" , "answer" : "4" } "#,
+            r#"{"prompt":"a\"b\\c\nd\u0001\u001f","answer":"x\ty"}"#,
+            r#"{"prompt":[{"role":"user","content":"hi"}],"answer":null}"#,
+            r#"{"prompt":[{"role":"user","content":"hi"}],"answer":""}"#,
+            r#"{"x":[1.5,{"a":NaN_IS_NOT_HERE}],"prompt":"p"}"#,
+            r#"{"prompt":[{"content":null,"role":"a","n":-12,"t":[true,false,null,{}],"e":[]}]}"#,
+            r#"{"prompt":[{"role":"r","o":{"a":{"b":{"c":1}}}}],"extra":{"x":1e400}}"#,
+            r#"{"prompt":[{"role":"é","content":"naïve ✓"},{"role":"tool","tool_calls":[{"id":"1","function":{"name":"f","arguments":"{\"x\":1}"}}]}]}"#,
+        ];
+        for text in taken {
+            let text = &text.replace("NaN_IS_NOT_HERE", "2");
+            let got = shortcut(text);
+            assert!(got.is_some(), "not taken: {text}");
+            assert_eq!(got, full(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_full_path() {
+        let left = [
+            // Spellings the output changes.
+            r#"{"prompt":[ {"role":"user"}]}"#,
+            r#"{"prompt":[{"role":"user","n":1.0}]}"#,
+            r#"{"prompt":[{"role":"user","n":-0}]}"#,
+            r#"{"prompt":[{"role":"user","c":"\/"}]}"#,
+            r#"{"prompt":[{"role":"user","c":"\u0041"}]}"#,
+            r#"{"prompt":[{"role":"user","c":"\u000a"}]}"#,
+            r#"{"prompt":[{"role":"user","c":"\u001F"}]}"#,
+            r#"{"prompt":"\u00e9"}"#,
+            r#"{"prompt":"p","answer":"\/"}"#,
+            r#"{"pr\u006fmpt":"p"}"#,
+            r#"{"prompt":[{"role":"user","a":1,"a":2}]}"#,
+            r#"{"prompt":[{"role":"user","o":{"a":1,"a":1}}]}"#,
+            r#"{"prompt":"p","x":1,"x":2}"#,
+            r#"{"prompt":"p","prompt":"q"}"#,
+            // Rows the rules refuse, or change.
+            r#"{"prompt":""}"#,
+            r#"{"prompt":[]}"#,
+            r#"{"prompt":null}"#,
+            r#"{"answer":"a"}"#,
+            r#"{"prompt":"p","answer":1}"#,
+            r#"{"prompt":[{"content":"x"}]}"#,
+            r#"{"prompt":[{"role":""}]}"#,
+            r#"{"prompt":[{"role":1}]}"#,
+            r#"{"prompt":["user"]}"#,
+            r#"{"prompt":[{"role":"r","o":{"a":{"b":{"c":{}}}}}]}"#,
+            r#"{"prompt":[{"role":"r","o":[[[[[]]]]]}]}"#,
+            r#"{"prompt":[{"role":"r","n":123456789012345678901}]}"#,
+            // Not JSON, or not all of it.
+            r#"{"prompt":"p"} x"#,
+            r#"{"prompt":"p",}"#,
+            r#"{"prompt":"p","x":NaN}"#,
+            r#"{"prompt":"p","x":[1,]}"#,
+            "\u{feff}{\"prompt\":\"p\"}",
+            r#"["prompt"]"#,
+        ];
+        for text in left {
+            assert_eq!(shortcut(text), None, "taken: {text}");
+        }
+        // Every key past the sixteenth is not looked at for repeats.
+        let many: String = (0..17).map(|i| format!(",\"k{i}\":1")).collect();
+        let row = format!(r#"{{"prompt":[{{"role":"r"{many}}}]}}"#);
+        assert_eq!(shortcut(&row), None);
+        assert!(full(&row).is_some());
+    }
+
+    #[test]
+    fn every_prefix_and_byte_change_of_a_canonical_row_agrees() {
+        // Whatever the shortcut takes, the full path takes and writes alike.
+        let base = r#"{"id":"t-1","prompt":[{"role":"system","content":"a\"b\n"},{"role":"user","content":"c","tool_calls":[{"id":"x","n":12,"ok":true}]}],"answer":"42","reward":0.5}"#;
+        let mut taken = 0;
+        for cut in 0..=base.len() {
+            let Some(prefix) = base.get(..cut) else {
+                continue;
+            };
+            if let Some(got) = shortcut(prefix) {
+                assert_eq!(Some(got), full(prefix), "{prefix}");
+                taken += 1;
+            }
+        }
+        assert_eq!(taken, 1, "only the whole row is a row");
+        for at in 0..base.len() {
+            for byte in [
+                b' ', b'"', b'\\', b'{', b'}', b'[', b']', b',', b':', b'0', b'-', b'e', b'\x01',
+                b'u',
+            ] {
+                let mut bytes = base.as_bytes().to_vec();
+                bytes[at] = byte;
+                let Ok(text) = String::from_utf8(bytes) else {
+                    continue;
+                };
+                if let Some(got) = shortcut(&text) {
+                    assert_eq!(Some(got), full(&text), "{text}");
+                    taken += 1;
+                }
+            }
+        }
+        assert!(taken > 100, "the shortcut took only {taken} lines");
     }
 }

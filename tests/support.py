@@ -363,9 +363,15 @@ def temp_files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.iterdir() if path.name.endswith(".tmp"))
 
 
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    """``rows`` written to ``path`` with ``json.dumps``' defaults, one a line; returns ``path``."""
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+def write_jsonl(path: Path, rows: list[Any], compact: bool = False) -> Path:
+    """``rows`` written to ``path`` one a line, with ``json.dumps``' defaults or
+    (``compact``) with no whitespace and no ``\\u`` escape of a printable character, as
+    compact writers (orjson, serde_json, our own output) spell JSON; returns ``path``."""
+    if compact:
+        lines = (json.dumps(row, separators=(",", ":"), ensure_ascii=False) for row in rows)
+    else:
+        lines = (json.dumps(row) for row in rows)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
 

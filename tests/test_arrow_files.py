@@ -370,10 +370,15 @@ def test_an_interrupt_while_widening_leaves_nothing(
 
 # Each example writes a file and reads it on both engines: at most 300 of them.
 @settings(max_examples=min(settings().max_examples, 300))
-@given(st.lists(row_strategy(odd=False), max_size=6), st.sampled_from(["auto", "text", "messages"]))
-def test_random_files_read_the_same_on_both_engines(data: list, kind: str) -> None:
+@given(
+    st.lists(row_strategy(odd=False), max_size=6),
+    st.sampled_from(["auto", "text", "messages"]),
+    st.booleans(),
+)
+def test_random_files_read_the_same_on_both_engines(data: list, kind: str, compact: bool) -> None:
+    # Compact lines take the Rust engine's shortcut (no value tree) where they can.
     with tempfile.TemporaryDirectory() as folder:
-        src = write_jsonl(Path(folder) / "in.jsonl", data)
+        src = write_jsonl(Path(folder) / "in.jsonl", data, compact)
         results = [
             outcome_on(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind=kind)
             for engine in ENGINES
