@@ -97,27 +97,49 @@ struct Bits {
     bytes: Vec<u8>,
     len: usize,
     unset: usize,
+    /// A validity with no unset bit yet: nothing is stored (most columns
+    /// have no null, and a bitmap with none is never handed over).
+    lazy: bool,
 }
 
 impl Bits {
+    /// A validity bitmap.
     fn new() -> Self {
         Bits {
             bytes: Vec::new(),
             len: 0,
             unset: 0,
+            lazy: true,
+        }
+    }
+
+    /// The values of a bool column: every bit stored.
+    fn values() -> Self {
+        Bits {
+            lazy: false,
+            ..Bits::new()
         }
     }
 
     /// `len` set bits (a validity with no nulls: never handed over).
     fn all_set(len: usize) -> Self {
-        Bits {
-            bytes: Vec::new(),
-            len,
-            unset: 0,
-        }
+        Bits { len, ..Bits::new() }
     }
 
+    #[inline]
     fn push(&mut self, set: bool) {
+        if self.lazy {
+            if set {
+                self.len += 1;
+                return;
+            }
+            // The first unset bit: store the set ones before it.
+            self.bytes = vec![0xFF; self.len / 8];
+            if self.len % 8 != 0 {
+                self.bytes.push((1u8 << (self.len % 8)) - 1);
+            }
+            self.lazy = false;
+        }
         if self.len % 8 == 0 {
             self.bytes.push(0);
         }
@@ -161,12 +183,14 @@ impl StrCol {
         }
     }
 
+    #[inline]
     fn end_value(&mut self, set: bool) -> Result<(), String> {
         self.offsets.push(offset(self.data.len())?);
         self.valid.push(set);
         Ok(())
     }
 
+    #[inline]
     fn push(&mut self, value: Option<&str>) -> Result<(), String> {
         if let Some(text) = value {
             self.data.push_str(text);
@@ -359,7 +383,7 @@ impl Col {
             Ty::Null => Col::Null { len: 0 },
             Ty::Bool => Col::Bool {
                 valid: Bits::new(),
-                values: Bits::new(),
+                values: Bits::values(),
             },
             Ty::Int => Col::Int {
                 valid: Bits::new(),
@@ -647,6 +671,15 @@ impl<'a> Batch<'a> {
             extra_bytes: 0,
             answers: StrCol::new(),
         }
+    }
+
+    /// Room for the offsets of `rows` more rows (text prompts and answers).
+    fn reserve_rows(&mut self, rows: usize) {
+        match self.kind {
+            Kind::Text => self.prompts.offsets.reserve(rows),
+            Kind::Messages => self.list_offsets.reserve(rows),
+        }
+        self.answers.offsets.reserve(rows);
     }
 
     fn text_bytes(&self) -> usize {
@@ -937,9 +970,9 @@ impl<'d> ChunkArrow<'d> {
     /// The shortcut for rows `jsonl::verbatim_row` takes whose messages are
     /// all plain: no value tree. Gives the keys dropped, or `None` (nothing
     /// done) for the full path to take the line.
-    fn add_verbatim(&mut self, text: &'d str, limits: LineLimits) -> Option<usize> {
+    fn add_verbatim(&mut self, text: &'d str, limits: LineLimits, plain: bool) -> Option<usize> {
         let mut messages = std::mem::take(&mut self.messages);
-        let taken = jsonl::verbatim_row(text, limits, &mut messages)
+        let taken = jsonl::verbatim_row(text, limits, plain, &mut messages)
             .filter(|_| messages.iter().all(|message| message.plain))
             .map(|row| {
                 if let Some(batch) = self.batch_for(row.text.is_some()) {
@@ -1032,7 +1065,7 @@ pub fn read_file(
             data,
             lines,
             ChunkArrow::new(rule),
-            |out: &mut ChunkArrow<'_>, text| out.add_verbatim(text, lines),
+            |out: &mut ChunkArrow<'_>, text, plain| out.add_verbatim(text, lines, plain),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
         );
         // Typed and built here, on the worker thread.
@@ -1944,7 +1977,12 @@ pub fn rows_to_batches<'py>(
                 }
             }
         }
-        let current = batch.get_or_insert_with(|| PyBatch::new(kind, max_depth));
+        let current = batch.get_or_insert_with(|| {
+            let mut fresh = PyBatch::new(kind, max_depth);
+            // The rows this batch will hold, at most: their offsets never regrow.
+            fresh.batch.reserve_rows(batch_rows.min(count - index));
+            fresh
+        });
         if let Err(stop) = add_py_row(current, &row, &prompt) {
             return stopped(stop, index);
         }
@@ -1983,7 +2021,7 @@ impl AtRow for Rule {
 mod tests {
     use std::borrow::Cow;
 
-    use super::{Col, Ty, J};
+    use super::{Bits, Col, Ty, J};
 
     fn num(text: &str, float: bool) -> J<'static> {
         J::Num(Cow::Owned(text.to_string()), float)
@@ -2004,6 +2042,24 @@ mod tests {
             ty.absorb(value);
         }
         ty
+    }
+
+    #[test]
+    fn a_validity_stores_nothing_until_its_first_null_then_every_bit() {
+        for first_null in [0usize, 1, 7, 8, 9, 15, 16, 17, 40] {
+            let (mut lazy, mut eager) = (Bits::new(), Bits::values());
+            for i in 0..48 {
+                let set = i != first_null && i % 5 != 3 || i < first_null;
+                lazy.push(set);
+                eager.push(set);
+                if i < first_null {
+                    assert!(lazy.bytes.is_empty(), "stored before the first null");
+                }
+            }
+            assert_eq!((lazy.len, lazy.unset), (eager.len, eager.unset));
+            assert_eq!(lazy.bytes, eager.bytes, "first null at {first_null}");
+            assert!((0..48).all(|i| lazy.is_set(i) == eager.is_set(i)));
+        }
     }
 
     #[test]

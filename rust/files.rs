@@ -417,7 +417,7 @@ pub fn read_rows<'py>(
             data,
             lines,
             Vec::new(),
-            |_: &mut Vec<Row<'static>>, _: &str| None,
+            |_: &mut Vec<Row<'static>>, _: &str, _| None,
             |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
         )
     };
@@ -668,7 +668,9 @@ pub fn normalise_file(
                 data,
                 lines,
                 String::with_capacity(data.len()),
-                |out: &mut String, text| jsonl::write_verbatim_row(text, lines, &mut messages, out),
+                |out: &mut String, text, plain| {
+                    jsonl::write_verbatim_row(text, lines, plain, &mut messages, out)
+                },
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };

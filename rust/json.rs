@@ -495,6 +495,12 @@ fn push_ascii(out: &mut String, digits: &[u8]) {
     out.extend(digits.iter().map(|&d| char::from(d)));
 }
 
+/// Whether every byte is printable ASCII or a space (0x20 to 0x7f): such
+/// bytes are UTF-8, and hold no control character.
+pub fn printable_ascii(bytes: &[u8]) -> bool {
+    !any_byte(bytes, |b| !(0x20..0x80).contains(&b))
+}
+
 /// Whether any byte is `bad`, tested 32 bytes at a time with no branch per
 /// byte (the inner loop vectorises; `Iterator::any` stops at each byte).
 fn any_byte(bytes: &[u8], bad: impl Fn(u8) -> bool) -> bool {
@@ -585,45 +591,54 @@ const CANON_MAX_KEYS: usize = 16;
 /// words any error. Numbers, literals and values skipped are read by
 /// `Parser`; strings by `canonical_string`, which takes only strings
 /// `Parser::string` takes.
-pub struct Canon<'a>(Parser<'a>);
+pub struct Canon<'a> {
+    parser: Parser<'a>,
+    /// The line has no control character (so no string in it has one).
+    no_controls: bool,
+}
 
 impl<'a> Canon<'a> {
-    pub fn new(text: &'a str, limits: JsonLimits) -> Self {
-        Canon(Parser {
-            text,
-            bytes: text.as_bytes(),
-            pos: 0,
-            limits,
-            skip_extras: false,
-        })
+    /// `no_controls` may say that `text` has no byte below 0x20 (then
+    /// strings are not looked at for one again); false is always right.
+    pub fn new(text: &'a str, limits: JsonLimits, no_controls: bool) -> Self {
+        Canon {
+            parser: Parser {
+                text,
+                bytes: text.as_bytes(),
+                pos: 0,
+                limits,
+                skip_extras: false,
+            },
+            no_controls,
+        }
     }
 
     /// Where the cursor is (a byte offset in the text).
     pub fn pos(&self) -> usize {
-        self.0.pos
+        self.parser.pos
     }
 
     /// The text between two offsets the cursor has passed.
     pub fn text(&self, from: usize, to: usize) -> &'a str {
-        &self.0.text[from..to]
+        &self.parser.text[from..to]
     }
 
     pub fn peek(&self) -> Option<u8> {
-        self.0.peek()
+        self.parser.peek()
     }
 
     pub fn at_end(&self) -> bool {
-        self.0.pos == self.0.bytes.len()
+        self.parser.pos == self.parser.bytes.len()
     }
 
     pub fn skip_ws(&mut self) {
-        self.0.skip_ws();
+        self.parser.skip_ws();
     }
 
     /// Step over `byte` if it is next.
     pub fn eat(&mut self, byte: u8) -> bool {
-        let next = self.0.peek() == Some(byte);
-        self.0.pos += usize::from(next);
+        let next = self.parser.peek() == Some(byte);
+        self.parser.pos += usize::from(next);
         next
     }
 
@@ -634,22 +649,22 @@ impl<'a> Canon<'a> {
     /// has one such spelling, so two are the same string exactly when their
     /// texts are equal, and a non-empty text is a non-empty string.
     pub fn canonical_string(&mut self) -> Option<&'a str> {
-        let bytes = self.0.bytes;
-        if bytes.get(self.0.pos) != Some(&b'"') {
+        let bytes = self.parser.bytes;
+        if bytes.get(self.parser.pos) != Some(&b'"') {
             return None;
         }
-        let start = self.0.pos + 1;
+        let start = self.parser.pos + 1;
         let mut at = start;
         loop {
             let rest = bytes.get(at..)?;
             let stop = memchr::memchr2(b'"', b'\\', rest)?;
-            if first_control(&rest[..stop]).is_some() {
+            if !self.no_controls && first_control(&rest[..stop]).is_some() {
                 return None;
             }
             at += stop;
             if bytes[at] == b'"' {
-                self.0.pos = at + 1;
-                return Some(&self.0.text[start..at]);
+                self.parser.pos = at + 1;
+                return Some(&self.parser.text[start..at]);
             }
             at += canonical_escape(bytes.get(at..)?)?;
         }
@@ -659,7 +674,7 @@ impl<'a> Canon<'a> {
     /// limits); its spelling does not matter. `depth` is the nesting of the
     /// container it is in (the row object is 1).
     pub fn skip_value(&mut self, depth: usize) -> bool {
-        self.0.any(depth, false).is_ok()
+        self.parser.any(depth, false).is_ok()
     }
 
     /// A value spelled canonically: strings without escapes, integers other
@@ -668,17 +683,17 @@ impl<'a> Canon<'a> {
     /// nesting of the container it is in; `level` is the row rules' level of
     /// the value itself, and a container past `max_level` is not taken.
     pub fn canonical_value(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
-        match self.0.peek() {
+        match self.parser.peek() {
             Some(b'"') => self.canonical_string().is_some(),
             Some(b'-' | b'0'..=b'9') => {
-                matches!(self.0.number(), Ok(J::Num(text, false)) if text != "-0")
+                matches!(self.parser.number(), Ok(J::Num(text, false)) if text != "-0")
             }
-            Some(b't' | b'f' | b'n') => self.0.any(depth, false).is_ok(),
+            Some(b't' | b'f' | b'n') => self.parser.any(depth, false).is_ok(),
             Some(open @ (b'[' | b'{')) => {
-                if level > max_level || depth + 1 > self.0.limits.max_depth {
+                if level > max_level || depth + 1 > self.parser.limits.max_depth {
                     return false;
                 }
-                self.0.pos += 1;
+                self.parser.pos += 1;
                 if open == b'[' {
                     self.canonical_items(depth + 1, level, max_level)
                 } else {

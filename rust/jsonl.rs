@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use crate::errors::{Code, Reason, Rule, Seg};
 use crate::json::{
-    parse_row_line, py_float_repr, write_json_clean, write_json_str, Canon, JsonLimits, Keys, J,
+    parse_row_line, printable_ascii, py_float_repr, write_json_clean, write_json_str, Canon,
+    JsonLimits, Keys, J,
 };
 
 /// How much is read at a time, at most; a chunk is this much (the first ones
@@ -387,12 +388,14 @@ pub struct VerbatimMessage<'a> {
 pub fn verbatim_row<'a>(
     text: &'a str,
     limits: LineLimits,
+    no_controls: bool,
     messages: &mut Vec<VerbatimMessage<'a>>,
 ) -> Option<Verbatim<'a>> {
     messages.clear();
-    let mut line = Canon::new(text, limits.json);
+    let mut line = Canon::new(text, limits.json, no_controls);
     line.skip_ws();
-    if !line.eat(b'{') {
+    // The row object is at JSON depth 1.
+    if limits.json.max_depth < 1 || !line.eat(b'{') {
         return None;
     }
     let mut keys = Keys::default();
@@ -504,10 +507,11 @@ fn verbatim_messages<'a>(
 pub fn write_verbatim_row<'a>(
     text: &'a str,
     limits: LineLimits,
+    no_controls: bool,
     messages: &mut Vec<VerbatimMessage<'a>>,
     out: &mut String,
 ) -> Option<usize> {
-    let row = verbatim_row(text, limits, messages)?;
+    let row = verbatim_row(text, limits, no_controls, messages)?;
     out.push_str("{\"prompt\":");
     out.push_str(row.prompt);
     if let Some(answer) = row.answer {
@@ -542,7 +546,8 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 /// Parse and check every line of a chunk, handing each good row to `sink`.
-/// `shortcut` is offered each line first (valid UTF-8, not blank): when it
+/// `shortcut` is offered each line first (valid UTF-8, not blank; and
+/// whether it is all printable ASCII, see `Canon::new`): when it
 /// gives the number of keys dropped, it has taken the row (see
 /// `write_verbatim_row`); when it gives `None`, the line is parsed and
 /// checked. Line numbers in the result count from 0 at the chunk's first
@@ -551,7 +556,7 @@ pub fn process_chunk<'d, T>(
     data: &'d [u8],
     limits: LineLimits,
     mut output: T,
-    mut shortcut: impl FnMut(&mut T, &'d str) -> Option<usize>,
+    mut shortcut: impl FnMut(&mut T, &'d str, bool) -> Option<usize>,
     mut sink: impl FnMut(&mut T, Row<'d>),
 ) -> ChunkResult<T> {
     let mut row_lines = Vec::new();
@@ -581,7 +586,15 @@ pub fn process_chunk<'d, T>(
         }
         let local_index = row_lines.len();
         row_lines.push(this_line);
-        let text = match std::str::from_utf8(line) {
+        let plain = printable_ascii(line);
+        let checked = if plain {
+            // SAFETY: every byte is below 0x80 (`printable_ascii`): ASCII,
+            // which is valid UTF-8.
+            Ok(unsafe { std::str::from_utf8_unchecked(line) })
+        } else {
+            std::str::from_utf8(line)
+        };
+        let text = match checked {
             Ok(text) => text,
             Err(err) => {
                 fault = Some(LineFault::Utf8 {
@@ -592,7 +605,7 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
-        if let Some(dropped) = shortcut(&mut output, text) {
+        if let Some(dropped) = shortcut(&mut output, text, plain) {
             dropped_keys += dropped;
             continue;
         }
@@ -1077,7 +1090,15 @@ mod tests {
 
     fn shortcut(text: &str) -> Option<(String, usize)> {
         let mut out = String::new();
-        let dropped = write_verbatim_row(text, LIMITS, &mut Vec::new(), &mut out);
+        let dropped = write_verbatim_row(text, LIMITS, false, &mut Vec::new(), &mut out);
+        let plain = printable_ascii(text.as_bytes());
+        let mut again = String::new();
+        let same = write_verbatim_row(text, LIMITS, plain, &mut Vec::new(), &mut again);
+        assert_eq!(
+            (dropped, &out),
+            (same, &again),
+            "{text}: the ASCII hint changed the result"
+        );
         if dropped.is_none() {
             assert!(out.is_empty(), "{text}: wrote {out:?} and gave up");
         }
@@ -1147,6 +1168,17 @@ mod tests {
         for text in left {
             assert_eq!(shortcut(text), None, "taken: {text}");
         }
+        // A JSON depth limit below the row's own depth is the parser's to report.
+        let shallow = LineLimits {
+            json: JsonLimits {
+                max_depth: 0,
+                ..LIMITS.json
+            },
+            ..LIMITS
+        };
+        let mut out = String::new();
+        let row = r#"{"prompt":"p"}"#;
+        assert!(write_verbatim_row(row, shallow, true, &mut Vec::new(), &mut out).is_none());
         // Every key past the sixteenth is not looked at for repeats.
         let many: String = (0..17).map(|i| format!(",\"k{i}\":1")).collect();
         let row = format!(r#"{{"prompt":[{{"role":"r"{many}}}]}}"#);
