@@ -972,7 +972,7 @@ impl<'d> ChunkArrow<'d> {
     /// done) for the full path to take the line.
     fn add_verbatim(&mut self, text: &'d str, limits: LineLimits, plain: bool) -> Option<usize> {
         let mut messages = std::mem::take(&mut self.messages);
-        let taken = jsonl::verbatim_row(text, limits, plain, &mut messages)
+        let taken = jsonl::verbatim_row(text, limits, plain, true, &mut messages)
             .filter(|_| messages.iter().all(|message| message.plain))
             .map(|row| {
                 if let Some(batch) = self.batch_for(row.text.is_some()) {

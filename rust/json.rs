@@ -677,17 +677,20 @@ impl<'a> Canon<'a> {
         self.parser.any(depth, false).is_ok()
     }
 
-    /// A value spelled canonically: strings without escapes, integers other
-    /// than `-0`, `true`, `false`, `null`, and arrays and objects of those
+    /// A value spelled canonically: strings as `canonical_string` takes
+    /// them, integers other than `-0`, finite floats spelled as Python's
+    /// `repr` spells them (`canonical_float`), `true`, `false`, `null`, and arrays and objects of those
     /// with no whitespace and no key twice in one object. `depth` is the JSON
     /// nesting of the container it is in; `level` is the row rules' level of
     /// the value itself, and a container past `max_level` is not taken.
     pub fn canonical_value(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
         match self.parser.peek() {
             Some(b'"') => self.canonical_string().is_some(),
-            Some(b'-' | b'0'..=b'9') => {
-                matches!(self.parser.number(), Ok(J::Num(text, false)) if text != "-0")
-            }
+            Some(b'-' | b'0'..=b'9') => match self.parser.number() {
+                Ok(J::Num(text, false)) => text != "-0",
+                Ok(J::Num(text, true)) => canonical_float(&text),
+                _ => false,
+            },
             Some(b't' | b'f' | b'n') => self.parser.any(depth, false).is_ok(),
             Some(open @ (b'[' | b'{')) => {
                 if level > max_level || depth + 1 > self.parser.limits.max_depth {
@@ -770,6 +773,20 @@ pub fn push_unescaped(raw: &str, out: &mut String) {
         rest = rest.get(at + len..).unwrap_or("");
     }
     out.push_str(rest);
+}
+
+/// Whether a JSON float's text is a finite number spelled as `py_float_repr`
+/// spells it (what the output writes for it).
+fn canonical_float(text: &str) -> bool {
+    let Ok(value) = text.parse::<f64>() else {
+        return false;
+    };
+    if !value.is_finite() {
+        return false;
+    }
+    let mut spelled = String::with_capacity(text.len());
+    py_float_repr(value, &mut spelled);
+    spelled == text
 }
 
 /// The length of the escape at the start of `text` (a backslash) if

@@ -384,11 +384,14 @@ pub struct VerbatimMessage<'a> {
 /// and so must the row's keys and the answer. Any other line gives `None`
 /// and goes through `parse_row_line` and `check_row`, which decide it and
 /// word any error: a shortcut to the same result, never a second set of
-/// rules. `messages` is cleared, then holds the prompt's messages.
+/// rules. `messages` is cleared, then holds the prompt's messages; with
+/// `plain_only`, a message that is not plain gives `None` as soon as it is
+/// seen (a caller that can take only plain ones does not read the rest).
 pub fn verbatim_row<'a>(
     text: &'a str,
     limits: LineLimits,
     no_controls: bool,
+    plain_only: bool,
     messages: &mut Vec<VerbatimMessage<'a>>,
 ) -> Option<Verbatim<'a>> {
     messages.clear();
@@ -418,7 +421,7 @@ pub fn verbatim_row<'a>(
                     Some(b'"') => {
                         prompt_text = Some(line.canonical_string().filter(|t| !t.is_empty())?)
                     }
-                    Some(b'[') => verbatim_messages(&mut line, limits, messages)?,
+                    Some(b'[') => verbatim_messages(&mut line, limits, plain_only, messages)?,
                     _ => return None,
                 }
                 prompt = Some(line.text(start, line.pos()));
@@ -458,6 +461,7 @@ pub fn verbatim_row<'a>(
 fn verbatim_messages<'a>(
     line: &mut Canon<'a>,
     limits: LineLimits,
+    plain_only: bool,
     messages: &mut Vec<VerbatimMessage<'a>>,
 ) -> Option<()> {
     if limits.json.max_depth < 3 || limits.max_depth < 1 || !line.eat(b'[') {
@@ -479,7 +483,7 @@ fn verbatim_messages<'a>(
                 "content" if line.peek() == Some(b'"') => content = Some(line.canonical_string()?),
                 _ => {
                     plain &= key == "content" && line.peek() == Some(b'n');
-                    if !line.canonical_value(3, 2, limits.max_depth) {
+                    if (plain_only && !plain) || !line.canonical_value(3, 2, limits.max_depth) {
                         return None;
                     }
                 }
@@ -511,7 +515,7 @@ pub fn write_verbatim_row<'a>(
     messages: &mut Vec<VerbatimMessage<'a>>,
     out: &mut String,
 ) -> Option<usize> {
-    let row = verbatim_row(text, limits, no_controls, messages)?;
+    let row = verbatim_row(text, limits, no_controls, false, messages)?;
     out.push_str("{\"prompt\":");
     out.push_str(row.prompt);
     if let Some(answer) = row.answer {
@@ -564,6 +568,7 @@ pub fn process_chunk<'d, T>(
     let mut blank_lines = 0;
     let mut fault = None;
     let mut line_no = 0u64;
+    let (mut taken, mut missed) = (0usize, 0usize);
     let mut rest = data;
     while !rest.is_empty() {
         let (line, next) = match memchr::memchr(b'\n', rest) {
@@ -605,9 +610,17 @@ pub fn process_chunk<'d, T>(
                 break;
             }
         };
-        if let Some(dropped) = shortcut(&mut output, text, plain) {
-            dropped_keys += dropped;
-            continue;
+        // A line the shortcut gives up on costs its partial scan on top of
+        // the full parse; lines of a file are mostly alike, so once it has
+        // missed 16 and more than it took, the rest of the chunk goes
+        // straight to the parser.
+        if missed < 16 || taken > missed {
+            if let Some(dropped) = shortcut(&mut output, text, plain) {
+                dropped_keys += dropped;
+                taken += 1;
+                continue;
+            }
+            missed += 1;
         }
         let doc = match parse_row_line(text, limits.json) {
             Ok(doc) => doc,
@@ -1115,6 +1128,7 @@ mod tests {
             r#"{"prompt":[{"role":"user","content":"hi"}],"answer":""}"#,
             r#"{"x":[1.5,{"a":NaN_IS_NOT_HERE}],"prompt":"p"}"#,
             r#"{"prompt":[{"content":null,"role":"a","n":-12,"t":[true,false,null,{}],"e":[]}]}"#,
+            r#"{"prompt":[{"role":"a","f":[1.0,-0.0,0.5,1e+16,1.5e-07,123.456,1e-05]}]}"#,
             r#"{"prompt":[{"role":"r","o":{"a":{"b":{"c":1}}}}],"extra":{"x":1e400}}"#,
             r#"{"prompt":[{"role":"é","content":"naïve ✓"},{"role":"tool","tool_calls":[{"id":"1","function":{"name":"f","arguments":"{\"x\":1}"}}]}]}"#,
         ];
@@ -1127,11 +1141,29 @@ mod tests {
     }
 
     #[test]
+    fn plain_only_gives_up_at_the_first_message_that_is_not_plain() {
+        let text = r#"{"prompt":[{"role":"user","content":"a\nb"},{"role":"tool","name":"f"}]}"#;
+        let mut messages = Vec::new();
+        assert!(verbatim_row(text, LIMITS, true, false, &mut messages).is_some());
+        let plain: Vec<bool> = messages.iter().map(|m| m.plain).collect();
+        assert_eq!(plain, [true, false]);
+        assert_eq!(messages[0].content, Some(r"a\nb"));
+        assert!(verbatim_row(text, LIMITS, true, true, &mut messages).is_none());
+        let text = r#"{"prompt":[{"role":"user","content":null},{"role":"a","content":"c"}]}"#;
+        assert!(verbatim_row(text, LIMITS, true, true, &mut messages).is_some());
+        assert_eq!(messages.len(), 2);
+    }
+
+    #[test]
     fn anything_else_is_left_to_the_full_path() {
         let left = [
             // Spellings the output changes.
             r#"{"prompt":[ {"role":"user"}]}"#,
-            r#"{"prompt":[{"role":"user","n":1.0}]}"#,
+            r#"{"prompt":[{"role":"user","n":1.00}]}"#,
+            r#"{"prompt":[{"role":"user","n":1e16}]}"#,
+            r#"{"prompt":[{"role":"user","n":1E+16}]}"#,
+            r#"{"prompt":[{"role":"user","n":0.10000000000000001}]}"#,
+            r#"{"prompt":[{"role":"user","n":1e400}]}"#,
             r#"{"prompt":[{"role":"user","n":-0}]}"#,
             r#"{"prompt":[{"role":"user","c":"\/"}]}"#,
             r#"{"prompt":[{"role":"user","c":"\u0041"}]}"#,
