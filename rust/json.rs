@@ -586,11 +586,11 @@ const CANON_MAX_KEYS: usize = 16;
 /// of building values and writing them again. It recognises, it never
 /// decides: every method answers `None` or `false` at the first thing it does
 /// not recognise, be it an error or only another spelling (whitespace, an
-/// escape, a float, `-0`, a repeated key, a nesting past a limit), and the
-/// caller then hands the whole line to `parse_row_line`, which decides and
-/// words any error. Numbers, literals and values skipped are read by
-/// `Parser`; strings by `canonical_string`, which takes only strings
-/// `Parser::string` takes.
+/// escape, a float `repr` spells otherwise, `-0`, a repeated key, a nesting
+/// past a limit), and the caller then hands the whole line to
+/// `parse_row_line`, which decides and words any error. Numbers, literals
+/// and values skipped are read by `Parser`; strings by `canonical_string`,
+/// which takes only strings `Parser::string` takes.
 pub struct Canon<'a> {
     parser: Parser<'a>,
     /// The line has no control character (so no string in it has one).

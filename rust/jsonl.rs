@@ -380,7 +380,8 @@ pub struct VerbatimMessage<'a> {
 /// mapping with a non-empty str `role` and nothing nested past `max_depth`;
 /// an `answer` that is a str or null; no key twice in the row. The prompt
 /// must be spelled canonically (`Canon::canonical_value`: no whitespace,
-/// float, `-0` or repeated key, no escape `write_json_str` would not write),
+/// `-0` or repeated key, floats as `repr` spells them, no escape
+/// `write_json_str` would not write),
 /// and so must the row's keys and the answer. Any other line gives `None`
 /// and goes through `parse_row_line` and `check_row`, which decide it and
 /// word any error: a shortcut to the same result, never a second set of
