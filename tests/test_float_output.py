@@ -53,7 +53,9 @@ def assert_written_like_dumps(directory: Path, values: Sequence[float]) -> None:
     # through the float writer too.
     spaced = [line.replace('"x":[', '"x": [') for line in canonical]
     expected = [line for pair in zip(canonical, canonical, strict=True) for line in pair]
-    got = normalised_lines(directory, [line for pair in zip(canonical, spaced) for line in pair])
+    got = normalised_lines(
+        directory, [line for pair in zip(canonical, spaced, strict=True) for line in pair]
+    )
     mismatches = []
     for want, line in zip(expected, got, strict=True):
         numbers = json.loads(want)["prompt"][0]["x"]
