@@ -969,19 +969,17 @@ impl<'d> ChunkArrow<'d> {
 
     /// The shortcut for rows `jsonl::verbatim_row` takes whose messages are
     /// all plain: no value tree. Gives the keys dropped, or `None` (nothing
-    /// done) for the full path to take the line.
-    fn add_verbatim(&mut self, text: &'d str, limits: LineLimits, plain: bool) -> Option<usize> {
+    /// done) for the full path to take the line. `ascii`: see `Canon::new`.
+    fn add_verbatim(&mut self, text: &'d str, limits: LineLimits, ascii: bool) -> Option<usize> {
         let mut messages = std::mem::take(&mut self.messages);
-        let taken = jsonl::verbatim_row(text, limits, plain, true, &mut messages)
-            .filter(|_| messages.iter().all(|message| message.plain))
-            .map(|row| {
-                if let Some(batch) = self.batch_for(row.text.is_some()) {
-                    if let Err(err) = batch.verbatim(&row, &messages) {
-                        self.failed = Some(err);
-                    }
+        let taken = jsonl::verbatim_row(text, limits, ascii, true, &mut messages).map(|row| {
+            if let Some(batch) = self.batch_for(row.text.is_some()) {
+                if let Err(err) = batch.verbatim(&row, &messages) {
+                    self.failed = Some(err);
                 }
-                row.dropped_keys
-            });
+            }
+            row.dropped_keys
+        });
         self.messages = messages;
         taken
     }
@@ -1065,7 +1063,7 @@ pub fn read_file(
             data,
             lines,
             ChunkArrow::new(rule),
-            |out: &mut ChunkArrow<'_>, text, plain| out.add_verbatim(text, lines, plain),
+            |out: &mut ChunkArrow<'_>, text, ascii| out.add_verbatim(text, lines, ascii),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
         );
         // Typed and built here, on the worker thread.

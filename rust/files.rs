@@ -668,8 +668,8 @@ pub fn normalise_file(
                 data,
                 lines,
                 String::with_capacity(data.len()),
-                |out: &mut String, text, plain| {
-                    jsonl::write_verbatim_row(text, lines, plain, &mut messages, out)
+                |out: &mut String, text, ascii| {
+                    jsonl::write_verbatim_row(text, lines, ascii, &mut messages, out)
                 },
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )

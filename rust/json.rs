@@ -724,6 +724,13 @@ impl<'a> Canon<'a> {
 
     /// Past `{`: the members and the `}`.
     fn canonical_members(&mut self, depth: usize, level: usize, max_level: usize) -> bool {
+        self.members(|canon, _| canon.canonical_value(depth, level + 1, max_level))
+    }
+
+    /// Past `{`: the members and the `}`, with no whitespace and no key
+    /// twice (keys as `canonical_string` takes them). `member` reads each
+    /// value (the cursor is past the colon) and answers whether it took it.
+    pub fn members(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> bool) -> bool {
         if self.eat(b'}') {
             return true;
         }
@@ -732,10 +739,7 @@ impl<'a> Canon<'a> {
             let Some(key) = self.canonical_string() else {
                 return false;
             };
-            if !keys.add(key)
-                || !self.eat(b':')
-                || !self.canonical_value(depth, level + 1, max_level)
-            {
+            if !keys.add(key) || !self.eat(b':') || !member(self, key) {
                 return false;
             }
             if !self.eat(b',') {

@@ -369,8 +369,6 @@ pub struct VerbatimMessage<'a> {
     /// A str content between its quotes; `None` when it is null, absent or
     /// another value.
     pub content: Option<&'a str>,
-    /// Whether the message has only `role` and a str or null `content`.
-    pub plain: bool,
 }
 
 /// Take a row whose kept parts are already spelled the way `write_row`
@@ -386,8 +384,8 @@ pub struct VerbatimMessage<'a> {
 /// and goes through `parse_row_line` and `check_row`, which decide it and
 /// word any error: a shortcut to the same result, never a second set of
 /// rules. `messages` is cleared, then holds the prompt's messages; with
-/// `plain_only`, a message that is not plain gives `None` as soon as it is
-/// seen (a caller that can take only plain ones does not read the rest).
+/// `plain_only`, every message must be plain (only `role` and a str or null
+/// `content`), and one that is not gives `None` as soon as it is seen.
 pub fn verbatim_row<'a>(
     text: &'a str,
     limits: LineLimits,
@@ -472,34 +470,27 @@ fn verbatim_messages<'a>(
         if !line.eat(b'{') {
             return None;
         }
-        let mut keys = Keys::default();
-        let (mut role, mut content, mut plain) = (None, None, true);
-        loop {
-            let key = line.canonical_string()?;
-            if !keys.add(key) || !line.eat(b':') {
-                return None;
+        let (mut role, mut content) = (None, None);
+        let taken = line.members(|line, key| match key {
+            "role" => {
+                role = line.canonical_string().filter(|r| !r.is_empty());
+                role.is_some()
             }
-            match key {
-                "role" => role = Some(line.canonical_string().filter(|r| !r.is_empty())?),
-                "content" if line.peek() == Some(b'"') => content = Some(line.canonical_string()?),
-                _ => {
-                    plain &= key == "content" && line.peek() == Some(b'n');
-                    if (plain_only && !plain) || !line.canonical_value(3, 2, limits.max_depth) {
-                        return None;
-                    }
-                }
+            "content" if line.peek() == Some(b'"') => {
+                content = line.canonical_string();
+                content.is_some()
             }
-            if !line.eat(b',') {
-                break;
+            _ => {
+                let plain = key == "content" && line.peek() == Some(b'n');
+                (plain || !plain_only) && line.canonical_value(3, 2, limits.max_depth)
             }
-        }
-        if !line.eat(b'}') {
+        });
+        if !taken {
             return None;
         }
         messages.push(VerbatimMessage {
             role: role?,
             content,
-            plain,
         });
         if !line.eat(b',') {
             return line.eat(b']').then_some(());
@@ -592,8 +583,8 @@ pub fn process_chunk<'d, T>(
         }
         let local_index = row_lines.len();
         row_lines.push(this_line);
-        let plain = printable_ascii(line);
-        let checked = if plain {
+        let ascii = printable_ascii(line);
+        let checked = if ascii {
             // SAFETY: every byte is below 0x80 (`printable_ascii`): ASCII,
             // which is valid UTF-8.
             Ok(unsafe { std::str::from_utf8_unchecked(line) })
@@ -616,7 +607,7 @@ pub fn process_chunk<'d, T>(
         // missed 16 and more than it took, the rest of the chunk goes
         // straight to the parser.
         if missed < 16 || taken > missed {
-            if let Some(dropped) = shortcut(&mut output, text, plain) {
+            if let Some(dropped) = shortcut(&mut output, text, ascii) {
                 dropped_keys += dropped;
                 taken += 1;
                 continue;
@@ -1105,9 +1096,9 @@ mod tests {
     fn shortcut(text: &str) -> Option<(String, usize)> {
         let mut out = String::new();
         let dropped = write_verbatim_row(text, LIMITS, false, &mut Vec::new(), &mut out);
-        let plain = printable_ascii(text.as_bytes());
+        let ascii = printable_ascii(text.as_bytes());
         let mut again = String::new();
-        let same = write_verbatim_row(text, LIMITS, plain, &mut Vec::new(), &mut again);
+        let same = write_verbatim_row(text, LIMITS, ascii, &mut Vec::new(), &mut again);
         assert_eq!(
             (dropped, &out),
             (same, &again),
@@ -1146,8 +1137,8 @@ mod tests {
         let text = r#"{"prompt":[{"role":"user","content":"a\nb"},{"role":"tool","name":"f"}]}"#;
         let mut messages = Vec::new();
         assert!(verbatim_row(text, LIMITS, true, false, &mut messages).is_some());
-        let plain: Vec<bool> = messages.iter().map(|m| m.plain).collect();
-        assert_eq!(plain, [true, false]);
+        let roles: Vec<&str> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, ["user", "tool"]);
         assert_eq!(messages[0].content, Some(r"a\nb"));
         assert!(verbatim_row(text, LIMITS, true, true, &mut messages).is_none());
         let text = r#"{"prompt":[{"role":"user","content":null},{"role":"a","content":"c"}]}"#;
