@@ -528,7 +528,9 @@ impl Sink {
                     return Ok(Sink::File {
                         temp,
                         dest,
-                        out: BufWriter::with_capacity(1 << 20, file),
+                        // Small: a chunk's output (most of them longer) goes
+                        // straight to the file, not through a copy here.
+                        out: BufWriter::with_capacity(64 << 10, file),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

@@ -656,7 +656,8 @@ pub fn process_chunk<'d, T>(
 // ---- the pipeline --------------------------------------------------------------------------
 
 enum Work {
-    Chunk { id: u64, data: Vec<u8> },
+    /// The chunk is `data[..len]`; `data` goes back to the reader's pool.
+    Chunk { id: u64, data: Vec<u8>, len: usize },
     Fail { id: u64, fault: ReadFault },
     End { id: u64 },
 }
@@ -812,6 +813,7 @@ fn reader(
     max_line_bytes: usize,
     work: SyncSender<Work>,
     slots: Receiver<()>,
+    pool: Receiver<Vec<u8>>,
 ) {
     let mut id = 0u64;
     let mut total = 0u64;
@@ -825,8 +827,12 @@ fn reader(
             return;
         }
     };
-    let mut carry: Vec<u8> = Vec::new();
-    let mut block = vec![0u8; CHUNK_BYTES];
+    // The bytes of the chunk being filled are `buf[..used]`: the unfinished
+    // line the last chunk left, then what is read, straight into the buffer
+    // that goes to a worker. Buffers come back through `pool` once parsed
+    // (always fully initialised: `len` is the capacity in use).
+    let mut buf = pooled(&pool);
+    let mut used = 0usize;
     // The first chunks are small, so that every worker has work soon (a file
     // of a few megabytes is otherwise a handful of chunks); they double up to
     // CHUNK_BYTES.
@@ -839,17 +845,24 @@ fn reader(
         let mut eof = false;
         let mut failure = None;
         loop {
-            // Read at most one byte past the limit: enough to know it is passed.
+            // Fill the chunk up (or, after a long unfinished line, read a
+            // chunk's worth more); at most one byte past the limit: enough
+            // to know it is passed.
+            let want = if used <= chunk / 2 { chunk - used } else { chunk };
             let room = usize::try_from(max_bytes.saturating_sub(total).saturating_add(1))
                 .unwrap_or(usize::MAX)
-                .min(chunk);
-            let Filled { len: n, error } = read_full(source.as_mut(), &mut block[..room], idle);
+                .min(want);
+            if buf.len() < used + room {
+                // Only a line longer than a chunk gets here.
+                buf.resize((used + room).max(buf.len() * 2), 0);
+            }
+            let Filled { len: n, error } =
+                read_full(source.as_mut(), &mut buf[used..used + room], idle);
             total += n as u64;
             if total > max_bytes {
                 // The bytes within the limit count; whole lines among them go
                 // through the rules first, then the input is refused.
-                let within = n - usize::try_from(total - max_bytes).unwrap_or(n).min(n);
-                carry.extend_from_slice(&block[..within]);
+                used += n - usize::try_from(total - max_bytes).unwrap_or(n).min(n);
                 failure = Some(ReadFault::TooLarge);
                 break;
             }
@@ -857,7 +870,7 @@ fn reader(
                 // What the source delivered before it failed is used, as
                 // Python's readers do: whole lines go through the rules first
                 // (a damaged gzip trailer is reported after the rows before it).
-                carry.extend_from_slice(&block[..n]);
+                used += n;
                 failure = Some(if gzip {
                     ReadFault::Gzip
                 } else {
@@ -865,8 +878,8 @@ fn reader(
                 });
                 break;
             }
-            let found = memchr::memchr(b'\n', &block[..n]).is_some();
-            carry.extend_from_slice(&block[..n]);
+            let found = memchr::memchr(b'\n', &buf[used..used + n]).is_some();
+            used += n;
             if n == 0 {
                 eof = true;
                 break;
@@ -874,7 +887,7 @@ fn reader(
             if found {
                 break;
             }
-            if carry.len() > max_line_bytes {
+            if used > max_line_bytes {
                 // No newline yet and already too long: it is the first line
                 // after everything sent so far, which the consumer can tell.
                 let _ = work.send(Work::Fail {
@@ -887,24 +900,30 @@ fn reader(
         // Whole lines go out; an unfinished one waits for more input (or,
         // after a read error, is dropped: it never arrived whole).
         let cut = if eof {
-            carry.len()
+            used
         } else {
-            memchr::memrchr(b'\n', &carry).map_or(0, |i| i + 1)
+            memchr::memrchr(b'\n', &buf[..used]).map_or(0, |i| i + 1)
         };
-        let rest = carry.split_off(cut);
-        let data = std::mem::replace(&mut carry, rest);
-        if !data.is_empty() {
-            if work.send(Work::Chunk { id, data }).is_err() {
+        if cut > 0 {
+            let mut next = pooled(&pool);
+            let rest = used - cut;
+            if next.len() < rest {
+                next.resize(rest, 0);
+            }
+            next[..rest].copy_from_slice(&buf[cut..used]);
+            let data = std::mem::replace(&mut buf, next);
+            used = rest;
+            if work.send(Work::Chunk { id, data, len: cut }).is_err() {
                 return;
             }
             id += 1;
-            chunk = (chunk * 2).min(block.len());
+            chunk = (chunk * 2).min(CHUNK_BYTES);
         }
         if let Some(fault) = failure {
             let fault = match fault {
                 // The unfinished line at the limit was already too long: that
                 // came first in the input.
-                ReadFault::TooLarge if carry.len() > max_line_bytes => ReadFault::LineTooLong,
+                ReadFault::TooLarge if used > max_line_bytes => ReadFault::LineTooLong,
                 other => other,
             };
             let _ = work.send(Work::Fail { id, fault });
@@ -915,6 +934,11 @@ fn reader(
             return;
         }
     }
+}
+
+/// A chunk buffer: one a worker has given back, or a new one.
+fn pooled(pool: &Receiver<Vec<u8>>) -> Vec<u8> {
+    pool.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK_BYTES])
 }
 
 /// How often a waiting thread looks up (for Ctrl-C, or for a stop).
@@ -944,6 +968,7 @@ where
     let (work_tx, work_rx) = mpsc::sync_channel::<Work>(IN_FLIGHT);
     let (done_tx, done_rx) = mpsc::channel::<DoneBox<T>>();
     let (slot_tx, slot_rx) = mpsc::sync_channel::<()>(IN_FLIGHT);
+    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
     for _ in 0..IN_FLIGHT {
         let _ = slot_tx.send(());
     }
@@ -964,13 +989,14 @@ where
             max_line_bytes,
             work_tx,
             slot_rx,
+            pool_rx,
         )
     });
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
         for _ in 0..workers.max(1) {
-            let done_tx = done_tx.clone();
+            let (done_tx, pool_tx) = (done_tx.clone(), pool_tx.clone());
             let (work_rx, work, stop) = (&work_rx, &work, &stop);
             scope.spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
@@ -981,7 +1007,14 @@ where
                     Err(_) => return,
                 };
                 let done = match item {
-                    Ok(Work::Chunk { id, data }) => Done::Chunk(id, work(&data)),
+                    Ok(Work::Chunk { id, data, len }) => {
+                        let result = work(&data[..len]);
+                        // A buffer grown for a long line is not kept.
+                        if data.len() <= CHUNK_BYTES {
+                            let _ = pool_tx.send(data);
+                        }
+                        Done::Chunk(id, result)
+                    }
                     Ok(Work::Fail { id, fault }) => Done::Fail(id, fault),
                     Ok(Work::End { id }) => Done::End(id),
                     Err(RecvTimeoutError::Timeout) => continue,
@@ -992,7 +1025,7 @@ where
                 }
             });
         }
-        drop(done_tx);
+        drop((done_tx, pool_tx));
         let outcome = consume_in_order(done_rx, slot_tx, &mut wait, &mut tick, &mut consume);
         // However the consumer ended, the workers stop at their next look up.
         stop.store(true, Ordering::Relaxed);
