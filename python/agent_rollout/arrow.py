@@ -1217,11 +1217,17 @@ class ParquetSink:
         with naming(self.dest):
             self.writer = parquet_writer(self.path, schema)
 
+    def _take_pending(self) -> Optional[pa.Table]:
+        if not self.pending:
+            return None
+        table = pa.Table.from_batches(self.pending, schema=self.schema)
+        self.pending.clear()
+        self.sizes["rows"] = self.sizes["bytes"] = 0
+        return table
+
     def _write_pending(self) -> None:
-        if self.pending:
-            table = pa.Table.from_batches(self.pending, schema=self.schema)
-            self.pending.clear()
-            self.sizes["rows"] = self.sizes["bytes"] = 0
+        table = self._take_pending()
+        if table is not None:
             self._wait()
             try:
                 if self.thread is None:
@@ -1283,10 +1289,14 @@ class ParquetSink:
 
     def finish(self) -> int:
         """Write what is left, close the file and put it in place; return its size."""
-        self._write_pending()
         failed = self._stop_thread()
         if failed is not None:
             raise failed
+        # The last group is written here: there is no more parsing for a thread
+        # to overlap with (and a file of one group starts no thread at all).
+        table = self._take_pending()
+        if table is not None:
+            self._write_group(self.writer, table)
         assert self.path is not None
         with naming(self.dest):
             self.writer.close()
