@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -650,6 +650,33 @@ fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
     Ok(())
 }
 
+/// Output buffers of chunks written out, for the next chunks of this call and
+/// of later ones (as `jsonl`'s pool of input buffers: fresh ones are faulted
+/// in page by page).
+static SPARE_OUTPUT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The most output buffers kept (each about a chunk's size).
+const SPARE_KEEP: usize = 8;
+
+fn spare_output() -> String {
+    SPARE_OUTPUT
+        .lock()
+        .ok()
+        .and_then(|mut spare| spare.pop())
+        .unwrap_or_default()
+}
+
+fn give_back_output(mut output: String) {
+    // A buffer grown past two chunks (long lines) is not kept.
+    if output.capacity() <= jsonl::CHUNK_BYTES * 2 {
+        if let Ok(mut spare) = SPARE_OUTPUT.lock() {
+            if spare.len() < SPARE_KEEP {
+                output.clear();
+                spare.push(output);
+            }
+        }
+    }
+}
+
 /// Normalise a rollout file into canonical JSONL at `dest`.
 pub fn normalise_file(
     py: Python<'_>,
@@ -666,10 +693,12 @@ pub fn normalise_file(
         let mut stats = FileStats::default();
         let work = |data: &[u8]| {
             let mut messages = Vec::new();
+            let mut output = spare_output();
+            output.reserve(data.len());
             jsonl::process_chunk(
                 data,
                 lines,
-                String::with_capacity(data.len()),
+                output,
                 |out: &mut String, text, ascii| {
                     jsonl::write_verbatim_row(text, lines, ascii, &mut messages, out)
                 },
@@ -695,6 +724,7 @@ pub fn normalise_file(
                 sink_ref.write(result.output.as_bytes())?;
                 stats.add(accepted, &result);
                 stats.bytes_out += result.output.len() as u64;
+                give_back_output(result.output);
                 if let Some(report) = &progress {
                     Python::attach(|py| {
                         report.call1(py, (stats.rows, stats.lines, stats.bytes_in))

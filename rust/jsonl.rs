@@ -24,7 +24,7 @@ use crate::json::{
 
 /// How much is read at a time, at most; a chunk is this much (the first ones
 /// less, see `FIRST_CHUNK_BYTES`), cut after its last newline.
-const CHUNK_BYTES: usize = 1 << 20;
+pub(crate) const CHUNK_BYTES: usize = 1 << 20;
 /// The first chunk's size (then doubled at each chunk, up to `CHUNK_BYTES`).
 const FIRST_CHUNK_BYTES: usize = 64 << 10;
 /// Chunks in flight (read, parsed or waiting to be consumed) at most.
@@ -656,7 +656,7 @@ pub fn process_chunk<'d, T>(
 // ---- the pipeline --------------------------------------------------------------------------
 
 enum Work {
-    /// The chunk is `data[..len]`; `data` goes back to the reader's pool.
+    /// The chunk is `data[..len]`; `data` goes back to the pool (`give_back`).
     Chunk { id: u64, data: Vec<u8>, len: usize },
     Fail { id: u64, fault: ReadFault },
     End { id: u64 },
@@ -813,7 +813,20 @@ fn reader(
     max_line_bytes: usize,
     work: SyncSender<Work>,
     slots: Receiver<()>,
-    pool: Receiver<Vec<u8>>,
+) {
+    let mut buf = pooled();
+    read_chunks(raw, idle, max_bytes, max_line_bytes, &work, &slots, &mut buf);
+    give_back(buf);
+}
+
+fn read_chunks(
+    raw: Box<dyn Read + Send>,
+    idle: &dyn Fn() -> bool,
+    max_bytes: u64,
+    max_line_bytes: usize,
+    work: &SyncSender<Work>,
+    slots: &Receiver<()>,
+    buf: &mut Vec<u8>,
 ) {
     let mut id = 0u64;
     let mut total = 0u64;
@@ -829,9 +842,8 @@ fn reader(
     };
     // The bytes of the chunk being filled are `buf[..used]`: the unfinished
     // line the last chunk left, then what is read, straight into the buffer
-    // that goes to a worker. Buffers come back through `pool` once parsed
-    // (always fully initialised: `len` is the capacity in use).
-    let mut buf = pooled(&pool);
+    // that goes to a worker (always fully initialised: `len` is the capacity
+    // in use).
     let mut used = 0usize;
     // The first chunks are small, so that every worker has work soon (a file
     // of a few megabytes is otherwise a handful of chunks); they double up to
@@ -905,13 +917,13 @@ fn reader(
             memchr::memrchr(b'\n', &buf[..used]).map_or(0, |i| i + 1)
         };
         if cut > 0 {
-            let mut next = pooled(&pool);
+            let mut next = pooled();
             let rest = used - cut;
             if next.len() < rest {
                 next.resize(rest, 0);
             }
             next[..rest].copy_from_slice(&buf[cut..used]);
-            let data = std::mem::replace(&mut buf, next);
+            let data = std::mem::replace(buf, next);
             used = rest;
             if work.send(Work::Chunk { id, data, len: cut }).is_err() {
                 return;
@@ -936,9 +948,30 @@ fn reader(
     }
 }
 
-/// A chunk buffer: one a worker has given back, or a new one.
-fn pooled(pool: &Receiver<Vec<u8>>) -> Vec<u8> {
-    pool.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK_BYTES])
+/// Chunk buffers parsed and given back, for the next chunks of this call and
+/// of later ones (a new buffer's pages are each faulted in as they are first
+/// read into: on a 10k-row file that was about a tenth of the call's time).
+static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// The most buffers the pool keeps (CHUNK_BYTES each).
+const POOL_KEEP: usize = IN_FLIGHT;
+
+/// A chunk buffer: one given back, or a new one.
+fn pooled() -> Vec<u8> {
+    POOL.lock()
+        .ok()
+        .and_then(|mut pool| pool.pop())
+        .unwrap_or_else(|| vec![0u8; CHUNK_BYTES])
+}
+
+/// Keep `buf` for a next chunk (not one grown for a long line).
+fn give_back(buf: Vec<u8>) {
+    if buf.len() == CHUNK_BYTES {
+        if let Ok(mut pool) = POOL.lock() {
+            if pool.len() < POOL_KEEP {
+                pool.push(buf);
+            }
+        }
+    }
 }
 
 /// How often a waiting thread looks up (for Ctrl-C, or for a stop).
@@ -968,7 +1001,6 @@ where
     let (work_tx, work_rx) = mpsc::sync_channel::<Work>(IN_FLIGHT);
     let (done_tx, done_rx) = mpsc::channel::<DoneBox<T>>();
     let (slot_tx, slot_rx) = mpsc::sync_channel::<()>(IN_FLIGHT);
-    let (pool_tx, pool_rx) = mpsc::channel::<Vec<u8>>();
     for _ in 0..IN_FLIGHT {
         let _ = slot_tx.send(());
     }
@@ -989,14 +1021,13 @@ where
             max_line_bytes,
             work_tx,
             slot_rx,
-            pool_rx,
         )
     });
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
         for _ in 0..workers.max(1) {
-            let (done_tx, pool_tx) = (done_tx.clone(), pool_tx.clone());
+            let done_tx = done_tx.clone();
             let (work_rx, work, stop) = (&work_rx, &work, &stop);
             scope.spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
@@ -1009,10 +1040,7 @@ where
                 let done = match item {
                     Ok(Work::Chunk { id, data, len }) => {
                         let result = work(&data[..len]);
-                        // A buffer grown for a long line is not kept.
-                        if data.len() <= CHUNK_BYTES {
-                            let _ = pool_tx.send(data);
-                        }
+                        give_back(data);
                         Done::Chunk(id, result)
                     }
                     Ok(Work::Fail { id, fault }) => Done::Fail(id, fault),
@@ -1025,7 +1053,7 @@ where
                 }
             });
         }
-        drop((done_tx, pool_tx));
+        drop(done_tx);
         let outcome = consume_in_order(done_rx, slot_tx, &mut wait, &mut tick, &mut consume);
         // However the consumer ended, the workers stop at their next look up.
         stop.store(true, Ordering::Relaxed);
