@@ -1838,9 +1838,9 @@ struct PyRow<'py> {
 
 /// The row and its prompt's kind, if the row is an exact dict with an exact
 /// str or list prompt.
-fn py_prompt<'py>(row: &Bound<'py, PyAny>) -> Result<PyRow<'py>, Stop> {
+fn py_prompt<'py>(row: Bound<'py, PyAny>) -> Result<PyRow<'py>, Stop> {
     let py = row.py();
-    let row = row.cast_exact::<PyDict>().map_err(|_| Stop::Slow)?.clone();
+    let row = row.cast_into_exact::<PyDict>().map_err(|_| Stop::Slow)?;
     // A lookup may run a user key's __eq__; `row` and `prompt` are strong
     // references, and nothing below relies on the dict staying as it was.
     let prompt = row
@@ -1954,7 +1954,7 @@ pub fn rows_to_batches<'py>(
             row,
             prompt,
             kind: own,
-        } = match py_prompt(&row) {
+        } = match py_prompt(row) {
             Ok(found) => found,
             Err(Stop::Py(err)) => return Err(Fault::Py(err)),
             Err(_) => return give_up(not_normalised()),
