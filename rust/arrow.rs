@@ -1667,10 +1667,13 @@ impl<'py> PyBatch<'py> {
                 continue;
             }
             if name == "content" {
-                if let Ok(content_text) = value.cast_exact::<PyString>() {
-                    content = Some(content_text.clone());
-                    continue;
-                }
+                let value = match value.cast_into_exact::<PyString>() {
+                    Ok(content_text) => {
+                        content = Some(content_text);
+                        continue;
+                    }
+                    Err(other) => other.into_inner(),
+                };
                 if value.is_none() {
                     continue;
                 }
