@@ -256,8 +256,14 @@ def main() -> int:
             "python", lambda: normalise_rollout_file(src, out, max_rows=n)
         )
         files["read_json + rules + write_table"] = lambda: anchor_parquet(src, tmp / "a.parquet", n)
+
+        # Each call makes a new file (see bench_goals.py, `timed`).
+        def remove_outputs() -> None:
+            for made in (out, tmp / "a.parquet"):
+                made.unlink(missing_ok=True)
+
         times = {
-            name: best_settled(fn, 1 if "twin" in name else args.repeat)[1]
+            name: best_settled(fn, 1 if "twin" in name else args.repeat, remove_outputs)[1]
             for name, fn in files.items()
         }
         print(f"\nJSONL ({size_mb:.1f} MB) -> zstd Parquet")
