@@ -652,14 +652,14 @@ fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
 
 /// Output buffers of chunks written out, for the next chunks of this call and
 /// of later ones (as `jsonl`'s pool of input buffers: fresh ones are faulted
-/// in page by page).
+/// in page by page; likewise only ever `try_lock`ed).
 static SPARE_OUTPUT: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// The most output buffers kept (each about a chunk's size).
 const SPARE_KEEP: usize = 8;
 
 fn spare_output() -> String {
     SPARE_OUTPUT
-        .lock()
+        .try_lock()
         .ok()
         .and_then(|mut spare| spare.pop())
         .unwrap_or_default()
@@ -668,7 +668,7 @@ fn spare_output() -> String {
 fn give_back_output(mut output: String) {
     // A buffer grown past two chunks (long lines) is not kept.
     if output.capacity() <= jsonl::CHUNK_BYTES * 2 {
-        if let Ok(mut spare) = SPARE_OUTPUT.lock() {
+        if let Ok(mut spare) = SPARE_OUTPUT.try_lock() {
             if spare.len() < SPARE_KEEP {
                 output.clear();
                 spare.push(output);
