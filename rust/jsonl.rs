@@ -865,8 +865,10 @@ fn read_chunks(
                 .unwrap_or(usize::MAX)
                 .min(want);
             if buf.len() < used + room {
-                // Only a line longer than a chunk gets here.
-                buf.resize((used + room).max(buf.len() * 2), 0);
+                // An unfinished line over half a chunk gets here. Only what is
+                // read into is zeroed (the Vec's capacity grows by doubling,
+                // untouched), so a long line costs its own length in memory.
+                buf.resize(used + room, 0);
             }
             let Filled { len: n, error } =
                 read_full(source.as_mut(), &mut buf[used..used + room], idle);
@@ -933,9 +935,14 @@ fn read_chunks(
         }
         if let Some(fault) = failure {
             let fault = match fault {
-                // The unfinished line at the limit was already too long: that
-                // came first in the input.
-                ReadFault::TooLarge if used > max_line_bytes => ReadFault::LineTooLong,
+                // The unfinished line at the limit or at the read error was
+                // already too long: that came first in the input (and does
+                // not hang on how much each read happened to bring).
+                ReadFault::TooLarge | ReadFault::Io(_) | ReadFault::Gzip
+                    if used > max_line_bytes =>
+                {
+                    ReadFault::LineTooLong
+                }
                 other => other,
             };
             let _ = work.send(Work::Fail { id, fault });

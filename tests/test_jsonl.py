@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
@@ -721,6 +722,30 @@ def test_a_line_over_max_line_bytes(engine: str, tmp_path: Path) -> None:
     os.truncate(src, len(GOOD) + 1 + len(big) - 1)  # now exactly MAX_LINE_BYTES: accepted
     rows = read_rollout_jsonl(src)
     assert len(rows) == 2 and len(rows[1]["prompt"]) == filler
+
+
+def test_a_damaged_gzip_inside_an_over_long_line_is_the_long_line(
+    engine: str, tmp_path: Path
+) -> None:
+    """The stream breaks just after an unfinished line passed MAX_LINE_BYTES, inside
+    the read that took it past: the line came first (review finding; the Rust engine
+    reported the gzip error when both fell in one read)."""
+    head = GOOD + b"\n"
+    big = b'{"prompt":"' + b"a" * (MAX_LINE_BYTES + (1 << 20)) + b'"}\n'
+    cut = len(head) + MAX_LINE_BYTES + 1000  # the line is 1000 bytes over here
+    pack = zlib.compressobj(1, wbits=16 + zlib.MAX_WBITS)
+    # Everything up to `cut` can be inflated from the bytes kept; then the stream ends.
+    packed = pack.compress((head + big)[:cut]) + pack.flush(zlib.Z_SYNC_FLUSH)
+    src = tmp_path / "cut.jsonl.gz"
+    src.write_bytes(packed)
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    assert len(inflate.decompress(packed)) == cut and not inflate.eof
+    dst = tmp_path / "out.jsonl"
+    for call in (lambda: read_rollout_jsonl(src), lambda: normalise_rollout_file(src, dst)):
+        with pytest.raises(RolloutFileError) as info:
+            call()
+        assert (info.value.code, info.value.line) == ("line_too_long", 3), str(info.value)
+    assert not dst.exists() and temp_files(tmp_path) == []
 
 
 def many_rows(count: int) -> bytes:
