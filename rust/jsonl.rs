@@ -657,9 +657,18 @@ pub fn process_chunk<'d, T>(
 
 enum Work {
     /// The chunk is `data[..len]`; `data` goes back to the pool (`give_back`).
-    Chunk { id: u64, data: Vec<u8>, len: usize },
-    Fail { id: u64, fault: ReadFault },
-    End { id: u64 },
+    Chunk {
+        id: u64,
+        data: Vec<u8>,
+        len: usize,
+    },
+    Fail {
+        id: u64,
+        fault: ReadFault,
+    },
+    End {
+        id: u64,
+    },
 }
 
 /// What the consumer receives, in input order.
@@ -815,7 +824,15 @@ fn reader(
     slots: Receiver<()>,
 ) {
     let mut buf = pooled();
-    read_chunks(raw, idle, max_bytes, max_line_bytes, &work, &slots, &mut buf);
+    read_chunks(
+        raw,
+        idle,
+        max_bytes,
+        max_line_bytes,
+        &work,
+        &slots,
+        &mut buf,
+    );
     give_back(buf);
 }
 
@@ -860,7 +877,11 @@ fn read_chunks(
             // Fill the chunk up (or, after a long unfinished line, read a
             // chunk's worth more); at most one byte past the limit: enough
             // to know it is passed.
-            let want = if used <= chunk / 2 { chunk - used } else { chunk };
+            let want = if used <= chunk / 2 {
+                chunk - used
+            } else {
+                chunk
+            };
             let room = usize::try_from(max_bytes.saturating_sub(total).saturating_add(1))
                 .unwrap_or(usize::MAX)
                 .min(want);
