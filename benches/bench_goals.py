@@ -21,7 +21,9 @@ One run, one process for the timings (a fresh process per file for peak memory):
 
 The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
 bytes a row). Times are best of R after one warm-up call, each followed by the
-young-generation collection it leaves (``_common.best_settled``).
+young-generation collection it leaves (``_common.best_settled``); the contenders
+of a table row take turns, one call each per round. Every output is a new file
+(and, on a line of its own, JSONL replacing a file already on disk).
 """
 
 from __future__ import annotations
@@ -50,30 +52,64 @@ Row = tuple[str, float, str, float, str, str]
 """(work, ours ms, anchor or floor, its ms, ratio text, goal text)"""
 
 
-def timed(fn: Callable[[], Any], repeat: int, new: Path | None = None) -> float:
-    """Best of ``repeat`` (ms, with the collection the call leaves), after one warm-up call.
+Call = tuple[Callable[[], Any], "Callable[[], Any] | None"]
+"""A contender, and what to do before each of its calls, untimed (if anything)."""
 
-    With ``new``, that file is removed before each call, untimed: the call
-    writes a new file, as a job run once does. Replacing the last call's
-    output instead makes the kernel free the old file's cached pages inside
-    the timed call (about 30 ms for the 40 MB JSONL output on this machine);
-    ``file_rows`` shows that case on a line of its own.
+
+def new_file(path: Path) -> Callable[[], Any]:
+    """Before a call: remove ``path``, so that the call writes a new file."""
+    return lambda: path.unlink(missing_ok=True)
+
+
+def old_file(path: Path, content: bytes) -> Callable[[], Any]:
+    """Before a call: put ``content`` at ``path``, on disk (fsync), for the call to replace."""
+
+    def make() -> None:
+        path.unlink(missing_ok=True)
+        with path.open("wb") as out:
+            out.write(content)
+            out.flush()
+            os.fsync(out.fileno())
+
+    return make
+
+
+def timed(calls: dict[str, Call], repeat: int) -> dict[str, float]:
+    """Each contender's best of ``repeat`` (ms, with the collection the call leaves),
+    after one warm-up call each; the contenders take turns, one call each per round,
+    so that a slow spell of this VM falls on all of them, not on whichever ran then.
+
+    A contender that writes a file writes a new one (``new_file``), as a job run
+    once does. Replacing a file already on disk adds the filesystem's work to the
+    call (the replaced file's blocks and cached pages are freed inside the rename:
+    about 20-25 ms for the 40 MB JSONL output on this machine); ``file_rows`` shows
+    that case on a line of its own (``old_file``).
     """
-    before = None if new is None else (lambda: new.unlink(missing_ok=True))
-    if before is not None:
-        before()
-    fn()
-    return best_settled(fn, repeat, before)[1] * 1e3
+    for fn, before in calls.values():
+        if before is not None:
+            before()
+        fn()
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeat):
+        for name, (fn, before) in calls.items():
+            best[name] = min(best[name], best_settled(fn, 1, before)[1] * 1e3)
+    return best
 
 
 def shape_rows(shape: str, rows: list[dict], repeat: int) -> list[Row]:
     import datasets
 
     n = len(rows)
-    ours = timed(lambda: rows_to_arrow(rows, max_rows=n), repeat)
-    anchor = timed(lambda: pa.Table.from_pylist(rows), repeat)
-    dataset = timed(lambda: to_dataset(rows, max_rows=n), repeat)
-    from_list = timed(lambda: datasets.Dataset.from_list(rows), repeat)
+    got = timed(
+        {
+            "ours": (lambda: rows_to_arrow(rows, max_rows=n), None),
+            "anchor": (lambda: pa.Table.from_pylist(rows), None),
+            "dataset": (lambda: to_dataset(rows, max_rows=n), None),
+            "from_list": (lambda: datasets.Dataset.from_list(rows), None),
+        },
+        repeat,
+    )
+    ours, anchor, dataset, from_list = got["ours"], got["anchor"], got["dataset"], got["from_list"]
     return [
         (f"rows -> Arrow, {shape}", ours, "pa.Table.from_pylist", anchor,
          f"{anchor / ours:.2f}x faster", ">= 3x faster"),
@@ -93,36 +129,50 @@ def arrow_rows(n: int, repeat: int) -> list[Row]:
     return out
 
 
-def write_floor(parquet: Path, dest: Path, repeat: int) -> float:
-    """``pq.write_table`` of the finished table (read back from ``parquet``), zstd."""
-    table = pq.read_table(parquet)
-    return timed(lambda: pq.write_table(table, dest, compression="zstd"), repeat, dest)
-
-
 def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
-    # Every output is a new file (see `timed`).
-    parquet = tmp / "out.parquet"
-    ours = timed(lambda: normalise_rollout_file(src, parquet, max_rows=n), repeat, parquet)
-    read = timed(src.read_bytes, repeat)
-    write = write_floor(parquet, tmp / "floor.parquet", repeat)
-    floor = read + write
-    anchor_out = tmp / "anchor.parquet"
+    parquet, anchor_out = tmp / "out.parquet", tmp / "anchor.parquet"
+    floor_out = tmp / "floor.parquet"
+    out, copy = tmp / "out.jsonl", tmp / "copy.jsonl"
+    # The floors' inputs: the finished table (for `write_table` with the same
+    # compression) and our JSONL output's bytes.
+    normalise_rollout_file(src, parquet, max_rows=n)
+    table = pq.read_table(parquet)
+    normalise_rollout_file(src, out, max_rows=n)
+    written = out.read_bytes()
 
     def pyarrow_pipeline() -> None:
         table = pa_json.read_json(src).select(["prompt", "answer"])
         pq.write_table(table, anchor_out, compression="zstd")
 
-    anchor = timed(pyarrow_pipeline, repeat, anchor_out)
-    out = tmp / "out.jsonl"
-    jsonl = timed(lambda: normalise_rollout_file(src, out, max_rows=n), repeat, out)
-    # The same, each call replacing the last one's output.
-    replacing = timed(lambda: normalise_rollout_file(src, out, max_rows=n), repeat)
-    # The issue's floor for JSONL -> JSONL is the read alone; a file-to-file job also
-    # writes its output, so the read plus writing those bytes to a new file is shown
-    # beside it.
-    written = out.read_bytes()
-    copy = tmp / "copy.jsonl"
-    write_out = timed(lambda: copy.write_bytes(written), repeat, copy)
+    replaced = tmp / "replaced.jsonl"
+    got = timed(
+        {
+            "parquet": (
+                lambda: normalise_rollout_file(src, parquet, max_rows=n),
+                new_file(parquet),
+            ),
+            "read": (src.read_bytes, None),
+            "write_table": (
+                lambda: pq.write_table(table, floor_out, compression="zstd"),
+                new_file(floor_out),
+            ),
+            "pyarrow": (pyarrow_pipeline, new_file(anchor_out)),
+            "jsonl": (lambda: normalise_rollout_file(src, out, max_rows=n), new_file(out)),
+            # The same, replacing last run's output, already on disk.
+            "replacing": (
+                lambda: normalise_rollout_file(src, replaced, max_rows=n),
+                old_file(replaced, written),
+            ),
+            # The issue's floor for JSONL -> JSONL is the read alone; a file-to-file
+            # job also writes its output: the read plus writing those bytes to a new
+            # file is shown beside it.
+            "write_out": (lambda: copy.write_bytes(written), new_file(copy)),
+        },
+        repeat,
+    )
+    ours, read, write, anchor = got["parquet"], got["read"], got["write_table"], got["pyarrow"]
+    jsonl, replacing, write_out = got["jsonl"], got["replacing"], got["write_out"]
+    floor = read + write
     return [
         ("JSONL -> Parquet", ours, f"floor: read {read:.0f} + write_table {write:.0f}", floor,
          f"{ours / floor:.2f}x the floor", "<= 1.5x the floor"),
@@ -131,7 +181,7 @@ def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
         ("JSONL -> JSONL", jsonl, "floor: read the bytes", read,
          f"{jsonl / read:.2f}x the floor", "<= 2x the floor"),
         ("JSONL -> JSONL, replacing", replacing, "floor: read the bytes", read,
-         f"{replacing / read:.2f}x the floor", "(the same, see timed)"),
+         f"{replacing / read:.2f}x the floor", "(the same; see timed)"),
         ("JSONL -> JSONL", jsonl, f"read {read:.0f} + write the output {write_out:.0f}",
          read + write_out, f"{jsonl / (read + write_out):.2f}x read + write", "(not a goal)"),
     ]  # fmt: skip

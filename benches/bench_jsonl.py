@@ -155,7 +155,8 @@ def main() -> int:
 
         # Times include the young-generation collection a call leaves behind. Each
         # writer makes a new file (the last one's is removed, untimed): replacing a
-        # file adds the filesystem's own work to the call (bench_goals.py, `timed`).
+        # file already on disk adds the freeing of its blocks to the call
+        # (bench_goals.py, `timed`).
         def remove_out() -> None:
             out.unlink(missing_ok=True)
 
