@@ -82,7 +82,7 @@ def timed(calls: dict[str, Call], repeat: int) -> dict[str, float]:
     A contender that writes a file writes a new one (``new_file``), as a job run
     once does. Replacing a file already on disk adds the filesystem's work to the
     call (the replaced file's blocks and cached pages are freed inside the rename:
-    about 20-25 ms for the 40 MB JSONL output on this machine); ``file_rows`` shows
+    about 20-27 ms for the 40 MB JSONL output on this machine); ``file_rows`` shows
     that case on a line of its own (``old_file``).
     """
     for fn, before in calls.values():

@@ -886,9 +886,10 @@ fn read_chunks(
                 .unwrap_or(usize::MAX)
                 .min(want);
             if buf.len() < used + room {
-                // An unfinished line over half a chunk gets here. Only what is
-                // read into is zeroed (the Vec's capacity grows by doubling,
-                // untouched), so a long line costs its own length in memory.
+                // A buffer too small for the unfinished line plus this read
+                // (a long line) gets here. Only what is read into is zeroed
+                // (the Vec's capacity grows by doubling, untouched), so a long
+                // line costs its own length in memory.
                 buf.resize(used + room, 0);
             }
             let Filled { len: n, error } =
@@ -958,7 +959,10 @@ fn read_chunks(
             let fault = match fault {
                 // The unfinished line at the limit or at the read error was
                 // already too long: that came first in the input (and does
-                // not hang on how much each read happened to bring).
+                // not hang on how much each read happened to bring). The
+                // twin needs no such rule at the shipped MAX_LINE_BYTES: its
+                // reads (1 MiB) report the line once they pass the limit,
+                // before they can meet the error.
                 ReadFault::TooLarge | ReadFault::Io(_) | ReadFault::Gzip
                     if used > max_line_bytes =>
                 {
