@@ -87,6 +87,12 @@ def best_settled(
     return best
 
 
+def new_file(path: Path) -> Callable[[], Any]:
+    """Before a call (``best_settled``'s ``before``): remove ``path``, so that the
+    call writes a new file."""
+    return lambda: path.unlink(missing_ok=True)
+
+
 def median_of(fn: Callable[[], Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):

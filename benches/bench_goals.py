@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from _common import best_settled, message_rows, string_rows
+from _common import best_settled, message_rows, new_file, string_rows
 from agent_rollout import _engine, normalise_rollout_file
 from agent_rollout.arrow import rows_to_arrow, to_dataset
 from bench_arrow import tool_call_rows
@@ -54,11 +54,6 @@ Row = tuple[str, float, str, float, str, str]
 
 Call = tuple[Callable[[], Any], "Callable[[], Any] | None"]
 """A contender, and what to do before each of its calls, untimed (if anything)."""
-
-
-def new_file(path: Path) -> Callable[[], Any]:
-    """Before a call: remove ``path``, so that the call writes a new file."""
-    return lambda: path.unlink(missing_ok=True)
 
 
 def old_file(path: Path, content: bytes) -> Callable[[], Any]:

@@ -31,7 +31,7 @@ import msgspec
 import orjson
 from typing_extensions import NotRequired, TypedDict  # pydantic wants these on 3.10-3.11
 
-from _common import best_settled, load_reference
+from _common import best_settled, load_reference, new_file
 from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl
 
 
@@ -157,11 +157,8 @@ def main() -> int:
         # writer makes a new file (the last one's is removed, untimed): replacing a
         # file already on disk adds the freeing of its blocks to the call
         # (bench_goals.py, `timed`).
-        def remove_out() -> None:
-            out.unlink(missing_ok=True)
-
         times = {
-            name: best_settled(fn, args.repeat, remove_out if name in write else None)[1]
+            name: best_settled(fn, args.repeat, new_file(out) if name in write else None)[1]
             for name, fn in (read | write).items()
         }
         floor = times["read bytes (floor)"]

@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -18,7 +18,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 use crate::errors::{Code, Fault, Rule, Seg};
 use crate::json::{JsonLimits, J};
 use crate::jsonl::{
-    self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Waited,
+    self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Spare, Waited,
 };
 use crate::rows::GcPause;
 
@@ -651,29 +651,18 @@ fn write_in_place(file: &mut File, mut bytes: &[u8]) -> Result<(), Fault> {
 }
 
 /// Output buffers of chunks written out, for the next chunks of this call and
-/// of later ones (as `jsonl`'s pool of input buffers: fresh ones are faulted
-/// in page by page; likewise only ever `try_lock`ed).
-static SPARE_OUTPUT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-/// The most output buffers kept (each about a chunk's size).
-const SPARE_KEEP: usize = 8;
+/// of later ones (each about a chunk's size).
+static SPARE_OUTPUT: Spare<String> = Spare::new(8);
 
 fn spare_output() -> String {
-    SPARE_OUTPUT
-        .try_lock()
-        .ok()
-        .and_then(|mut spare| spare.pop())
-        .unwrap_or_default()
+    SPARE_OUTPUT.take().unwrap_or_default()
 }
 
 fn give_back_output(mut output: String) {
     // A buffer grown past two chunks (long lines) is not kept.
     if output.capacity() <= jsonl::CHUNK_BYTES * 2 {
-        if let Ok(mut spare) = SPARE_OUTPUT.try_lock() {
-            if spare.len() < SPARE_KEEP {
-                output.clear();
-                spare.push(output);
-            }
-        }
+        output.clear();
+        SPARE_OUTPUT.keep(output);
     }
 }
 

@@ -980,32 +980,52 @@ fn read_chunks(
     }
 }
 
-/// Chunk buffers parsed and given back, for the next chunks of this call and
-/// of later ones (a new buffer's pages are each faulted in as they are first
-/// read into: on a 10k-row file that was about a tenth of the call's time).
-/// Only ever `try_lock`ed: a busy pool is passed by (a new buffer, or one not
-/// kept), and a child forked while another thread held the lock never waits
-/// on it.
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-/// The most buffers the pool keeps (CHUNK_BYTES each).
-const POOL_KEEP: usize = IN_FLIGHT;
+/// Buffers kept for later chunks and later calls: a new buffer's pages are
+/// each faulted in as they are first written (on a 10k-row file that was
+/// about a tenth of the call's time). Only ever `try_lock`ed: a busy pool is
+/// passed by (a new buffer, or one not kept), and a child forked while
+/// another thread held the lock never waits on it.
+pub(crate) struct Spare<T> {
+    kept: Mutex<Vec<T>>,
+    /// The most it keeps.
+    keep: usize,
+}
+
+impl<T> Spare<T> {
+    pub(crate) const fn new(keep: usize) -> Self {
+        Spare {
+            kept: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    /// One kept, if there is one (and the pool is not busy).
+    pub(crate) fn take(&self) -> Option<T> {
+        self.kept.try_lock().ok().and_then(|mut kept| kept.pop())
+    }
+
+    /// Keep `item` if there is room (and the pool is not busy).
+    pub(crate) fn keep(&self, item: T) {
+        if let Ok(mut kept) = self.kept.try_lock() {
+            if kept.len() < self.keep {
+                kept.push(item);
+            }
+        }
+    }
+}
+
+/// Chunk buffers parsed and given back (CHUNK_BYTES each).
+static CHUNKS: Spare<Vec<u8>> = Spare::new(IN_FLIGHT);
 
 /// A chunk buffer: one given back, or a new one.
 fn pooled() -> Vec<u8> {
-    POOL.try_lock()
-        .ok()
-        .and_then(|mut pool| pool.pop())
-        .unwrap_or_else(|| vec![0u8; CHUNK_BYTES])
+    CHUNKS.take().unwrap_or_else(|| vec![0u8; CHUNK_BYTES])
 }
 
 /// Keep `buf` for a next chunk (not one grown for a long line).
 fn give_back(buf: Vec<u8>) {
     if buf.len() == CHUNK_BYTES {
-        if let Ok(mut pool) = POOL.try_lock() {
-            if pool.len() < POOL_KEEP {
-                pool.push(buf);
-            }
-        }
+        CHUNKS.keep(buf);
     }
 }
 
