@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from agent_rollout import normalise_rollout_file
-from agent_rollout._files import destination
+from agent_rollout import RolloutRowError, normalise_rollout_file
+from agent_rollout._files import RELEASE_ASIDE_BYTES, destination
 from agent_rollout._jsonl import write_canonical
 from support import (
     BUNDLED_PROMPTS,
@@ -561,3 +561,91 @@ def test_an_interrupt_before_the_temporary_exists_spares_another_output(
         first.abandon()
     assert (tmp_path / "out.jsonl").read_bytes() == b"{}\n"
     assert temp_files(tmp_path) == []
+
+
+# ---- the file an output replaces is let go of off the caller's thread -----------------------
+
+
+def descriptors_on(path: Path) -> list[str]:
+    """What this process's descriptors on ``path`` point at (a replaced file: '... (deleted)')."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        if target == str(path) or target == f"{path} (deleted)":
+            found.append(target)
+    return found
+
+
+def join_release_threads() -> None:
+    for thread in threading.enumerate():
+        if thread.name == "agent-rollout-release":
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+
+def many_rows(path: Path, rows: int = 20_000, last: bytes = b"") -> Path:
+    path.write_bytes(b'{"prompt":"what is two and two?","answer":"4","id":1}\n' * rows + last)
+    return path
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_the_replaced_file_is_held_through_the_job_and_let_go_of_after(
+    engine: str, tmp_path: Path, suffix: str
+) -> None:
+    if suffix == "parquet":
+        pytest.importorskip("pyarrow")
+    src = many_rows(tmp_path / "in.jsonl")
+    out = tmp_path / f"out.{suffix}"
+    out.write_bytes(b"x" * (RELEASE_ASIDE_BYTES + 1))
+    during: list[list[str]] = []
+    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
+    # Held while the job ran (the rename comes last), once.
+    assert during and during[0] == [str(out)]
+    join_release_threads()
+    assert descriptors_on(out) == []  # the replaced file is closed: nothing leaks
+    assert out.read_bytes()[:4] != b"xxxx"  # and it was replaced
+
+
+def test_write_canonical_lets_go_of_the_file_it_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    out.write_bytes(b"x" * RELEASE_ASIDE_BYTES)
+    during: list[list[str]] = []
+    rows = [{"prompt": "q", "answer": "a"}] * 2048
+    write_canonical(rows, str(out), on_row=lambda _: during.append(descriptors_on(out)))
+    assert during[0] == [str(out)]
+    join_release_threads()
+    assert descriptors_on(out) == []
+    assert out.read_bytes() == b'{"prompt":"q","answer":"a"}\n' * 2048
+
+
+@pytest.mark.parametrize("shape", ["small", "two names"])
+def test_a_small_or_linked_file_is_not_held(engine: str, tmp_path: Path, shape: str) -> None:
+    """A small file is freed quickly inside the rename; one with another name is not freed
+    at all: neither is worth a thread."""
+    src = many_rows(tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    size = RELEASE_ASIDE_BYTES - 1 if shape == "small" else RELEASE_ASIDE_BYTES
+    out.write_bytes(b"x" * size)
+    if shape == "two names":
+        os.link(out, tmp_path / "other-name")
+    during: list[list[str]] = []
+    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
+    assert during and all(seen == [] for seen in during)
+    if shape == "two names":
+        assert (tmp_path / "other-name").read_bytes() == b"x" * size
+
+
+def test_a_failed_job_lets_go_of_the_file_at_once(engine: str, tmp_path: Path) -> None:
+    src = many_rows(tmp_path / "in.jsonl", last=b'{"answer":"no prompt"}\n')
+    out = tmp_path / "out.jsonl"
+    old = b"x" * RELEASE_ASIDE_BYTES
+    out.write_bytes(old)
+    during: list[list[str]] = []
+    with pytest.raises(RolloutRowError):
+        normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
+    assert during and during[0] == [str(out)]
+    assert descriptors_on(out) == []  # closed in the call, no thread waited for
+    assert out.read_bytes() == old

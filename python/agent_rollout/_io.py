@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from agent_rollout import _engine, _jsonl
 from agent_rollout._errors import from_native_file
-from agent_rollout._files import destination, path_text, signals_end_cleanly, source_name
+from agent_rollout._files import (
+    destination,
+    path_text,
+    replacing,
+    signals_end_cleanly,
+    source_name,
+)
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress
 from agent_rollout._limits import (
     MAX_ROLLOUT_BYTES,
@@ -161,30 +167,32 @@ def normalise_rollout_file(
     with signals_end_cleanly():
         where = destination(dst_text)
         counts: FileCounts
-        if dst_text.lower().endswith(".parquet"):
-            from agent_rollout.arrow import write_parquet
+        # The file replaced, if any, is let go of off this thread (see `replacing`).
+        with replacing(where):
+            if dst_text.lower().endswith(".parquet"):
+                from agent_rollout.arrow import write_parquet
 
-            counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
-        elif engine == "python":
-            counts = _jsonl.normalise_to_jsonl(src_text, dst_text, where, limits, progress)
-        else:
-            if where.kind == "fd" and where.fd in (1, 2):
-                (sys.stdout if where.fd == 1 else sys.stderr).flush()
-            native = _engine.native
-            try:
-                stats = native.normalise_file(
-                    src_text,
-                    where.path,
-                    where.kind,
-                    where.fd,
-                    _engine.file_limits(max_rows, max_bytes),
-                    progress,
-                )
-            except native.NativeRowError as exc:
-                raise from_native_file(
-                    exc, source_name(src_text), dst_text, max_rows, max_bytes
-                ) from None
-            counts = _engine.file_counts(stats)
+                counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
+            elif engine == "python":
+                counts = _jsonl.normalise_to_jsonl(src_text, dst_text, where, limits, progress)
+            else:
+                if where.kind == "fd" and where.fd in (1, 2):
+                    (sys.stdout if where.fd == 1 else sys.stderr).flush()
+                native = _engine.native
+                try:
+                    stats = native.normalise_file(
+                        src_text,
+                        where.path,
+                        where.kind,
+                        where.fd,
+                        _engine.file_limits(max_rows, max_bytes),
+                        progress,
+                    )
+                except native.NativeRowError as exc:
+                    raise from_native_file(
+                        exc, source_name(src_text), dst_text, max_rows, max_bytes
+                    ) from None
+                counts = _engine.file_counts(stats)
     return NormaliseReport(
         rows=counts.rows,
         lines=counts.lines,

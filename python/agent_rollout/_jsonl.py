@@ -31,6 +31,7 @@ from agent_rollout._files import (
     Output,
     destination,
     open_input,
+    replacing,
     signals_end_cleanly,
     source_name,
 )
@@ -306,7 +307,9 @@ def write_canonical(
     called every 1024 rows, if given.
     """
     with signals_end_cleanly():
-        return write_rows(rows, dest, destination(dest), on_row)
+        where = destination(dest)
+        with replacing(where):
+            return write_rows(rows, dest, where, on_row)
 
 
 def write_rows(
