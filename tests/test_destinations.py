@@ -16,13 +16,14 @@ import socket
 import stat
 import subprocess
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_rollout import RolloutRowError, normalise_rollout_file
+from agent_rollout import RolloutRowError, _files, normalise_rollout_file
 from agent_rollout._files import RELEASE_ASIDE_BYTES, destination
 from agent_rollout._jsonl import write_canonical
 from support import (
@@ -565,23 +566,59 @@ def test_an_interrupt_before_the_temporary_exists_spares_another_output(
 
 # ---- the file an output replaces is let go of off the caller's thread -----------------------
 
+needs_o_path = pytest.mark.skipif(
+    not hasattr(os, "O_PATH") or not os.path.isdir("/proc/self/fd"),
+    reason="the replaced file is held with O_PATH and seen in /proc/self/fd (Linux)",
+)
 
-def descriptors_on(path: Path) -> list[str]:
-    """What this process's descriptors on ``path`` point at (a replaced file: '... (deleted)')."""
-    found = []
+
+def descriptors_on(identity: tuple[int, int]) -> int:
+    """How many of this process's descriptors are open on the file ``(st_dev, st_ino)``."""
+    count = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            info = os.stat(f"/proc/self/fd/{fd}")
         except OSError:
             continue  # the listing's own descriptor, closed by now
-        if target == str(path) or target == f"{path} (deleted)":
-            found.append(target)
-    return found
+        count += (info.st_dev, info.st_ino) == identity
+    return count
 
 
-def join_release_threads() -> None:
-    for thread in threading.enumerate():
-        if thread.name == "agent-rollout-release":
+def identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
+
+
+class ReleaseThreads:
+    """``threading.Thread``, recording the release threads started (``start_later``: they
+    wait to be started by ``start_now``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, start_later: bool = False) -> None:
+        self.started: list[threading.Thread] = []
+        self.waiting: list[threading.Thread] = []
+        real = threading.Thread
+        owner = self
+
+        class Recording(real):  # type: ignore[valid-type,misc]
+            def start(self) -> None:
+                if self.name != "agent-rollout-release":
+                    return super().start()
+                owner.started.append(self)
+                if start_later:
+                    owner.waiting.append(self)
+                else:
+                    super().start()
+
+        self.real_start = real.start
+        monkeypatch.setattr(threading, "Thread", Recording)
+
+    def start_now(self) -> None:
+        for thread in self.waiting:
+            self.real_start(thread)
+        self.waiting.clear()
+
+    def join(self) -> None:
+        for thread in self.started:
             thread.join(timeout=30)
             assert not thread.is_alive()
 
@@ -591,61 +628,117 @@ def many_rows(path: Path, rows: int = 20_000, last: bytes = b"") -> Path:
     return path
 
 
+@needs_o_path
 @pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
-def test_the_replaced_file_is_held_through_the_job_and_let_go_of_after(
-    engine: str, tmp_path: Path, suffix: str
+def test_the_replaced_file_is_held_through_the_job_and_let_go_of_on_a_thread(
+    engine: str, tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if suffix == "parquet":
         pytest.importorskip("pyarrow")
     src = many_rows(tmp_path / "in.jsonl")
     out = tmp_path / f"out.{suffix}"
     out.write_bytes(b"x" * (RELEASE_ASIDE_BYTES + 1))
-    during: list[list[str]] = []
-    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
-    # Held while the job ran (the rename comes last), once.
-    assert during and during[0] == [str(out)]
-    join_release_threads()
-    assert descriptors_on(out) == []  # the replaced file is closed: nothing leaks
-    assert out.read_bytes()[:4] != b"xxxx"  # and it was replaced
+    old = identity(out)
+    threads = ReleaseThreads(monkeypatch)
+    during: list[int] = []
+    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(old)))
+    assert during and during[0] == 1  # held while the job ran (the rename comes last)
+    assert [thread.name for thread in threads.started] == ["agent-rollout-release"]
+    threads.join()
+    assert descriptors_on(old) == 0  # let go of: nothing leaks
+    assert identity(out) != old and out.read_bytes()[:4] != b"xxxx"
 
 
-def test_write_canonical_lets_go_of_the_file_it_replaced(tmp_path: Path) -> None:
+@needs_o_path
+def test_write_canonical_lets_go_of_the_file_it_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "rows.jsonl"
     out.write_bytes(b"x" * RELEASE_ASIDE_BYTES)
-    during: list[list[str]] = []
+    old = identity(out)
+    threads = ReleaseThreads(monkeypatch)
+    during: list[int] = []
     rows = [{"prompt": "q", "answer": "a"}] * 2048
-    write_canonical(rows, str(out), on_row=lambda _: during.append(descriptors_on(out)))
-    assert during[0] == [str(out)]
-    join_release_threads()
-    assert descriptors_on(out) == []
+    write_canonical(rows, str(out), on_row=lambda _: during.append(descriptors_on(old)))
+    assert during[0] == 1 and len(threads.started) == 1
+    threads.join()
+    assert descriptors_on(old) == 0
     assert out.read_bytes() == b'{"prompt":"q","answer":"a"}\n' * 2048
 
 
+@needs_o_path
 @pytest.mark.parametrize("shape", ["small", "two names"])
-def test_a_small_or_linked_file_is_not_held(engine: str, tmp_path: Path, shape: str) -> None:
+def test_a_small_or_linked_file_is_not_held(
+    engine: str, tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A small file is freed quickly inside the rename; one with another name is not freed
     at all: neither is worth a thread."""
     src = many_rows(tmp_path / "in.jsonl")
     out = tmp_path / "out.jsonl"
     size = RELEASE_ASIDE_BYTES - 1 if shape == "small" else RELEASE_ASIDE_BYTES
     out.write_bytes(b"x" * size)
+    old = identity(out)
     if shape == "two names":
         os.link(out, tmp_path / "other-name")
-    during: list[list[str]] = []
-    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
-    assert during and all(seen == [] for seen in during)
+    threads = ReleaseThreads(monkeypatch)
+    during: list[int] = []
+    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(old)))
+    assert during and set(during) == {0} and threads.started == []
     if shape == "two names":
         assert (tmp_path / "other-name").read_bytes() == b"x" * size
 
 
-def test_a_failed_job_lets_go_of_the_file_at_once(engine: str, tmp_path: Path) -> None:
+@needs_o_path
+def test_a_file_on_another_kind_of_filesystem_is_not_held(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only where holding it merely moves the freeing (NFS would rename it aside)."""
+    monkeypatch.setattr(_files, "LOCAL_FILESYSTEMS", frozenset({"nfs"}))
+    src = many_rows(tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"x" * RELEASE_ASIDE_BYTES)
+    old = identity(out)
+    during: list[int] = []
+    normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(old)))
+    assert during and set(during) == {0}
+
+
+@needs_o_path
+def test_a_failed_job_lets_go_of_the_file_at_once(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = many_rows(tmp_path / "in.jsonl", last=b'{"answer":"no prompt"}\n')
     out = tmp_path / "out.jsonl"
-    old = b"x" * RELEASE_ASIDE_BYTES
-    out.write_bytes(old)
-    during: list[list[str]] = []
+    before = b"x" * RELEASE_ASIDE_BYTES
+    out.write_bytes(before)
+    old = identity(out)
+    threads = ReleaseThreads(monkeypatch)
+    during: list[int] = []
     with pytest.raises(RolloutRowError):
-        normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(out)))
-    assert during and during[0] == [str(out)]
-    assert descriptors_on(out) == []  # closed in the call, no thread waited for
-    assert out.read_bytes() == old
+        normalise_rollout_file(src, out, progress=lambda *_: during.append(descriptors_on(old)))
+    assert during and during[0] == 1
+    assert descriptors_on(old) == 0 and threads.started == []  # closed in the call
+    assert out.read_bytes() == before
+
+
+@needs_o_path
+def test_a_child_forked_before_the_thread_lets_go_closes_its_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = many_rows(tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b"x" * RELEASE_ASIDE_BYTES)
+    old = identity(out)
+    threads = ReleaseThreads(monkeypatch, start_later=True)
+    normalise_rollout_file(src, out)
+    assert descriptors_on(old) == 1  # the release thread has not run yet
+    with warnings.catch_warnings():  # 3.12+: forking with threads about (pytest's)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: its copy of the descriptor is closed
+        os._exit(descriptors_on(old))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    threads.start_now()
+    threads.join()
+    assert descriptors_on(old) == 0

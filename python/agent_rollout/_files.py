@@ -259,6 +259,11 @@ class Output:
 RELEASE_ASIDE_BYTES = 1 << 20
 """A replaced file at least this large is let go of on a thread of its own (``replacing``)."""
 
+LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "f2fs", "tmpfs"})
+"""Where holding a replaced file only moves its freeing (``replacing``). Elsewhere a
+held file can change what the rename does: NFS renames a target still in use
+aside (a ``.nfs*`` file, another round trip) instead of replacing it."""
+
 
 @contextmanager
 def replacing(where: Destination) -> Iterator[None]:
@@ -269,27 +274,43 @@ def replacing(where: Destination) -> Iterator[None]:
     rename that replaces it (about 25 ms for a 40 MB file already on disk,
     measured in ``benches/bench_goals.py``), on the caller's time. Held here
     (``O_PATH``: no read permission needed, nothing read), it is freed when a
-    thread of its own closes it, beside whatever the caller does next. On an
-    error nothing was replaced, and the file is let go of here.
+    thread of its own closes it, beside whatever the caller does next. When
+    the block raises, the file is let go of here, at once.
 
     Only a regular file of at least ``RELEASE_ASIDE_BYTES`` with no other name
-    (one with another name is not freed at all) and only where ``O_PATH``
-    exists (Linux); anything else, or a file that cannot be opened, is left to
-    the rename as before. A process forked while the thread still holds the
-    file keeps it (its blocks too) until that child exits.
+    (one with another name is not freed at all), on a filesystem of
+    ``LOCAL_FILESYSTEMS`` (as ``/proc/self/mountinfo`` names it), where
+    ``O_PATH`` exists (Linux); anything else, or a file that cannot be opened,
+    is left to the rename as before. The descriptor is owned by a file object
+    from the start (dropped, it closes), and a process forked while it is still
+    held closes its copy at once (``os.register_at_fork``).
     """
-    held = _hold(where)  # None, or a descriptor the block below hands on
+    held = _hold(where)  # None, or a file object that closes when dropped
     try:
         yield
-    except BaseException:
         if held is not None:
-            os.close(held)
-        raise
-    if held is not None:
-        _release(held)
+            _release(held)
+            held = None
+    finally:
+        if held is not None:
+            held.close()  # the same object the thread has, if it started: closes once
 
 
-def _hold(where: Destination) -> Optional[int]:
+_PENDING: set[io.FileIO] = set()
+"""Replaced files handed to a thread and not yet let go of (a child closes its copies)."""
+
+
+def _forget_pending() -> None:
+    for held in list(_PENDING):
+        held.close()
+    _PENDING.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pending)
+
+
+def _hold(where: Destination) -> Optional[io.FileIO]:
     path_only = getattr(os, "O_PATH", 0)
     if where.kind != "file" or not path_only:
         return None
@@ -299,20 +320,42 @@ def _hold(where: Destination) -> Optional[int]:
             not stat.S_ISREG(info.st_mode)
             or info.st_nlink != 1
             or info.st_size < RELEASE_ASIDE_BYTES
+            or not _local(info.st_dev)
         ):
             return None
-        return os.open(where.path, path_only | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return io.FileIO(os.open(where.path, path_only | os.O_NOFOLLOW | os.O_CLOEXEC), "r")
     except OSError:
         return None  # gone, or not ours to hold: the rename frees it, as before
 
 
-def _release(held: int) -> None:
+def _local(device: int) -> bool:
+    """Whether ``device`` holds a filesystem of ``LOCAL_FILESYSTEMS``."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split(" ", 3)
+                if len(fields) > 2 and fields[2] == wanted:
+                    kind = line.partition(" - ")[2].split(" ", 1)[0]
+                    return kind in LOCAL_FILESYSTEMS
+    except OSError:
+        pass
+    return False
+
+
+def _let_go(held: io.FileIO) -> None:
+    held.close()
+    _PENDING.discard(held)
+
+
+def _release(held: io.FileIO) -> None:
+    _PENDING.add(held)
     try:
         threading.Thread(
-            target=os.close, args=(held,), name="agent-rollout-release", daemon=True
+            target=_let_go, args=(held,), name="agent-rollout-release", daemon=True
         ).start()
     except RuntimeError:  # the interpreter is shutting down: no new thread
-        os.close(held)
+        _let_go(held)
 
 
 # ---- SIGTERM and SIGHUP while a file is written -------------------------------------------
