@@ -677,6 +677,95 @@ impl<'a> Canon<'a> {
         self.parser.any(depth, false).is_ok()
     }
 
+    /// `skip_value`, sooner where the value is plain: strings with no
+    /// escape, numbers, literals, and arrays and objects of those within the
+    /// depth limit, whitespace anywhere the grammar allows it. Plain text is
+    /// stepped over here, taking only what the parser takes (no value is
+    /// built, no `Result` passed up); anything else, valid or not, goes back
+    /// to the value's start and to `skip_value`, which decides.
+    pub fn step_over(&mut self, depth: usize) -> bool {
+        let start = self.parser.pos;
+        if self.plain_value(depth) {
+            return true;
+        }
+        self.parser.pos = start;
+        self.skip_value(depth)
+    }
+
+    /// A plain value (see `step_over`) in a container at `depth`; false
+    /// where it is not plain, the cursor left anywhere.
+    fn plain_value(&mut self, depth: usize) -> bool {
+        match self.parser.peek() {
+            Some(b'"') => self.plain_string(),
+            Some(b'-' | b'0'..=b'9') => self.parser.number().is_ok(),
+            Some(b't') => self.word("true"),
+            Some(b'f') => self.word("false"),
+            Some(b'n') => self.word("null"),
+            Some(b'[') => self.plain_container(depth + 1, b']'),
+            Some(b'{') => self.plain_container(depth + 1, b'}'),
+            _ => false,
+        }
+    }
+
+    fn word(&mut self, word: &str) -> bool {
+        let found = self.parser.starts_with(word);
+        self.parser.pos += if found { word.len() } else { 0 };
+        found
+    }
+
+    /// At the opening quote: a string with no escape and no control character.
+    fn plain_string(&mut self) -> bool {
+        let bytes = self.parser.bytes;
+        if bytes.get(self.parser.pos) != Some(&b'"') {
+            return false;
+        }
+        let start = self.parser.pos + 1;
+        let rest = &bytes[start..];
+        match memchr::memchr2(b'"', b'\\', rest) {
+            Some(stop) if rest[stop] == b'"' => {
+                if !self.no_controls && first_control(&rest[..stop]).is_some() {
+                    return false;
+                }
+                self.parser.pos = start + stop + 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// At the opening bracket of a container at `depth`, closed by `close`:
+    /// its plain members (`}`) or items (`]`), separated as the parser wants.
+    fn plain_container(&mut self, depth: usize, close: u8) -> bool {
+        if depth > self.parser.limits.max_depth {
+            return false;
+        }
+        self.parser.pos += 1;
+        self.parser.skip_ws();
+        if self.eat(close) {
+            return true;
+        }
+        loop {
+            if close == b'}' {
+                if !self.plain_string() {
+                    return false;
+                }
+                self.parser.skip_ws();
+                if !self.eat(b':') {
+                    return false;
+                }
+                self.parser.skip_ws();
+            }
+            if !self.plain_value(depth) {
+                return false;
+            }
+            self.parser.skip_ws();
+            if !self.eat(b',') {
+                return self.eat(close);
+            }
+            self.parser.skip_ws();
+        }
+    }
+
     /// A value spelled canonically: strings as `canonical_string` takes
     /// them, integers other than `-0`, finite floats spelled as Python's
     /// `repr` spells them (`canonical_float`), `true`, `false`, `null`, and arrays and objects of those
@@ -921,6 +1010,119 @@ mod tests {
                 offset: 128
             })
         ));
+    }
+
+    /// `Canon::step_over` and `Canon::skip_value` on `text` from offset 0:
+    /// whether each took a value, and where each stopped when it did.
+    fn both_skips(text: &str, limits: JsonLimits, no_controls: bool) -> [Option<usize>; 2] {
+        let mut fast = Canon::new(text, limits, no_controls);
+        let mut slow = Canon::new(text, limits, no_controls);
+        [
+            fast.step_over(1).then(|| fast.pos()),
+            slow.skip_value(1).then(|| slow.pos()),
+        ]
+    }
+
+    #[test]
+    fn step_over_takes_what_skip_value_takes() {
+        let cases = [
+            "\"task-1\"",
+            "0.25",
+            "-0",
+            "1e5",
+            "01",
+            "-",
+            "1.",
+            "{}",
+            "[]",
+            "[ ]",
+            "{ }",
+            "{\"a\":1,\"b\":[true,false,null]}",
+            "{ \"a\" : \"b\" , \"c\" : { } }",
+            "{\"a\":1,}",
+            "[1,]",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{1:2}",
+            "\"a\\nb\"",
+            "\"\\x\"",
+            "\"a\u{1}b\"",
+            "\"abc",
+            "tru",
+            "nul",
+            "NaN",
+            "-Infinity",
+            "{\"k\":\"\\ud800\"}",
+            "[[[[]]]]",
+            "\"\u{e9}\"",
+            "{\"a\":{\"b\":{\"c\":[1,{\"d\":\"e\"}]}}}",
+        ];
+        for text in cases {
+            let [fast, slow] = both_skips(text, LIMITS, false);
+            assert_eq!(fast, slow, "{text}");
+        }
+        // The depth limit: the row is at depth 1, so a value may open max_depth - 1 more.
+        let shallow = JsonLimits {
+            max_depth: 3,
+            max_int_digits: 4300,
+        };
+        for text in ["[[]]", "[[[]]]", "{\"a\":[]}", "{\"a\":{\"b\":1}}"] {
+            let [fast, slow] = both_skips(text, shallow, false);
+            assert_eq!(fast, slow, "{text}");
+        }
+        // The int digit limit.
+        let short = JsonLimits {
+            max_depth: 128,
+            max_int_digits: 3,
+        };
+        for text in ["123", "1234", "[1234]", "1234.5", "{\"a\":12345}"] {
+            assert_eq!(
+                both_skips(text, short, false)[0],
+                both_skips(text, short, false)[1]
+            );
+        }
+    }
+
+    #[test]
+    fn step_over_agrees_with_skip_value_on_random_text() {
+        // Texts of JSON's pieces in random order: most are refused, many are
+        // taken; for every one, both take the same text or refuse it.
+        let pieces = [
+            "{", "}", "[", "]", ",", ":", " ", "\n", "\"", "\"k\"", "\"v w\"", "\\", "\\n",
+            "\\u00e9", "\\ud800", "1", "0", "-", ".", "e", "+", "25", "true", "false", "null",
+            "tru", "\u{1}", "\u{e9}", "NaN", "12345",
+        ];
+        let limits = JsonLimits {
+            max_depth: 4,
+            max_int_digits: 4,
+        };
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let (mut taken, mut plain) = (0, 0);
+        for _ in 0..200_000 {
+            let mut text = String::new();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = 1 + (state % 12) as usize;
+            for _ in 0..len {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(pieces[(state >> 32) as usize % pieces.len()]);
+            }
+            let no_controls = !text.bytes().any(|b| b < 0x20);
+            for flag in [false, no_controls] {
+                let [fast, slow] = both_skips(&text, limits, flag);
+                assert_eq!(fast, slow, "{text:?}");
+                taken += usize::from(slow.is_some());
+                plain += usize::from(Canon::new(&text, limits, flag).plain_value(1));
+            }
+        }
+        // Both ways are exercised: values stepped over here, and handed to the parser.
+        assert!(
+            plain > 10_000 && taken > plain + 100,
+            "{plain} plain of {taken}"
+        );
     }
 
     #[test]

@@ -431,7 +431,7 @@ pub fn verbatim_row<'a>(
                 _ => return None,
             },
             _ => {
-                if !line.skip_value(1) {
+                if !line.step_over(1) {
                     return None;
                 }
                 dropped_keys += 1;
