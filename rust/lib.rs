@@ -10,7 +10,7 @@ mod rows;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use arrow::{ArrowBatch, Column};
+use arrow::{ArrowBatch, Buffer, Column};
 use errors::{Code, NativeRowError, Reason};
 use files::{FileLimits, FileStats};
 
@@ -129,6 +129,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FileStats>()?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<Column>()?;
+    m.add_class::<Buffer>()?;
     m.add("NativeRowError", py.get_type::<NativeRowError>())?;
     m.add(
         "CODES",

@@ -18,6 +18,7 @@ from support import (
     indexed_outcome_on,
     row_strategy,
     typed_unordered,
+    use_engine,
     without_null_keys,
 )
 
@@ -481,3 +482,42 @@ def test_without_pyarrow_the_error_names_the_extra() -> None:
     assert out.stdout.strip() == (
         "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
     )
+
+
+# ---- the engine's buffers, handed over without a copy ---------------------------------------
+
+
+def test_the_engines_buffers_live_as_long_as_the_arrays(tmp_path: Path) -> None:
+    """pyarrow wraps the Rust engine's buffers where they lie (``_native.Buffer``): with
+    every engine object gone and their memory free for reuse were it freed, the tables
+    still read right, in memory, through pickling and from Parquet."""
+    import gc
+    import pickle
+
+    import pyarrow.parquet as pq
+
+    from agent_rollout import _engine
+    from agent_rollout._jsonl import FileLimits
+
+    if not _engine.native_available():
+        pytest.skip("the Rust engine is not built")
+    rows = [
+        {"prompt": [{"role": "user", "content": f"question {i} " * 20}], "answer": str(i)}
+        for i in range(3000)
+    ] + [{"prompt": [{"role": "user", "content": None}], "answer": None}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(f'{{"prompt":"text {i}","answer":"{i}"}}\n' for i in range(3000)))
+    batches: list[Any] = []
+    with use_engine("rust"):
+        table = arrow.rows_to_arrow(rows)
+        arrow.file_batches(str(src), FileLimits(10_000, 1 << 30), "auto", batches.append, None)
+    streamed = pa.Table.from_batches(batches)
+    del batches
+    gc.collect()
+    reused = [bytes(range(256)) * 64 for _ in range(4000)]  # freed memory gets reused
+    assert table.to_pylist() == rows
+    assert streamed.column("prompt").to_pylist() == [f"text {i}" for i in range(3000)]
+    assert pickle.loads(pickle.dumps(table)).equals(table)
+    pq.write_table(table, tmp_path / "out.parquet")
+    assert pq.read_table(tmp_path / "out.parquet").to_pylist() == rows
+    assert all(block[:3] == b"\x00\x01\x02" for block in reused)

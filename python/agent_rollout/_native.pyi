@@ -7,6 +7,7 @@ __all__ = [
     "CODES",
     "JSON_REASONS",
     "ArrowBatch",
+    "Buffer",
     "Column",
     "FileLimits",
     "FileStats",
@@ -72,6 +73,17 @@ class FileStats:
 
 # Arrow buffers (rust/arrow.rs), assembled by agent_rollout.arrow.
 @final
+class Buffer:
+    """One Arrow buffer as the engine built it: ``address`` and ``size`` (bytes) for
+    ``pyarrow.foreign_buffer(address, size, base=buffer)``; never written after it is made."""
+
+    @property
+    def address(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+
+@final
 class Column:
     """One Arrow array as buffers: ``kind`` is "null", "bool", "int64", "float64", "string",
     "json" (JSON text in a string layout), "list" (one child) or "struct" (``names``)."""
@@ -83,11 +95,11 @@ class Column:
     @property
     def null_count(self) -> int: ...
     @property
-    def validity(self) -> bytes | None: ...
+    def validity(self) -> Buffer | None: ...
     @property
-    def offsets(self) -> bytes | None: ...
+    def offsets(self) -> Buffer | None: ...
     @property
-    def data(self) -> bytes | None: ...
+    def data(self) -> Buffer | None: ...
     @property
     def children(self) -> list[Column]: ...
     @property

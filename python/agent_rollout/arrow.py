@@ -642,14 +642,24 @@ def unstorable_error(rows: Any, start: int) -> Optional[Exception]:
 _FIXED_WIDTH = {"bool": _BOOL, "int64": _INT64, "float64": _FLOAT64}
 
 
+_EMPTY = pa.py_buffer(b"")
+
+
+def buffer_of(held: Any) -> pa.Buffer:
+    """A ``_native.Buffer`` as a pyarrow buffer over the same memory (not copied; the
+    pyarrow buffer keeps ``held`` alive, and nothing writes to it)."""
+    size = held.size
+    return pa.foreign_buffer(held.address, size, held) if size else _EMPTY
+
+
 def array_of(column: Any) -> pa.Array:
     """The array a ``_native.Column`` describes (its buffers wrapped, not copied)."""
     kind = column.kind
     count = column.len
     nulls = column.null_count
-    validity = None if column.validity is None else pa.py_buffer(column.validity)
+    validity = None if column.validity is None else buffer_of(column.validity)
     if kind == "string" or kind == "json":
-        buffers = [validity, pa.py_buffer(column.offsets), pa.py_buffer(column.data)]
+        buffers = [validity, buffer_of(column.offsets), buffer_of(column.data)]
         array = pa.Array.from_buffers(_STRING, count, buffers, null_count=nulls)
         return array if kind == "string" else JSON_TYPE.wrap_array(array)
     if kind == "list":
@@ -657,7 +667,7 @@ def array_of(column: Any) -> pa.Array:
         return pa.Array.from_buffers(
             pa.list_(child.type),
             count,
-            [validity, pa.py_buffer(column.offsets)],
+            [validity, buffer_of(column.offsets)],
             null_count=nulls,
             children=[child],
         )
@@ -672,7 +682,7 @@ def array_of(column: Any) -> pa.Array:
     if kind == "null":
         return pa.nulls(count)
     return pa.Array.from_buffers(
-        _FIXED_WIDTH[kind], count, [validity, pa.py_buffer(column.data)], null_count=nulls
+        _FIXED_WIDTH[kind], count, [validity, buffer_of(column.data)], null_count=nulls
     )
 
 
