@@ -1,7 +1,8 @@
 //! Rollout rows as Arrow buffers: the layout of `agent_rollout.arrow`'s schema,
-//! built in Rust and handed to pyarrow as `bytes` (one copy: the stable ABI for
-//! Python 3.10 has no buffer protocol to lend a `Vec`), which pyarrow wraps
-//! without another copy.
+//! built in Rust and handed to pyarrow where they lie (`Buffer`: its address
+//! and size, which `agent_rollout.arrow.buffer_of` wraps with
+//! `pyarrow.foreign_buffer`, the `Buffer` as the base pyarrow keeps alive; the
+//! stable ABI for Python 3.10 has no buffer protocol, and needs none for this).
 //!
 //! No Arrow crate is used (see docs/arrow.md for the measured cost of arrow-rs
 //! and parquet): a column is a few plain buffers (validity bitmap, 32-bit
@@ -251,21 +252,28 @@ enum Words {
 /// life. Before, every buffer was copied into a `bytes` on the calling thread,
 /// interpreter held: about 4% of a JSONL -> Parquet call's CPU, page faults
 /// included.
-#[pyclass(frozen, module = "agent_rollout._native")]
+#[pyclass(frozen, weakref, module = "agent_rollout._native")]
 pub struct Buffer {
     words: Words,
 }
 
 impl Buffer {
-    /// The values, their spare capacity given back first: it is held as long
-    /// as pyarrow holds the array (a column grown by doubling holds up to
-    /// twice its length; shrinking in place copies nothing under glibc).
+    /// The values, a large spare capacity given back first: it is held as
+    /// long as pyarrow holds the array (a column grown by doubling holds up to
+    /// twice its length). Shrinking in place copies nothing under glibc; an
+    /// allocator that moves a shrunk block (musl, for small ones) copies, so
+    /// a spare of a quarter or less is kept.
     fn new(py: Python<'_>, mut words: Words) -> PyResult<Py<Buffer>> {
+        fn trim<T>(values: &mut Vec<T>) {
+            if values.capacity() - values.len() > values.len() / 4 {
+                values.shrink_to_fit();
+            }
+        }
         match &mut words {
-            Words::U8(values) => values.shrink_to_fit(),
-            Words::I32(values) => values.shrink_to_fit(),
-            Words::I64(values) => values.shrink_to_fit(),
-            Words::F64(values) => values.shrink_to_fit(),
+            Words::U8(values) => trim(values),
+            Words::I32(values) => trim(values),
+            Words::I64(values) => trim(values),
+            Words::F64(values) => trim(values),
         }
         Py::new(py, Buffer { words })
     }
@@ -296,15 +304,21 @@ impl Buffer {
     }
 
     /// A copy of the bytes (for tests and debugging; pyarrow does not need one).
-    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let mut out = Vec::with_capacity(self.size());
-        match &self.words {
-            Words::U8(values) => out.extend_from_slice(values),
-            Words::I32(values) => values.iter().for_each(|v| out.extend(v.to_ne_bytes())),
-            Words::I64(values) => values.iter().for_each(|v| out.extend(v.to_ne_bytes())),
-            Words::F64(values) => values.iter().for_each(|v| out.extend(v.to_ne_bytes())),
+    fn __bytes__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        fn put<T, const N: usize>(raw: &mut [u8], values: &[T], bytes: impl Fn(&T) -> [u8; N]) {
+            for (slot, value) in raw.chunks_exact_mut(N).zip(values) {
+                slot.copy_from_slice(&bytes(value));
+            }
         }
-        PyBytes::new(py, &out)
+        PyBytes::new_with(py, self.size(), |raw| {
+            match &self.words {
+                Words::U8(values) => raw.copy_from_slice(values),
+                Words::I32(values) => put(raw, values, |v| v.to_ne_bytes()),
+                Words::I64(values) => put(raw, values, |v| v.to_ne_bytes()),
+                Words::F64(values) => put(raw, values, |v| v.to_ne_bytes()),
+            }
+            Ok(())
+        })
     }
 }
 

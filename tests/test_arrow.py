@@ -488,11 +488,11 @@ def test_without_pyarrow_the_error_names_the_extra() -> None:
 
 
 def test_the_engines_buffers_live_as_long_as_the_arrays(tmp_path: Path) -> None:
-    """pyarrow wraps the Rust engine's buffers where they lie (``_native.Buffer``): with
-    every engine object gone and their memory free for reuse were it freed, the tables
-    still read right, in memory, through pickling and from Parquet."""
+    """pyarrow wraps the Rust engine's buffers where they lie (``_native.Buffer``): each
+    lives while any table, slice or exported array uses it, and goes when none does."""
     import gc
     import pickle
+    import weakref
 
     import pyarrow.parquet as pq
 
@@ -507,17 +507,33 @@ def test_the_engines_buffers_live_as_long_as_the_arrays(tmp_path: Path) -> None:
     ] + [{"prompt": [{"role": "user", "content": None}], "answer": None}]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(f'{{"prompt":"text {i}","answer":"{i}"}}\n' for i in range(3000)))
+    held: list[Any] = []
+    real = arrow.buffer_of
+
+    def watched(buffer: Any) -> Any:
+        held.append(weakref.ref(buffer))
+        return real(buffer)
+
     batches: list[Any] = []
-    with use_engine("rust"):
+    with use_engine("rust"), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrow, "buffer_of", watched)
         table = arrow.rows_to_arrow(rows)
         arrow.file_batches(str(src), FileLimits(10_000, 1 << 30), "auto", batches.append, None)
     streamed = pa.Table.from_batches(batches)
     del batches
     gc.collect()
-    reused = [bytes(range(256)) * 64 for _ in range(4000)]  # freed memory gets reused
+    assert held and all(ref() is not None for ref in held)  # the tables hold every one
     assert table.to_pylist() == rows
     assert streamed.column("prompt").to_pylist() == [f"text {i}" for i in range(3000)]
     assert pickle.loads(pickle.dumps(table)).equals(table)
     pq.write_table(table, tmp_path / "out.parquet")
     assert pq.read_table(tmp_path / "out.parquet").to_pylist() == rows
-    assert all(block[:3] == b"\x00\x01\x02" for block in reused)
+    tail = table.slice(2999)
+    del table, streamed
+    gc.collect()
+    alive = [ref for ref in held if ref() is not None]
+    assert alive and len(alive) < len(held)  # the slice keeps its own; the rest are gone
+    assert tail.to_pylist() == rows[2999:]
+    del tail
+    gc.collect()
+    assert all(ref() is None for ref in held)  # and nothing is kept after the last array
