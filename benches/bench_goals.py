@@ -91,28 +91,31 @@ def timed(calls: dict[str, Call], repeat: int) -> dict[str, float]:
     own (``old_file``). The kernel frees a replaced file's blocks and cached pages
     (about 20-27 ms for the 40 MB JSONL output on this machine) when its last
     holder lets go: ``normalise_rollout_file`` holds it and lets go on a thread of
-    its own after the call (``agent_rollout._files.replacing``). That thread is
-    waited for after each call, untimed, so its work does not fall into the next
-    contender's time.
+    its own after the call (``agent_rollout._files.replacing``). After each call,
+    untimed, that thread is waited for and the files written so far are written out
+    (``settle``), so neither falls into the next contender's time.
     """
     for fn, before in calls.values():
         if before is not None:
             before()
         fn()
-        released()
+        settle()
     best = dict.fromkeys(calls, float("inf"))
     for _ in range(repeat):
         for name, (fn, before) in calls.items():
             best[name] = min(best[name], best_settled(fn, 1, before)[1] * 1e3)
-            released()
+            settle()
     return best
 
 
-def released() -> None:
-    """Wait for the threads letting go of replaced files (``timed``)."""
+def settle() -> None:
+    """After a call, untimed: wait for the threads letting go of replaced files, and
+    write out the files written so far (``os.sync``), so that neither the kernel's
+    writeback of one contender's output nor a release falls into the next call."""
     for thread in threading.enumerate():
         if thread.name == "agent-rollout-release":
             thread.join()
+    os.sync()
 
 
 def shape_rows(shape: str, rows: list[dict], repeat: int) -> list[Row]:
