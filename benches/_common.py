@@ -93,6 +93,16 @@ def new_file(path: Path) -> Callable[[], Any]:
     return lambda: path.unlink(missing_ok=True)
 
 
+def write_as_ours(table: Any, path: Path | str) -> None:
+    """Write the pyarrow ``table`` to ``path`` as our Parquet output is written
+    (``agent_rollout.arrow.parquet_writer``'s settings), in one row group."""
+    from agent_rollout.arrow import parquet_writer
+
+    writer = parquet_writer(str(path), table.schema)
+    writer.write_table(table, row_group_size=None)
+    writer.close()
+
+
 def median_of(fn: Callable[[], Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):

@@ -13,7 +13,8 @@ One run, one process for the timings (a fresh process per file for peak memory):
   ``pyarrow.json.read_json`` + select + ``pq.write_table`` (goal: 2x faster);
   for reference, also vs reading the bytes plus the table written with our
   writer's settings (``parquet_writer``): the issue's floor uses pyarrow's
-  defaults, whose dictionaries and statistics cost about as much again;
+  defaults, whose dictionaries and statistics make ``write_table`` about 40%
+  slower;
 - JSONL -> JSONL vs reading the file's bytes (goal: within 2x), and, for
   reference, vs reading the bytes plus writing the output's bytes to a file;
 - scale: each file path on ``--scale`` rows in a fresh process, rows per second
@@ -48,9 +49,9 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from _common import best_settled, message_rows, new_file, string_rows
+from _common import best_settled, message_rows, new_file, string_rows, write_as_ours
 from agent_rollout import _engine, normalise_rollout_file
-from agent_rollout.arrow import parquet_writer, rows_to_arrow, to_dataset
+from agent_rollout.arrow import rows_to_arrow, to_dataset
 from bench_arrow import tool_call_rows
 from bench_jsonl import write_file
 
@@ -73,12 +74,6 @@ def old_file(path: Path, content: bytes) -> Callable[[], Any]:
             os.fsync(out.fileno())
 
     return make
-
-
-def write_as_ours(table: pa.Table, path: Path) -> None:
-    writer = parquet_writer(str(path), table.schema)
-    writer.write_table(table, row_group_size=None)
-    writer.close()
 
 
 def timed(calls: dict[str, Call], repeat: int) -> dict[str, float]:
@@ -236,14 +231,13 @@ if dest.endswith(".parquet"):
     # pyarrow's own part of the floor at this size: the same rows written again
     # with our writer's settings, as many times (the file's fixed costs included).
     import pyarrow.parquet as pq
-    from agent_rollout.arrow import parquet_writer
+    sys.path.insert(0, sys.argv[5])
+    from _common import write_as_ours
     table, again = pq.read_table(dest), dest + ".again"
     writes = []
     for call in range(calls):
         start = time.perf_counter()
-        writer = parquet_writer(again, table.schema)
-        writer.write_table(table, row_group_size=None)
-        writer.close()
+        write_as_ours(table, again)
         writes.append(time.perf_counter() - start)
         os.unlink(again)
     out["write_seconds"] = min(writes)
@@ -264,7 +258,8 @@ def scale(tmp: Path, sizes: list[int]) -> dict[tuple[str, int], dict[str, float]
             dest = tmp / f"scale-out.{suffix}"
             calls = max(3, min(15, 1_000_000 // rows))
             done = subprocess.run(
-                [sys.executable, "-c", SCALE_SCRIPT, str(src), str(dest), str(warm), str(calls)],
+                [sys.executable, "-c", SCALE_SCRIPT, str(src), str(dest), str(warm), str(calls),
+                 str(Path(__file__).parent)],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
             out[(suffix, rows)] = json.loads(done.stdout)

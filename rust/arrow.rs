@@ -258,6 +258,19 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// The first byte's address and the length in bytes.
+    fn span(&self) -> (usize, usize) {
+        fn of<T>(values: &[T]) -> (usize, usize) {
+            (values.as_ptr().addr(), std::mem::size_of_val(values))
+        }
+        match &self.words {
+            Words::U8(values) => of(values),
+            Words::I32(values) => of(values),
+            Words::I64(values) => of(values),
+            Words::F64(values) => of(values),
+        }
+    }
+
     /// The values, their spare capacity given back first: it is held as long
     /// as pyarrow holds the array, and a column grown by doubling holds up to
     /// twice its length, much of it resident (1M rows to Parquet peaked at
@@ -281,23 +294,13 @@ impl Buffer {
     /// Where the first byte is (meaningless when `size` is 0).
     #[getter]
     fn address(&self) -> usize {
-        match &self.words {
-            Words::U8(values) => values.as_ptr().addr(),
-            Words::I32(values) => values.as_ptr().addr(),
-            Words::I64(values) => values.as_ptr().addr(),
-            Words::F64(values) => values.as_ptr().addr(),
-        }
+        self.span().0
     }
 
     /// The length in bytes.
     #[getter]
     fn size(&self) -> usize {
-        match &self.words {
-            Words::U8(values) => values.len(),
-            Words::I32(values) => values.len() * 4,
-            Words::I64(values) => values.len() * 8,
-            Words::F64(values) => values.len() * 8,
-        }
+        self.span().1
     }
 
     /// A copy of the bytes (for tests and debugging; pyarrow does not need one).

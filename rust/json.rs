@@ -591,8 +591,8 @@ const CANON_MAX_KEYS: usize = 16;
 /// `parse_row_line`, which decides and words any error. Numbers and values
 /// skipped are read by `Parser`; strings by `canonical_string`, which takes
 /// only strings `Parser::string` takes; values stepped over (`step_over`) by
-/// `plain_string` and `word`, which likewise take only what `Parser` takes,
-/// and by `Parser` itself for the rest.
+/// `plain_string`, which likewise takes only what `Parser::string` takes, and
+/// by `Parser` itself for the rest.
 pub struct Canon<'a> {
     parser: Parser<'a>,
     /// The line has no control character (so no string in it has one).
@@ -701,19 +701,11 @@ impl<'a> Canon<'a> {
         match self.parser.peek() {
             Some(b'"') => self.plain_string(),
             Some(b'-' | b'0'..=b'9') => self.parser.number().is_ok(),
-            Some(b't') => self.word("true"),
-            Some(b'f') => self.word("false"),
-            Some(b'n') => self.word("null"),
+            Some(b't' | b'f' | b'n') => self.parser.any(depth, false).is_ok(),
             Some(b'[') => self.plain_container(depth + 1, b']'),
             Some(b'{') => self.plain_container(depth + 1, b'}'),
             _ => false,
         }
-    }
-
-    fn word(&mut self, word: &str) -> bool {
-        let found = self.parser.starts_with(word);
-        self.parser.pos += if found { word.len() } else { 0 };
-        found
     }
 
     /// At the opening quote: a string as `Parser::string` takes it, found
