@@ -17,6 +17,24 @@ create_exception!(
     "A rule broken by the input: args are (code, row index, path, fact, line, column)."
 );
 
+/// The deepest nesting a depth limit handed over from Python may allow. The
+/// JSON parser and the walkers over values recurse once per level, the file
+/// workers on threads with Rust's default 2 MiB stack: a line 20,000 levels
+/// deep under a limit that let it through overflowed that stack (a crash,
+/// not an error). The shipped limits are 64 and 128 (`agent_rollout._limits`).
+pub const MAX_NESTING: usize = 1000;
+
+/// `depth` as a depth limit, refused past `MAX_NESTING`. Only a caller of the
+/// private `_native` functions can pass one; the message is for them.
+pub fn nesting_limit(name: &str, depth: usize) -> PyResult<usize> {
+    if depth > MAX_NESTING {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be at most {MAX_NESTING}, got {depth}"
+        )));
+    }
+    Ok(depth)
+}
+
 /// An enum of codes that cross into Python as strings: the variants, their
 /// strings (`as_str`) and the list of all of them (`ALL`, in declaration
 /// order) are written once, so none can be left out of `ALL`.

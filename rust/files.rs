@@ -15,7 +15,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use crate::errors::{Code, Fault, Rule, Seg};
+use crate::errors::{nesting_limit, Code, Fault, Rule, Seg};
 use crate::json::{JsonLimits, J};
 use crate::jsonl::{
     self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Spare, Waited,
@@ -52,15 +52,15 @@ impl FileLimits {
         json_depth: usize,
         max_int_digits: usize,
         max_line_bytes: usize,
-    ) -> Self {
-        FileLimits {
+    ) -> PyResult<Self> {
+        Ok(FileLimits {
             max_rows,
             max_bytes,
-            max_depth,
-            json_depth,
+            max_depth: nesting_limit("max_depth", max_depth)?,
+            json_depth: nesting_limit("json_depth", json_depth)?,
             max_int_digits,
             max_line_bytes,
-        }
+        })
     }
 }
 

@@ -23,7 +23,7 @@ fn normalise_rows<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let limits = rows::Limits {
         max_rows,
-        max_depth,
+        max_depth: errors::nesting_limit("max_depth", max_depth)?,
     };
     rows::normalise_rows(rows, limits).map_err(|fault| fault.into_pyerr(rows.py()))
 }
@@ -94,7 +94,7 @@ fn rows_to_arrow<'py>(
         batch_rows.max(1),
         batch_bytes,
         max_rows,
-        max_depth,
+        errors::nesting_limit("max_depth", max_depth)?,
         pass,
     )
     .map_err(|fault| fault.into_pyerr(rows.py()))

@@ -13,6 +13,7 @@ import pytest
 
 from agent_rollout import (
     RolloutFileError,
+    _engine,
     normalise_rollout_file,
     normalise_rollout_rows,
     read_rollout_jsonl,
@@ -201,3 +202,52 @@ def test_byte_count_units() -> None:
     assert byte_count("512MiB") == 512 * 1024**2
     assert byte_count("8G") == byte_count("8gib") == 8 * 1024**3
     assert byte_count("1TiB") == 1024**4
+
+
+@pytest.mark.skipif(not _engine.native_available(), reason="the Rust engine is not built")
+def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path) -> None:
+    # The limits handed to the Rust engine are made in Python (64 and 128); a
+    # private caller passing a larger one once let a line 20,000 levels deep
+    # overflow a worker's stack (a segfault). Now at most MAX_NESTING, where
+    # every reader and walker still holds.
+    native = _engine.native
+    ceiling = 1000
+
+    def limits(max_depth: int, json_depth: int) -> object:
+        return native.FileLimits(
+            max_rows=10, max_bytes=1 << 30, max_depth=max_depth, json_depth=json_depth,
+            max_int_digits=4300, max_line_bytes=1 << 26,
+        )  # fmt: skip
+
+    for name, args in (("max_depth", (ceiling + 1, 128)), ("json_depth", (64, 20_000))):
+        with pytest.raises(ValueError, match=f"{name} must be at most {ceiling}, got"):
+            limits(*args)
+    for call in (
+        lambda: native.normalise_rows([], 10, ceiling + 1),
+        lambda: native.rows_to_arrow([], 0, 100, 1 << 30, 10, ceiling + 1, True),
+    ):
+        with pytest.raises(ValueError, match=f"max_depth must be at most {ceiling}, got"):
+            call()
+
+    # At the ceiling, as deep as the limits let through: every path holds.
+    inner = ceiling - 4  # the row, the prompt list, the message and its key come first
+    src = tmp_path / "deep.jsonl"
+    nested = "[" * inner + "]" * inner
+    src.write_text(
+        f'{{"prompt": [{{"role": "user", "content": "x", "m": {nested}}}], "answer": "4"}}\n'
+    )
+    at_ceiling = limits(ceiling, ceiling)
+    rows = native.read_jsonl(str(src), at_ceiling)
+    assert len(rows) == 1
+    batches: list[object] = []
+    native.read_jsonl_arrow(str(src), at_ceiling, 0, batches.append)
+    assert len(batches) == 1
+    dest = tmp_path / "deep.out.jsonl"
+    stats = native.normalise_file(str(src), str(dest), "file", -1, at_ceiling)
+    assert stats.rows == 1 and dest.read_text().count("[") == inner + 1
+    value: list = []
+    for _ in range(inner):
+        value = [value]
+    deep_rows = [{"prompt": [{"role": "user", "content": "x", "m": value}]}]
+    assert len(native.normalise_rows(deep_rows, 10, ceiling)) == 1
+    assert native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, True) is not None

@@ -29,7 +29,9 @@ class NativeRowError(ValueError):
 
 @final
 class FileLimits:
-    """The limits of one file run (numbers from ``agent_rollout._limits``)."""
+    """The limits of one file run (numbers from ``agent_rollout._limits``); a
+    depth over 1000 (``max_depth``, ``json_depth``) raises ValueError, as does a
+    ``max_depth`` over 1000 given to ``normalise_rows`` or ``rows_to_arrow``."""
 
     def __new__(
         cls,
