@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -123,3 +125,41 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
         tracemalloc.stop()
     del result
     return peak
+
+
+# VmHWM (the peak resident set of this process image) rather than ru_maxrss,
+# which a child started from a large parent inherits on Linux.
+FRESH_CALL = """
+import json, os, sys, time
+from agent_rollout import normalise_rollout_file
+src, dest, warm = sys.argv[1], sys.argv[2], sys.argv[3]
+if warm:
+    # The imports a first call makes (pyarrow.parquet, about 0.1 s) and the
+    # first call's set-up, on a 1-row file: not in the time.
+    normalise_rollout_file(warm, dest, max_rows=10)
+    os.unlink(dest)
+start = time.perf_counter()
+normalise_rollout_file(src, dest, max_rows=10_000_000)
+seconds = time.perf_counter() - start
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "peak_kib": peak}))
+"""
+
+
+def fresh_call(src: Path, dest: Path, warm: Path | None = None) -> dict[str, float]:
+    """``normalise_rollout_file(src, dest)`` once in a fresh process (after a call on
+    ``warm``, if given): its ``seconds`` and the process's peak resident memory
+    (``peak_kib``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_CALL, str(src), str(dest), str(warm or "")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout)
+
+
+def peak_rss_kib(src: Path, dest: Path) -> int:
+    """Peak resident memory (KiB) of a fresh process that normalises ``src``."""
+    return int(fresh_call(src, dest)["peak_kib"])

@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,7 +35,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from _common import best_settled, message_rows, string_rows
+from _common import best_settled, message_rows, peak_rss_kib, string_rows
 from agent_rollout import _engine, normalise_rollout_file, normalise_rollout_rows
 from agent_rollout.arrow import arrow_to_rows, rows_to_arrow, to_dataset
 from bench_jsonl import write_file
@@ -155,25 +153,6 @@ def anchor_parquet(src: Path, dest: Path, n: int) -> None:
     finally:
         _engine.set_engine(previous)
     pq.write_table(out, dest, compression="zstd")
-
-
-PEAK_SCRIPT = """
-import sys
-from agent_rollout import normalise_rollout_file
-normalise_rollout_file(sys.argv[1], sys.argv[2], max_rows=10_000_000)
-with open("/proc/self/status") as status:
-    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
-"""
-
-
-def peak_rss_kib(src: Path, dst: Path) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_SCRIPT, str(src), str(dst)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(out.stdout.strip())
 
 
 def ray_section(src: Path, tmp: Path, n: int, single: float) -> None:

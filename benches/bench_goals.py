@@ -1,6 +1,7 @@
 """The file and Arrow outputs against their anchors and floors, every ratio in one table.
 
-    python benches/bench_goals.py [--rows N] [--scale 10000,100000,1000000] [--repeat R] [--dir D]
+    python benches/bench_goals.py [--rows N] [--scale 10000,100000,1000000] [--repeat R]
+        [--rounds K] [--dir D]
 
 One run, one process for the timings (a fresh process per file for peak memory):
 
@@ -17,13 +18,17 @@ One run, one process for the timings (a fresh process per file for peak memory):
   slower;
 - JSONL -> JSONL vs reading the file's bytes (goal: within 2x), and, for
   reference, vs reading the bytes plus writing the output's bytes to a file;
-- scale: each file path on ``--scale`` rows in a fresh process, rows per second
-  (after a warm-up call on a 1-row file: imports and first-call set-up are not
-  per-row costs; the best of 3 to 15 calls, the first call's beside it) and the
-  first call's peak RSS (goal: RSS at the largest size within 1.2x of 100k
-  rows, and rows per second flat); for Parquet, beside it, pyarrow writing the
-  same rows again with our writer's settings, the floor's own rate at each size
-  (a file's fixed costs weigh on 10k rows there too).
+- scale: each file path on ``--scale`` rows. Rows per second in one process per
+  path (after a warm-up call on a 1-row file: imports and first-call set-up are
+  not per-row costs), in ``--rounds`` rounds: in each round every size takes its
+  turn, the order turning round by round, and normalises as many of its files as
+  make the largest size's rows (100 calls of 10k rows, one of 1M), so that each
+  size's figure covers the same rows and has as many samples (the best round
+  counts); for Parquet, beside it, pyarrow writing the same rows again with our
+  writer's settings, the same number of times (the floor's own rate at each
+  size: a file's fixed costs weigh on 10k rows there too). And from a fresh
+  process per size, the first call's rows per second and peak RSS (goal: RSS at
+  the largest size within 1.2x of 100k rows, and rows per second flat).
 
 The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
 bytes a row). Times are best of R after one warm-up call, each followed by the
@@ -49,7 +54,14 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from _common import best_settled, message_rows, new_file, string_rows, write_as_ours
+from _common import (
+    best_settled,
+    fresh_call,
+    message_rows,
+    new_file,
+    string_rows,
+    write_as_ours,
+)
 from agent_rollout import _engine, normalise_rollout_file
 from agent_rollout.arrow import rows_to_arrow, to_dataset
 from bench_arrow import tool_call_rows
@@ -210,62 +222,82 @@ def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
     ]  # fmt: skip
 
 
-SCALE_SCRIPT = """
+RATE_SCRIPT = """
 import json, os, sys, time
 from agent_rollout import normalise_rollout_file
-src, dest, warm, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-# Warm: the imports a first call makes (pyarrow.parquet, about 0.1 s) and the
-# first call's set-up, on a 1-row file, are not the per-row cost measured here.
+suffix, rounds, per_round, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, sys.argv[5])
+sources = {int(rows): src for rows, src in zip(sys.argv[6::2], sys.argv[7::2])}
+dest = os.path.join(os.path.dirname(warm), "rate-out." + suffix)
 normalise_rollout_file(warm, dest, max_rows=10)
-times, peak = [], 0
-for call in range(calls):
-    os.unlink(dest)  # a new output file each call, as in the table
-    start = time.perf_counter()
-    normalise_rollout_file(src, dest, max_rows=10_000_000)
-    times.append(time.perf_counter() - start)
-    if call == 0:  # the peak of one call, from a fresh process
-        with open("/proc/self/status") as status:
-            peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-out = {"first": times[0], "seconds": min(times), "peak_kib": peak}
-if dest.endswith(".parquet"):
-    # pyarrow's own part of the floor at this size: the same rows written again
-    # with our writer's settings, as many times (the file's fixed costs included).
+os.unlink(dest)
+tables = {}
+if suffix == "parquet":
+    # pyarrow's own part of the floor at each size: the same rows written again
+    # with our writer's settings, the same number of times.
     import pyarrow.parquet as pq
-    sys.path.insert(0, sys.argv[5])
     from _common import write_as_ours
-    table, again = pq.read_table(dest), dest + ".again"
-    writes = []
-    for call in range(calls):
-        start = time.perf_counter()
-        write_as_ours(table, again)
-        writes.append(time.perf_counter() - start)
-        os.unlink(again)
-    out["write_seconds"] = min(writes)
-print(json.dumps(out))
+    for rows, src in sources.items():
+        normalise_rollout_file(src, dest, max_rows=10_000_000)
+        tables[rows] = pq.read_table(dest)
+        os.unlink(dest)
+ours = {rows: [] for rows in sources}
+floor = {rows: [] for rows in sources}
+sizes = sorted(sources)
+for turn in range(rounds):
+    # Sizes take turns, the order turning each round: a slow spell of the
+    # machine falls on all of them.
+    for rows in sizes[turn % len(sizes):] + sizes[:turn % len(sizes)]:
+        calls = max(1, per_round // rows)
+        spent = 0.0
+        for _ in range(calls):
+            start = time.perf_counter()
+            normalise_rollout_file(sources[rows], dest, max_rows=10_000_000)
+            spent += time.perf_counter() - start
+            os.unlink(dest)
+        ours[rows].append(calls * rows / spent)
+        if rows in tables:
+            spent = 0.0
+            for _ in range(calls):
+                start = time.perf_counter()
+                write_as_ours(tables[rows], dest)
+                spent += time.perf_counter() - start
+                os.unlink(dest)
+            floor[rows].append(calls * rows / spent)
+        os.sync()  # untimed: no output's writeback falls into the next size's turn
+print(json.dumps({"ours": ours, "floor": floor}))
 """
 
 
-def scale(tmp: Path, sizes: list[int]) -> dict[tuple[str, int], dict[str, float]]:
-    """Each file path on each size in a fresh process: the first call's seconds and
-    peak RSS, and the best of several calls' seconds (rows per second)."""
-    out = {}
+def scale(
+    tmp: Path, sizes: list[int], rounds: int
+) -> tuple[dict[tuple[str, int], dict[str, float]], dict[str, dict[str, dict[str, list[float]]]]]:
+    """Each file path on each size: in a fresh process per size, the first call's
+    seconds and peak RSS; and in one process per path, rows per second, each size
+    turn about (``rounds`` rounds, each of ``PER_ROUND`` rows per size)."""
+    first = {}
     warm = tmp / "warm.jsonl"
     write_file(warm, 1)
-    for rows in sizes:
-        src = tmp / f"scale-{rows}.jsonl"
+    sources = {rows: tmp / f"scale-{rows}.jsonl" for rows in sizes}
+    for rows, src in sources.items():
         write_file(src, rows)
         for suffix in ("jsonl", "parquet"):
             dest = tmp / f"scale-out.{suffix}"
-            calls = max(3, min(15, 1_000_000 // rows))
-            done = subprocess.run(
-                [sys.executable, "-c", SCALE_SCRIPT, str(src), str(dest), str(warm), str(calls),
-                 str(Path(__file__).parent)],
-                check=True, capture_output=True, text=True,
-            )  # fmt: skip
-            out[(suffix, rows)] = json.loads(done.stdout)
+            first[(suffix, rows)] = fresh_call(src, dest, warm)
             dest.unlink()
+    rates = {}
+    per_round = max(sizes)
+    for suffix in ("jsonl", "parquet"):
+        pairs = [str(part) for rows, src in sources.items() for part in (rows, src)]
+        done = subprocess.run(
+            [sys.executable, "-c", RATE_SCRIPT, suffix, str(rounds), str(per_round), str(warm),
+             str(Path(__file__).parent), *pairs],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        rates[suffix] = json.loads(done.stdout)
+    for src in sources.values():
         src.unlink()
-    return out
+    return first, rates
 
 
 def print_table(rows: list[Row]) -> None:
@@ -274,36 +306,44 @@ def print_table(rows: list[Row]) -> None:
         print(f"{work:<34} {ours:8.1f}  {anchor:<40} {anchor_ms:8.1f}  {ratio:<20} {goal}")
 
 
-def print_scale(results: dict[tuple[str, int], dict[str, float]], sizes: list[int]) -> None:
+def print_scale(
+    first: dict[tuple[str, int], dict[str, float]],
+    rates: dict[str, dict[str, dict[str, list[float]]]],
+    sizes: list[int],
+    rounds: int,
+) -> None:
     print(
-        "\nscale, normalise_rollout_file in a fresh process per size: rows/s, best of"
-        " 3-15 calls (the first call's in brackets), and the first call's peak RSS:"
+        f"\nscale: rows/s of normalise_rollout_file, best of {rounds} rounds in one process"
+        f" (each round {max(sizes):,} rows per size, the sizes taking turns), and, from a fresh"
+        " process per size, the first call's rows/s and peak RSS:"
     )
     base = 100_000 if 100_000 in sizes else sizes[0]
     for suffix in ("jsonl", "parquet"):
+        best = {rows: max(rates[suffix]["ours"][str(rows)]) for rows in sizes}
         cells = []
         for rows in sizes:
-            got = results[(suffix, rows)]
+            got = first[(suffix, rows)]
             cells.append(
-                f"{rows:,}: {rows / got['seconds']:,.0f} ({rows / got['first']:,.0f}) rows/s,"
+                f"{rows:,}: {best[rows]:,.0f} rows/s (first call {rows / got['seconds']:,.0f}),"
                 f" {got['peak_kib'] / 1024:.0f} MiB"
             )
-        top = results[(suffix, sizes[-1])]["peak_kib"] / results[(suffix, base)]["peak_kib"]
-        rates = [rows / results[(suffix, rows)]["seconds"] for rows in sizes]
+        top = first[(suffix, sizes[-1])]["peak_kib"] / first[(suffix, base)]["peak_kib"]
+        slowest, fastest = min(best.values()), max(best.values())
         print(f"  JSONL -> {suffix}: " + "; ".join(cells))
         print(
             f"    RSS at {sizes[-1]:,} rows: {top:.2f}x that of {base:,} (goal <= 1.2x); "
-            f"rows/s from {min(rates):,.0f} to {max(rates):,.0f} "
-            f"(slowest {min(rates) / max(rates):.2f} of fastest)"
+            f"rows/s from {slowest:,.0f} to {fastest:,.0f} "
+            f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
         )
-        if suffix == "parquet":
-            writes = [rows / results[(suffix, rows)]["write_seconds"] for rows in sizes]
+        if rates[suffix]["floor"].get(str(sizes[0])):
+            floor = {rows: max(rates[suffix]["floor"][str(rows)]) for rows in sizes}
             print(
-                "    pyarrow writing the same rows again (our writer's settings, one row group"
-                " up to 1M rows): " + "; ".join(f"{rows:,}: {rate:,.0f}" for rows, rate in
-                                                zip(sizes, writes, strict=True))
-                + f" rows/s (slowest {min(writes) / max(writes):.2f} of fastest)"
-            )  # fmt: skip
+                "    pyarrow writing the same rows again (our writer's settings), same rounds: "
+                + "; ".join(f"{rows:,}: {floor[rows]:,.0f}" for rows in sizes)
+                + f" rows/s (slowest {min(floor.values()) / max(floor.values()):.2f} of fastest);"
+                " ours per row over that write's, by size: "
+                + ", ".join(f"{floor[rows] / best[rows]:.2f}x" for rows in sizes)
+            )
 
 
 def main() -> int:
@@ -311,6 +351,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--scale", default="10000,100000,1000000")
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the scale rates")
     parser.add_argument("--dir", default=None, help="where to write the generated files")
     args = parser.parse_args()
     if not _engine.native_available():
@@ -331,7 +372,7 @@ def main() -> int:
         print()
         print_table(table)
         if sizes:
-            print_scale(scale(tmp, sizes), sizes)
+            print_scale(*scale(tmp, sizes, args.rounds), sizes, args.rounds)
     return 0
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ import msgspec
 import orjson
 from typing_extensions import NotRequired, TypedDict  # pydantic wants these on 3.10-3.11
 
-from _common import best_settled, load_reference, new_file
+from _common import best_settled, load_reference, new_file, peak_rss_kib
 from agent_rollout import _engine, normalise_rollout_file, read_rollout_jsonl
 
 
@@ -71,28 +69,6 @@ def with_engine(engine: str, fn: Any) -> Any:
             _engine.set_engine(previous)
 
     return run
-
-
-# VmHWM (the peak resident set of this process image) rather than ru_maxrss,
-# which a child started from a large parent inherits on Linux.
-PEAK_SCRIPT = """
-import sys
-from agent_rollout import normalise_rollout_file
-normalise_rollout_file(sys.argv[1], sys.argv[2], max_rows=10_000_000)
-with open("/proc/self/status") as status:
-    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
-"""
-
-
-def peak_rss_kib(src: Path, dst: Path) -> int:
-    """Peak resident memory (KiB) of a fresh process that normalises ``src``."""
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_SCRIPT, str(src), str(dst)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(out.stdout.strip())
 
 
 def main() -> int:
