@@ -209,9 +209,10 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
     # The limits handed to the Rust engine are made in Python (64 and 128); a
     # private caller passing a larger one once let a line 20,000 levels deep
     # overflow a worker's stack (a segfault). Now at most MAX_NESTING, where
-    # every reader and walker still holds.
+    # every reader and walker holds, in the unoptimised build too (nested
+    # objects take the most stack a level there).
     native = _engine.native
-    ceiling = 1000
+    ceiling = 256
 
     def limits(max_depth: int, json_depth: int) -> object:
         return native.FileLimits(
@@ -229,25 +230,44 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
         with pytest.raises(ValueError, match=f"max_depth must be at most {ceiling}, got"):
             call()
 
-    # At the ceiling, as deep as the limits let through: every path holds.
-    inner = ceiling - 4  # the row, the prompt list, the message and its key come first
-    src = tmp_path / "deep.jsonl"
-    nested = "[" * inner + "]" * inner
-    src.write_text(
-        f'{{"prompt": [{{"role": "user", "content": "x", "m": {nested}}}], "answer": "4"}}\n'
-    )
+    def objects(levels: int) -> str:
+        return '{"k": ' * (levels - 1) + "{}" + "}" * (levels - 1)
+
+    # As deep as the limits let through: the row is level 1, the prompt list 2,
+    # a message 3, so a message's value may hold ceiling - 3 levels, a
+    # top-level value ceiling - 1. Values of an extra message key (typed and
+    # built into Arrow), of a content (JSON text in Arrow) and of a dropped key
+    # (stepped over).
     at_ceiling = limits(ceiling, ceiling)
-    rows = native.read_jsonl(str(src), at_ceiling)
-    assert len(rows) == 1
-    batches: list[object] = []
-    native.read_jsonl_arrow(str(src), at_ceiling, 0, batches.append)
-    assert len(batches) == 1
-    dest = tmp_path / "deep.out.jsonl"
-    stats = native.normalise_file(str(src), str(dest), "file", -1, at_ceiling)
-    assert stats.rows == 1 and dest.read_text().count("[") == inner + 1
-    value: list = []
-    for _ in range(inner):
-        value = [value]
+    deep = ceiling - 3
+    lines = {
+        "extra key": f'{{"prompt": [{{"role": "user", "content": "x", "m": {objects(deep)}}}]}}',
+        "content": f'{{"prompt": [{{"role": "user", "content": {objects(deep)}}}]}}',
+        "dropped key": f'{{"prompt": "x", "extra": {objects(ceiling - 1)}}}',
+    }
+    for case, line in lines.items():
+        src = tmp_path / "deep.jsonl"
+        src.write_text(line + "\n")
+        assert len(native.read_jsonl(str(src), at_ceiling)) == 1, case
+        batches: list[object] = []
+        native.read_jsonl_arrow(str(src), at_ceiling, 0, batches.append)
+        assert len(batches) == 1, case
+        dest = tmp_path / "deep.out.jsonl"
+        stats = native.normalise_file(str(src), str(dest), "file", -1, at_ceiling)
+        assert stats.rows == 1, case
+        # One level more is refused, as an input error (not a crash).
+        src.write_text(line.replace('"k": {}', '"k": {"k": {}}', 1) + "\n")
+        with pytest.raises(native.NativeRowError) as refused:
+            native.read_jsonl(str(src), at_ceiling)
+        assert refused.value.args[0] == "json_syntax" and refused.value.args[3] == "too_deep"
+
+    value: dict = {}
+    for _ in range(ceiling - 2):  # the message is level 1 of max_depth
+        value = {"k": value}
     deep_rows = [{"prompt": [{"role": "user", "content": "x", "m": value}]}]
     assert len(native.normalise_rows(deep_rows, 10, ceiling)) == 1
     assert native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, True) is not None
+    deeper = [{"prompt": [{"role": "user", "content": "x", "m": {"k": value}}]}]
+    with pytest.raises(native.NativeRowError) as refused:
+        native.normalise_rows(deeper, 10, ceiling)
+    assert refused.value.args[0] == "too_deep"

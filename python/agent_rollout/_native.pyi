@@ -30,8 +30,8 @@ class NativeRowError(ValueError):
 @final
 class FileLimits:
     """The limits of one file run (numbers from ``agent_rollout._limits``); a
-    depth over 1000 (``max_depth``, ``json_depth``) raises ValueError, as does a
-    ``max_depth`` over 1000 given to ``normalise_rows`` or ``rows_to_arrow``."""
+    depth over 256 (``max_depth``, ``json_depth``) raises ValueError, as does a
+    ``max_depth`` over 256 given to ``normalise_rows`` or ``rows_to_arrow``."""
 
     def __new__(
         cls,
