@@ -19,13 +19,14 @@ One run, one process for the timings (a fresh process per file for peak memory):
 - JSONL -> JSONL vs reading the file's bytes (goal: within 2x), and, for
   reference, vs reading the bytes plus writing the output's bytes to a file;
 - scale: each file path on ``--scale`` rows. Rows per second in one process per
-  path (after a warm-up call on a 1-row file: imports and first-call set-up are
-  not per-row costs), in ``--rounds`` rounds: in each round every size takes its
-  turn, the order turning round by round, and normalises as many of its files as
-  make the largest size's rows (100 calls of 10k rows, one of 1M), so that each
-  size's figure covers the same rows and has as many samples (the best round
-  counts); for Parquet, beside it, pyarrow writing the same rows again with our
-  writer's settings, the same number of times (the floor's own rate at each
+  output format (after an untimed call on a 1-row file and one on each size's
+  file: imports and first-call set-up are not per-row costs), in ``--rounds``
+  rounds: in each round every size takes its turn, the order turning round by
+  round, and normalises its file as many times as make about the largest size's
+  rows (100 calls of 10k rows, one of 1M), so that each size's figure covers
+  about the same rows and has as many samples (the best round counts); for
+  Parquet, beside it, pyarrow writing the same rows again with our writer's
+  settings, the same number of times (the floor's own rate at each
   size: a file's fixed costs weigh on 10k rows there too). And from a fresh
   process per size, the first call's rows per second and peak RSS (goal: RSS at
   the largest size within 1.2x of 100k rows, and rows per second flat).
@@ -232,15 +233,15 @@ dest = os.path.join(os.path.dirname(warm), "rate-out." + suffix)
 normalise_rollout_file(warm, dest, max_rows=10)
 os.unlink(dest)
 tables = {}
-if suffix == "parquet":
-    # pyarrow's own part of the floor at each size: the same rows written again
-    # with our writer's settings, the same number of times.
-    import pyarrow.parquet as pq
-    from _common import write_as_ours
-    for rows, src in sources.items():
-        normalise_rollout_file(src, dest, max_rows=10_000_000)
+for rows, src in sources.items():
+    # One untimed call per size (for Parquet, its output is the table pyarrow
+    # writes again: the floor's own part at that size, with our writer's settings).
+    normalise_rollout_file(src, dest, max_rows=10_000_000)
+    if suffix == "parquet":
+        import pyarrow.parquet as pq
+        from _common import write_as_ours
         tables[rows] = pq.read_table(dest)
-        os.unlink(dest)
+    os.unlink(dest)
 ours = {rows: [] for rows in sources}
 floor = {rows: [] for rows in sources}
 sizes = sorted(sources)
@@ -273,8 +274,9 @@ def scale(
     tmp: Path, sizes: list[int], rounds: int
 ) -> tuple[dict[tuple[str, int], dict[str, float]], dict[str, dict[str, dict[str, list[float]]]]]:
     """Each file path on each size: in a fresh process per size, the first call's
-    seconds and peak RSS; and in one process per path, rows per second, each size
-    turn about (``rounds`` rounds, each of ``PER_ROUND`` rows per size)."""
+    seconds and peak RSS; and in one process per output format, rows per second,
+    the sizes taking turns (``rounds`` rounds, each of about the largest size's
+    rows per size)."""
     first = {}
     warm = tmp / "warm.jsonl"
     write_file(warm, 1)
@@ -314,8 +316,9 @@ def print_scale(
 ) -> None:
     print(
         f"\nscale: rows/s of normalise_rollout_file, best of {rounds} rounds in one process"
-        f" (each round {max(sizes):,} rows per size, the sizes taking turns), and, from a fresh"
-        " process per size, the first call's rows/s and peak RSS:"
+        " per format"
+        f" (each round about {max(sizes):,} rows per size, the sizes taking turns), and,"
+        " from a fresh process per size, the first call's rows/s and peak RSS:"
     )
     base = 100_000 if 100_000 in sizes else sizes[0]
     for suffix in ("jsonl", "parquet"):
@@ -358,7 +361,9 @@ def main() -> int:
         print("the Rust engine is not built: run make build-release first", file=sys.stderr)
         return 2
     n = args.rows
-    sizes = [int(size) for size in args.scale.split(",") if size]
+    sizes = sorted(int(size) for size in args.scale.split(",") if size)
+    if args.rounds < 1 or any(size < 1 for size in sizes):
+        parser.error("--rounds and every --scale size must be at least 1")
     python = sys.version.split()[0]
     print(f"{n:,} rows, best of {args.repeat}; {os.cpu_count()} CPUs; Python {python}")
     table = arrow_rows(n, args.repeat)
