@@ -230,6 +230,9 @@ suffix, rounds, per_round, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]
 sys.path.insert(0, sys.argv[5])
 sources = {int(rows): src for rows, src in zip(sys.argv[6::2], sys.argv[7::2])}
 dest = os.path.join(os.path.dirname(warm), "rate-out." + suffix)
+if suffix == "parquet":
+    import pyarrow.parquet as pq
+    from _common import write_as_ours
 normalise_rollout_file(warm, dest, max_rows=10)
 os.unlink(dest)
 tables = {}
@@ -238,10 +241,21 @@ for rows, src in sources.items():
     # writes again: the floor's own part at that size, with our writer's settings).
     normalise_rollout_file(src, dest, max_rows=10_000_000)
     if suffix == "parquet":
-        import pyarrow.parquet as pq
-        from _common import write_as_ours
         tables[rows] = pq.read_table(dest)
     os.unlink(dest)
+
+
+def rate(write, rows, calls):
+    # Rows per second of ``calls`` calls of ``write()``, each writing ``dest`` anew.
+    spent = 0.0
+    for _ in range(calls):
+        start = time.perf_counter()
+        write()
+        spent += time.perf_counter() - start
+        os.unlink(dest)
+    return calls * rows / spent
+
+
 ours = {rows: [] for rows in sources}
 floor = {rows: [] for rows in sources}
 sizes = sorted(sources)
@@ -250,21 +264,13 @@ for turn in range(rounds):
     # machine falls on all of them.
     for rows in sizes[turn % len(sizes):] + sizes[:turn % len(sizes)]:
         calls = max(1, per_round // rows)
-        spent = 0.0
-        for _ in range(calls):
-            start = time.perf_counter()
-            normalise_rollout_file(sources[rows], dest, max_rows=10_000_000)
-            spent += time.perf_counter() - start
-            os.unlink(dest)
-        ours[rows].append(calls * rows / spent)
+        src = sources[rows]
+        ours[rows].append(
+            rate(lambda: normalise_rollout_file(src, dest, max_rows=10_000_000), rows, calls)
+        )
         if rows in tables:
-            spent = 0.0
-            for _ in range(calls):
-                start = time.perf_counter()
-                write_as_ours(tables[rows], dest)
-                spent += time.perf_counter() - start
-                os.unlink(dest)
-            floor[rows].append(calls * rows / spent)
+            table = tables[rows]
+            floor[rows].append(rate(lambda: write_as_ours(table, dest), rows, calls))
         os.sync()  # untimed: no output's writeback falls into the next size's turn
 print(json.dumps({"ours": ours, "floor": floor}))
 """
@@ -289,8 +295,8 @@ def scale(
             dest.unlink()
     rates = {}
     per_round = max(sizes)
+    pairs = [str(part) for rows, src in sources.items() for part in (rows, src)]
     for suffix in ("jsonl", "parquet"):
-        pairs = [str(part) for rows, src in sources.items() for part in (rows, src)]
         done = subprocess.run(
             [sys.executable, "-c", RATE_SCRIPT, suffix, str(rounds), str(per_round), str(warm),
              str(Path(__file__).parent), *pairs],
