@@ -1089,6 +1089,13 @@ mod tests {
             "25", "true", "false", "null", "tru", "\u{1}", "\u{e9}", "NaN", "12345",
         ];
         let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        // xorshift64: the next pseudo-random number.
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
         let (mut taken, mut plain) = (0, 0);
         for round in 0..200_000 {
             // Depth limits about the row's (1) and far from it; digit limits likewise.
@@ -1097,15 +1104,9 @@ mod tests {
                 max_int_digits: [1, 4, 4300][round % 3],
             };
             let mut text = String::new();
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let len = 1 + (state % 12) as usize;
+            let len = 1 + (next() % 12) as usize;
             for _ in 0..len {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                text.push_str(pieces[(state >> 32) as usize % pieces.len()]);
+                text.push_str(pieces[(next() >> 32) as usize % pieces.len()]);
             }
             let no_controls = !text.bytes().any(|b| b < 0x20);
             for flag in [false, no_controls] {
