@@ -756,9 +756,12 @@ fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
     }
 }
 
-/// A gzip stream of one or more members, read as Python's `gzip` module
-/// reads it: members follow each other, zero bytes between or after them are
-/// padding, and anything else after a member is an error.
+/// A gzip stream of one or more members: members follow each other, zero
+/// bytes between or after them are padding, and anything else after a member
+/// is an error, as in Python's `gzip` module. Each member's header is checked
+/// by flate2 as RFC 1952 asks (reserved flag bits, the header CRC, names and
+/// comments of at most 65,535 bytes); the twin (`_jsonl._GzipMembers`) draws
+/// the same lines.
 struct GzipMembers<R: BufRead> {
     member: Option<GzDecoder<R>>,
     done: bool,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -429,6 +430,92 @@ def test_gzip_zero_padding_is_accepted(engine: str, tmp_path: Path) -> None:
     src = write(tmp_path, "rows.jsonl.gz", gzip.compress(GOOD * 2) + b"\0" * 8)
     assert read_rollout_jsonl(src) == ({"prompt": "ok"},) * 2
     assert normalise_rollout_file(src, tmp_path / "out.jsonl").rows == 2
+
+
+def gzip_member(
+    data: bytes,
+    flags: int = 0,
+    method: int = 8,
+    field: bytes = b"n",
+    header_crc: Optional[int] = None,
+) -> bytes:
+    """One gzip member written by hand: ``flags`` picks the optional header fields
+    (extra 0x04, name 0x08, comment 0x10, header CRC 0x02), each given ``field``."""
+    head = b"\x1f\x8b" + bytes([method, flags]) + b"\0\0\0\0\0\xff"
+    if flags & 0x04:
+        head += len(field).to_bytes(2, "little") + field
+    for flag in (0x08, 0x10):
+        if flags & flag:
+            head += field + b"\0"
+    if flags & 0x02:
+        crc = zlib.crc32(head) & 0xFFFF if header_crc is None else header_crc
+        head += crc.to_bytes(2, "little")
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflate.compress(data) + deflate.flush()
+    return head + body + zlib.crc32(data).to_bytes(4, "little") + len(data).to_bytes(4, "little")
+
+
+GZIP_HEADERS = [
+    pytest.param(gzip_member(GOOD * 3, 0x1E), True, id="extra-name-comment-header-crc"),
+    pytest.param(gzip_member(GOOD * 3, 0x1E, header_crc=0), False, id="wrong-header-crc"),
+    pytest.param(gzip_member(GOOD * 3, 0x20), False, id="reserved-bit-5"),
+    pytest.param(gzip_member(GOOD * 3, 0x40), False, id="reserved-bit-6"),
+    pytest.param(gzip_member(GOOD * 3, 0x88), False, id="reserved-bit-7-and-name"),
+    pytest.param(gzip_member(GOOD * 3, method=7), False, id="method-7"),
+    pytest.param(gzip_member(GOOD * 3, 0x08)[:12], False, id="name-cut-short"),
+]
+
+
+@pytest.mark.parametrize(("data", "valid"), GZIP_HEADERS)
+def test_gzip_headers_are_checked_as_zlib_checks_them(
+    engine: str, tmp_path: Path, data: bytes, valid: bool
+) -> None:
+    """RFC 1952's header rules (reserved flag bits zero, a header CRC that matches,
+    deflate) as zlib applies them, on both engines. Python's ``gzip`` module would
+    read the reserved-bit and wrong-CRC files; zlib (pyarrow's and gzip(1)'s decoder)
+    and the Rust engine's decoder refuse them, and so do we, with the gzip error."""
+    try:
+        zlib_reads = zlib.decompress(data, wbits=16 + zlib.MAX_WBITS) == GOOD * 3
+    except zlib.error:
+        zlib_reads = False
+    assert zlib_reads == valid
+    src = write(tmp_path, "rows.jsonl.gz", data)
+    if valid:
+        assert read_rollout_jsonl(src) == ({"prompt": "ok"},) * 3
+        assert normalise_rollout_file(src, tmp_path / "out.jsonl").rows == 3
+    else:
+        file_error(src, f": {NOT_GZIP}", "gzip", line=None)
+
+
+@pytest.mark.parametrize(("length", "valid"), [(65535, True), (65536, False)])
+def test_a_gzip_header_name_is_at_most_64_kib(
+    engine: str, tmp_path: Path, length: int, valid: bool
+) -> None:
+    """The Rust engine's decoder (flate2) refuses a name or comment of more than 65,535
+    bytes; the twin draws the same line (zlib and Python's ``gzip`` have none)."""
+    for flag in (0x08, 0x10):
+        data = gzip_member(GOOD, flag, field=b"x" * length) + gzip.compress(GOOD)
+        src = write(tmp_path, "rows.jsonl.gz", data)
+        if valid:
+            assert read_rollout_jsonl(src) == ({"prompt": "ok"},) * 2
+        else:
+            file_error(src, f": {NOT_GZIP}", "gzip", line=None)
+
+
+@NATIVE
+@pytest.mark.parametrize("flags", [0x20, 0x1E])
+def test_a_bad_second_member_comes_after_the_first_members_rows(tmp_path: Path, flags: int) -> None:
+    """A good member, then one refused for its header: a bad row of the first member
+    is still the first problem, on both engines alike."""
+    second = gzip_member(GOOD, flags, header_crc=None if flags == 0x20 else 1)
+    good_first = write(tmp_path, "good.jsonl.gz", gzip.compress(GOOD * 5) + second)
+    bad_first = write(tmp_path, "bad.jsonl.gz", gzip.compress(BAD_ROW_FIRST) + second)
+    assert compare_engines(lambda: read_rollout_jsonl(good_first)) == ("same",)
+    assert compare_engines(lambda: read_rollout_jsonl(bad_first)) == ("same",)
+    with pytest.raises(RolloutFileError, match=re.escape(NOT_GZIP)):
+        read_rollout_jsonl(good_first)
+    with pytest.raises(RolloutRowError, match="row 0: prompt"):
+        read_rollout_jsonl(bad_first)
 
 
 def damaged_after_a_bad_row() -> list[Any]:

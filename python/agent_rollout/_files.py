@@ -11,8 +11,8 @@
 - ``replacing``: the file an output replaces is held through the job and let
   go of on a thread of its own, so the kernel frees it beside the caller's
   next work rather than inside the rename (both engines, both formats);
-- ``open_input``: a rollout file opened for reading, gzip undone, with the
-  ``idle`` test a pipe needs;
+- ``open_input``: a rollout file opened for reading, with the ``idle`` test a
+  pipe needs (``agent_rollout._jsonl`` undoes gzip);
 - the names errors give a path (``source_name``) and the check of a path
   argument (``path_text``).
 """
@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import errno
-import gzip
 import io
 import os
 import re
@@ -404,7 +403,8 @@ class Opened(NamedTuple):
     """An input as the readers take it."""
 
     stream: Any
-    """Binary, buffered, gzip undone; ``read1`` hands over what is there."""
+    """Binary, buffered (``read1`` hands over what is there, ``peek``); gzip undone once
+    ``agent_rollout._jsonl.open_jsonl`` has looked at it."""
     is_gzip: bool
     idle: Callable[[], bool]
     """Whether a read now would wait (a pipe or terminal with nothing in it)."""
@@ -412,20 +412,6 @@ class Opened(NamedTuple):
 
 def _never_idle() -> bool:
     return False
-
-
-class _GzipOwningFile(gzip.GzipFile):
-    """A gzip reader that also closes the file it reads (``GzipFile`` leaves a given one open)."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw  # first: close() must find it even if the constructor fails
-        super().__init__(fileobj=raw, mode="rb")
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
 
 
 def open_input(path: str) -> Opened:
@@ -440,8 +426,6 @@ def open_input(path: str) -> Opened:
                 return not select.select([fd], [], [], 0)[0]
 
         buffered = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
-        if buffered.peek(2)[:2] == b"\x1f\x8b":
-            return Opened(_GzipOwningFile(buffered), True, idle)
     except BaseException:
         raw.close()
         raise

@@ -18,6 +18,7 @@ engine's reader thread reports them. Every message comes from
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -65,6 +66,145 @@ class Tally:
     bytes_in: int = 0
     batch_lines: list[int] = field(default_factory=list)
     """The line of each row of the batch last yielded (the Arrow builder names it)."""
+
+
+# ---- gzip --------------------------------------------------------------------------------
+
+_GZIP_BLOCK = 1 << 17
+"""Compressed bytes read from the file at a time."""
+_GZIP_FIELD = 65535
+"""The longest name or comment a gzip header may hold."""
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT, _FRESERVED = 0x02, 0x04, 0x08, 0x10, 0xE0
+
+
+class _GzipMembers(io.RawIOBase):
+    """A gzip stream undone, member after member, as the Rust engine reads it.
+
+    Each member is checked as RFC 1952 asks: deflate method, the reserved flag
+    bits zero, the header CRC when there is one, the data's CRC-32 and length
+    (the data is handed over before its trailer is checked, so rows before the
+    damage come first). Zero bytes between or after members are padding;
+    anything else after a member, or a member cut short, is an error
+    (``zlib.error`` or ``EOFError``). Python's ``gzip`` module skips the
+    reserved bits and the header CRC; zlib, GNU gzip and the Rust engine refuse
+    such a file, and so does this. Closing it closes the file it reads.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._input = b""
+        """Compressed bytes read but not yet used."""
+        self._inflate: Any = None
+        """The member being read (raw deflate), None between members."""
+        self._ended = False
+        """A member's data is over and its trailer not yet checked."""
+        self._crc = 0
+        self._size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        out = memoryview(buffer).cast("B")
+        while out.nbytes:
+            if self._inflate is None:
+                if self._ended:
+                    self._check_trailer()
+                if not self._next_member():
+                    return 0
+            inflate = self._inflate
+            data = inflate.decompress(self._input, out.nbytes)
+            if inflate.eof:  # its trailer is checked once its data is handed over
+                self._input, self._inflate, self._ended = inflate.unused_data, None, True
+            else:
+                self._input = inflate.unconsumed_tail
+            if data:
+                self._crc = zlib.crc32(data, self._crc)
+                self._size += len(data)
+                out[: len(data)] = data
+                return len(data)
+            if self._inflate is not None and not self._input:
+                self._more()
+        return 0
+
+    def _next_member(self) -> bool:
+        """Step over zero padding and read a member's header; False at the end."""
+        while True:
+            self._input = self._input.lstrip(b"\0")
+            if self._input:
+                break
+            self._input = self._raw.read1(_GZIP_BLOCK)
+            if not self._input:
+                return False
+        fixed = self._take(10)
+        if fixed[:3] != b"\x1f\x8b\x08" or fixed[3] & _FRESERVED:
+            raise zlib.error("not a gzip member, or one with unknown flags")
+        flags, header = fixed[3], [fixed]
+        if flags & _FEXTRA:
+            length = self._take(2)
+            header += [length, self._take(int.from_bytes(length, "little"))]
+        for flag in (_FNAME, _FCOMMENT):
+            if flags & flag:
+                header.append(self._take_to_nul())
+        if flags & _FHCRC:
+            stored = int.from_bytes(self._take(2), "little")
+            if stored != zlib.crc32(b"".join(header)) & 0xFFFF:
+                raise zlib.error("gzip header CRC mismatch")
+        self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._crc = self._size = 0
+        return True
+
+    def _check_trailer(self) -> None:
+        trailer = self._take(8)
+        crc, size = int.from_bytes(trailer[:4], "little"), int.from_bytes(trailer[4:], "little")
+        if crc != self._crc or size != self._size & 0xFFFFFFFF:
+            raise zlib.error("gzip member's CRC or length does not match its data")
+        self._ended = False
+
+    def _more(self) -> None:
+        data = self._raw.read1(_GZIP_BLOCK)
+        if not data:
+            raise EOFError("the gzip stream ends inside a member")
+        self._input += data
+
+    def _take(self, count: int) -> bytes:
+        while len(self._input) < count:
+            self._more()
+        taken, self._input = self._input[:count], self._input[count:]
+        return taken
+
+    def _take_to_nul(self) -> bytes:
+        """A zero-terminated header field (a name, a comment), its zero included.
+
+        At most ``_GZIP_FIELD`` bytes before the zero, as the Rust engine's
+        decoder allows (Python's ``gzip`` has no limit)."""
+        while (end := self._input.find(b"\0", 0, _GZIP_FIELD + 1)) < 0:
+            if len(self._input) > _GZIP_FIELD:
+                raise zlib.error("gzip header field too long")
+            self._more()
+        return self._take(end + 1)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def open_jsonl(path: str) -> Opened:
+    """Open a JSONL file (``-``: standard input) for ``read_lines``: gzip's magic number
+    in its first two bytes means a gzip stream, undone as ``_GzipMembers`` reads it."""
+    opened = open_input(path)
+    try:
+        if opened.stream.peek(2)[:2] == b"\x1f\x8b":
+            return opened._replace(
+                stream=io.BufferedReader(_GzipMembers(opened.stream)), is_gzip=True
+            )
+    except BaseException:
+        opened.stream.close()
+        raise
+    return opened
 
 
 # ---- the one line reader ------------------------------------------------------------------
@@ -204,7 +344,7 @@ def read_values(
     nothing (the caller says what that means).
     """
     shown = source_name(path) if source is None else source
-    opened = open_input(path)
+    opened = open_jsonl(path)
     try:
         for block in read_lines(opened, limits, Tally(), shown):
             for line_no, content in block.lines:
@@ -281,7 +421,7 @@ def row_batches(
 
 def read_rows(path: str, limits: FileLimits) -> tuple[dict, ...]:
     """``read_rollout_jsonl`` on the pure-Python engine."""
-    opened = open_input(path)
+    opened = open_jsonl(path)
     rows: list[dict] = []
     try:
         for batch in row_batches(opened, limits, Tally(), source_name(path)):
@@ -353,7 +493,7 @@ def normalise_to_jsonl(
     src: str, dest: str, where: Destination, limits: FileLimits, on_progress: Optional[Progress]
 ) -> FileCounts:
     """``normalise_rollout_file`` to JSONL on the pure-Python engine."""
-    opened = open_input(src)  # the source first, as the Rust engine does
+    opened = open_jsonl(src)  # the source first, as the Rust engine does
     tally = Tally()
     try:
         rows = (
@@ -378,6 +518,7 @@ __all__ = [
     "Tally",
     "decode",
     "normalise_to_jsonl",
+    "open_jsonl",
     "read_lines",
     "read_rows",
     "read_values",

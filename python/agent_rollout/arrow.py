@@ -52,7 +52,6 @@ from agent_rollout._files import (
     Destination,
     Output,
     naming,
-    open_input,
     path_text,
     remove_temp,
     source_name,
@@ -1091,7 +1090,7 @@ def file_batches(
         except native.NativeRowError as exc:
             raise from_native_file(exc, source, None, max_rows, limits.max_bytes) from None
         return _engine.file_counts(stats)
-    opened = open_input(src)
+    opened = _jsonl.open_jsonl(src)
     tally = Tally()
     builder = TableBuilder(prompt_kind)
     try:
