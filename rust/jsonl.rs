@@ -758,10 +758,11 @@ fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
 
 /// A gzip stream of one or more members: members follow each other, zero
 /// bytes between or after them are padding, and anything else after a member
-/// is an error, as in Python's `gzip` module. Each member's header is checked
-/// by flate2 as RFC 1952 asks (reserved flag bits, the header CRC, names and
-/// comments of at most 65,535 bytes); the twin (`_jsonl._GzipMembers`) draws
-/// the same lines.
+/// is an error, as in Python's `gzip` module. flate2 checks each member's
+/// header as RFC 1952 asks (reserved flag bits, the header CRC) and allows
+/// names and comments of at most 65,535 bytes (its own limit); the twin
+/// (`_jsonl._GzipMembers`) draws the same lines. The deflate data goes through
+/// flate2's zlib-rs backend, a port of zlib, the twin's decoder.
 struct GzipMembers<R: BufRead> {
     member: Option<GzDecoder<R>>,
     done: bool,

@@ -13,8 +13,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import zlib
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Optional
 
@@ -401,10 +404,11 @@ def test_a_corrupt_gzip_file_is_refused(engine: str, tmp_path: Path, data: bytes
 def test_damage_inside_the_deflate_data_is_refused(engine: str, tmp_path: Path) -> None:
     """A flipped byte inside the compressed data: both engines refuse the file.
 
-    Known, documented difference: the decoders (zlib in Python, miniz_oxide in
-    Rust) hand over different amounts of already-decoded (garbled) text before
-    they notice, so one engine may first report that text as invalid JSON and
-    the other the gzip error. Which rows come before the damage is the same.
+    Known, documented difference: both decoders are zlib (CPython's; zlib-rs in
+    Rust), but they decode in pieces of different sizes and drop the output of
+    the piece that fails, so in a file of more than one piece one engine may
+    first report garbled text before the damage as invalid JSON and the other
+    the gzip error. Which rows come before the damage is the same.
     """
     packed = bytearray(gzip.compress(gz_rows(50)))
     packed[len(packed) // 2] ^= 0xFF
@@ -413,6 +417,36 @@ def test_damage_inside_the_deflate_data_is_refused(engine: str, tmp_path: Path) 
         read_rollout_jsonl(src)
     assert info.value.code in ("gzip", "json_syntax", "utf8")
     assert str(info.value).startswith(str(src))
+
+
+@NATIVE
+def test_damage_in_a_small_gzip_file_fails_alike(tmp_path: Path) -> None:
+    """A file decoded in one piece: whichever byte is damaged, both engines give the
+    same rows or the same first error (the Rust engine's former decoder, miniz_oxide,
+    let a match reach back past the start of the output and copied zeros where zlib
+    refuses: a gzip error on one engine, invalid JSON on the other)."""
+    packed = gzip.compress(gz_rows(20) + BAD_ROW_FIRST, mtime=0)
+    src = tmp_path / "rows.jsonl.gz"
+    differ = []
+    for at in range(10, len(packed)):
+        for flip in (0x01, 0x10, 0xFF):
+            damaged = bytearray(packed)
+            damaged[at] ^= flip
+            src.write_bytes(damaged)
+            outcome = compare_engines(lambda: read_rollout_jsonl(src, max_rows=100))
+            if outcome != ("same",):
+                differ.append((at, flip, outcome))
+    assert differ == []
+    # A match reaching back before the start: zlib's "invalid distance too far back".
+    far_back = b"\x1f\x8b\x08\0\0\0\0\0\0\xff\x03\x02\x2e\x00"
+    far_back += zlib.crc32(b"\0\0\0\n").to_bytes(4, "little") + (4).to_bytes(4, "little")
+    with pytest.raises(zlib.error, match="too far back"):
+        zlib.decompress(far_back, wbits=16 + zlib.MAX_WBITS)
+    src.write_bytes(far_back)
+    for name in ENGINES:
+        with use_engine(name), pytest.raises(RolloutFileError) as info:
+            read_rollout_jsonl(src)
+        assert info.value.code == "gzip", name
 
 
 BAD_ROW_FIRST = b'{"prompt":1}\n' + GOOD * 10
@@ -773,6 +807,39 @@ def test_dash_means_stdin_and_stdout(engine: str, tmp_path: Path) -> None:
         {"prompt": "é"},
         {"prompt": [{"role": "u", "content": "c"}], "answer": "a"},
     ]
+
+
+@pytest.mark.parametrize(
+    "data", [gzip.compress(GOOD * 2), b"\x1f" + GOOD * 2], ids=["gzip", "starts-with-1f"]
+)
+def test_a_pipe_that_gives_one_byte_first(tmp_path: Path, data: bytes) -> None:
+    """The first two bytes decide gzip, also when a pipe hands them over one at a time
+    (the Python engine once looked at the one byte there and read gzip as text)."""
+    seen = []
+    for name in ENGINES:
+        fifo = tmp_path / f"{name}.fifo"
+        os.mkfifo(fifo)
+
+        def feed(fifo: Path = fifo) -> None:
+            with suppress(BrokenPipeError), open(fifo, "wb", buffering=0) as out:
+                out.write(data[:1])
+                time.sleep(0.1)
+                out.write(data[1:])
+
+        writer = threading.Thread(target=feed)
+        writer.start()
+        with use_engine(name):
+            try:
+                seen.append(("ok", read_rollout_jsonl(fifo)))
+            except RolloutFileError as err:
+                seen.append(("error", err.code, err.line, err.column))
+        writer.join()
+    want = (
+        ("ok", ({"prompt": "ok"},) * 2)
+        if data[:2] == b"\x1f\x8b"
+        else ("error", "json_syntax", 1, 1)
+    )
+    assert seen == [want] * len(ENGINES)
 
 
 def test_errors_on_stdin_name_it(engine: str) -> None:

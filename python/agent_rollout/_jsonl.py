@@ -87,14 +87,15 @@ class _GzipMembers(io.RawIOBase):
     anything else after a member, or a member cut short, is an error
     (``zlib.error`` or ``EOFError``). Python's ``gzip`` module skips the
     reserved bits and the header CRC; zlib, GNU gzip and the Rust engine refuse
-    such a file, and so does this. Closing it closes the file it reads.
+    such a file, and so does this. The deflate data goes through zlib, as in the
+    Rust engine (zlib-rs). Closing it closes the file it reads.
     """
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, head: bytes = b"") -> None:
         super().__init__()
         self._raw = raw
-        self._input = b""
-        """Compressed bytes read but not yet used."""
+        self._input = head
+        """Compressed bytes read but not yet used (``head``: taken from ``raw`` already)."""
         self._inflate: Any = None
         """The member being read (raw deflate), None between members."""
         self._ended = False
@@ -192,17 +193,48 @@ class _GzipMembers(io.RawIOBase):
             self._raw.close()
 
 
+class _Prefixed(io.RawIOBase):
+    """Bytes already taken from a stream, then the rest of it; closing closes the stream."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        super().__init__()
+        self._head = head
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        out = memoryview(buffer).cast("B")
+        data, self._head = self._head[: out.nbytes], self._head[out.nbytes :]
+        data = data or self._stream.read1(out.nbytes)
+        out[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._stream.close()
+
+
 def open_jsonl(path: str) -> Opened:
     """Open a JSONL file (``-``: standard input) for ``read_lines``: gzip's magic number
     in its first two bytes means a gzip stream, undone as ``_GzipMembers`` reads it."""
     opened = open_input(path)
+    stream = opened.stream
     try:
-        if opened.stream.peek(2)[:2] == b"\x1f\x8b":
-            return opened._replace(
-                stream=io.BufferedReader(_GzipMembers(opened.stream)), is_gzip=True
-            )
+        head = stream.peek(2)[:2]
+        if head == b"\x1f":  # a pipe gave one byte so far: wait for the second, as Rust does
+            taken = stream.read(2)
+            if taken != b"\x1f\x8b":
+                return opened._replace(stream=io.BufferedReader(_Prefixed(taken, stream)))
+            gzip = _GzipMembers(stream, taken)
+            return opened._replace(stream=io.BufferedReader(gzip), is_gzip=True)
+        if head == b"\x1f\x8b":
+            return opened._replace(stream=io.BufferedReader(_GzipMembers(stream)), is_gzip=True)
     except BaseException:
-        opened.stream.close()
+        stream.close()
         raise
     return opened
 

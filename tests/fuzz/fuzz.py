@@ -22,7 +22,8 @@ every row returned must obey the rules; ``normalise_rollout_file`` must agree wi
 ``read_rollout_jsonl`` on the same engine and leave the destination untouched when it
 fails. One known, documented difference is allowed: a gzip file damaged inside its
 compressed data may be reported as a gzip error by one engine and as bad text by the
-other (both refuse it). A disagreement prints the seed and saves the input under
+other (both refuse it; both decoders are zlib, but they fail in pieces of different
+sizes, docs/rows.md). A disagreement prints the seed and saves the input under
 ``failures/``; the exit status is 1. A crash kills the process (``faulthandler`` prints
 where); the last input is then in ``failures/last-*`` for replay with ``--replay``.
 """
