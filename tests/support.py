@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -259,6 +260,40 @@ def compare_engines(call: Callable[[], Any]) -> tuple[Any, ...]:
             except Exception as exc:  # the error itself is compared
                 seen.append((type(exc).__name__, str(exc)))
     return ("same",) if seen[0] == seen[1] else tuple(seen)
+
+
+# ---- gzip members written by hand -----------------------------------------------------------
+
+
+def gzip_member(
+    data: bytes,
+    flags: int = 0,
+    *,
+    method: int = 8,
+    rest: bytes = b"\0\0\0\0\0\xff",
+    extra: bytes = b"n",
+    name: bytes = b"n",
+    comment: bytes = b"n",
+    header_crc_xor: int = 0,
+    crc_xor: int = 0,
+    size_add: int = 0,
+) -> bytes:
+    """One gzip member written by hand (RFC 1952). ``flags`` picks the optional header
+    fields (extra 0x04, name 0x08, comment 0x10, header CRC 0x02) and may set the
+    reserved bits; ``rest`` is the mtime, XFL and OS bytes. The ``_xor``/``_add``
+    arguments damage the header CRC, the data's CRC-32 and its length."""
+    head = b"\x1f\x8b" + bytes([method, flags]) + rest
+    if flags & 0x04:
+        head += len(extra).to_bytes(2, "little") + extra
+    for flag, field in ((0x08, name), (0x10, comment)):
+        if flags & flag:
+            head += field + b"\0"
+    if flags & 0x02:
+        head += ((zlib.crc32(head) & 0xFFFF) ^ header_crc_xor).to_bytes(2, "little")
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = deflate.compress(data) + deflate.flush()
+    crc = zlib.crc32(data) ^ crc_xor
+    return head + body + crc.to_bytes(4, "little") + (len(data) + size_add).to_bytes(4, "little")
 
 
 # ---- hostile types used by more than one file ------------------------------------------------

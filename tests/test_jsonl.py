@@ -35,7 +35,7 @@ from agent_rollout import (
     normalise_rollout_file,
     read_rollout_jsonl,
 )
-from support import ENGINES, canonical, compare_engines, temp_files, use_engine
+from support import ENGINES, canonical, compare_engines, gzip_member, temp_files, use_engine
 
 GOOD = b'{"prompt":"ok"}\n'
 NO_ROWS = "no rows (the file is empty or blank); refusing to train on an empty prompt set"
@@ -469,32 +469,9 @@ def test_gzip_zero_padding_is_accepted(engine: str, tmp_path: Path) -> None:
     assert normalise_rollout_file(src, tmp_path / "out.jsonl").rows == 2
 
 
-def gzip_member(
-    data: bytes,
-    flags: int = 0,
-    method: int = 8,
-    field: bytes = b"n",
-    header_crc: Optional[int] = None,
-) -> bytes:
-    """One gzip member written by hand: ``flags`` picks the optional header fields
-    (extra 0x04, name 0x08, comment 0x10, header CRC 0x02), each given ``field``."""
-    head = b"\x1f\x8b" + bytes([method, flags]) + b"\0\0\0\0\0\xff"
-    if flags & 0x04:
-        head += len(field).to_bytes(2, "little") + field
-    for flag in (0x08, 0x10):
-        if flags & flag:
-            head += field + b"\0"
-    if flags & 0x02:
-        crc = zlib.crc32(head) & 0xFFFF if header_crc is None else header_crc
-        head += crc.to_bytes(2, "little")
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
-    body = deflate.compress(data) + deflate.flush()
-    return head + body + zlib.crc32(data).to_bytes(4, "little") + len(data).to_bytes(4, "little")
-
-
 GZIP_HEADERS = [
     pytest.param(gzip_member(GOOD * 3, 0x1E), True, id="extra-name-comment-header-crc"),
-    pytest.param(gzip_member(GOOD * 3, 0x1E, header_crc=0), False, id="wrong-header-crc"),
+    pytest.param(gzip_member(GOOD * 3, 0x1E, header_crc_xor=0xFFFF), False, id="wrong-header-crc"),
     pytest.param(gzip_member(GOOD * 3, 0x20), False, id="reserved-bit-5"),
     pytest.param(gzip_member(GOOD * 3, 0x40), False, id="reserved-bit-6"),
     pytest.param(gzip_member(GOOD * 3, 0x88), False, id="reserved-bit-7-and-name"),
@@ -531,7 +508,8 @@ def test_a_gzip_header_name_is_at_most_64_kib(
     """The Rust engine's decoder (flate2) refuses a name or comment of more than 65,535
     bytes; the twin draws the same line (zlib and Python's ``gzip`` have none)."""
     for flag in (0x08, 0x10):
-        data = gzip_member(GOOD, flag, field=b"x" * length) + gzip.compress(GOOD)
+        field = b"x" * length
+        data = gzip_member(GOOD, flag, name=field, comment=field) + gzip.compress(GOOD)
         src = write(tmp_path, "rows.jsonl.gz", data)
         if valid:
             assert read_rollout_jsonl(src) == ({"prompt": "ok"},) * 2
@@ -544,7 +522,7 @@ def test_a_gzip_header_name_is_at_most_64_kib(
 def test_a_bad_second_member_comes_after_the_first_members_rows(tmp_path: Path, flags: int) -> None:
     """A good member, then one refused for its header: a bad row of the first member
     is still the first problem, on both engines alike."""
-    second = gzip_member(GOOD, flags, header_crc=None if flags == 0x20 else 1)
+    second = gzip_member(GOOD, flags, header_crc_xor=0 if flags == 0x20 else 1)
     good_first = write(tmp_path, "good.jsonl.gz", gzip.compress(GOOD * 5) + second)
     bad_first = write(tmp_path, "bad.jsonl.gz", gzip.compress(BAD_ROW_FIRST) + second)
     assert compare_engines(lambda: read_rollout_jsonl(good_first)) == ("same",)

@@ -14,7 +14,6 @@ import gzip
 import json
 import random
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -31,7 +30,15 @@ from agent_rollout import (
 )
 from agent_rollout._json import scan
 from agent_rollout._limits import MAX_ROLLOUT_BYTES
-from support import ENGINES, canonical, temp_files, typed_bits, typed_outcome, use_engine
+from support import (
+    ENGINES,
+    canonical,
+    gzip_member,
+    temp_files,
+    typed_bits,
+    typed_outcome,
+    use_engine,
+)
 
 # ---- JSON values, and their text written by hand --------------------------------------------
 
@@ -487,19 +494,31 @@ def normalise_outcome(
     return ("ok", written)
 
 
+def engine_outcomes(
+    workdir: Path, src: Path, max_rows: int, max_bytes: int = MAX_ROLLOUT_BYTES
+) -> dict[str, tuple[Any, Any]]:
+    """``(read, normalise)`` outcomes of ``src`` on each engine, normalising over a
+    destination that holds earlier content (left as it was when the run fails)."""
+    dst = workdir / "kept.jsonl"
+    dst.write_bytes(b"previous content\n")
+    seen = {}
+    for name in ENGINES:
+        with use_engine(name):
+            seen[name] = (
+                read_outcome(src, max_rows, max_bytes),
+                normalise_outcome(src, dst, max_rows, max_bytes),
+            )
+    return seen
+
+
 @given(data=corrupted(), max_rows=st.integers(1, 6), compressed=st.booleans())
 def test_broken_files_fail_alike_on_both_engines(
     workdir: Path, data: bytes, max_rows: int, compressed: bool
 ) -> None:
     src = workdir / ("broken.jsonl.gz" if compressed else "broken.jsonl")
     src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
-    dst = workdir / "kept.jsonl"
-    dst.write_bytes(b"previous content\n")
-    seen = {}
-    for name in ENGINES:
-        with use_engine(name):
-            seen[name] = (read_outcome(src, max_rows), normalise_outcome(src, dst, max_rows))
-        read_result, normalise_result = seen[name]
+    seen = engine_outcomes(workdir, src, max_rows)
+    for name, (read_result, normalise_result) in seen.items():
         # Both functions see the same rows and fail on the same line, for the same reason.
         assert read_result[0] == normalise_result[0], name
         if read_result[0] == "error":
@@ -516,17 +535,11 @@ def test_the_byte_limit_cuts_alike_on_both_engines(
     max_bytes = pick.draw(st.integers(1, len(data) + 2), label="max_bytes")
     src = workdir / ("cut.jsonl.gz" if compressed else "cut.jsonl")
     src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
-    dst = workdir / "kept.jsonl"
-    dst.write_bytes(b"previous content\n")
-    seen = {}
-    for name in ENGINES:
-        with use_engine(name):
-            seen[name] = (
-                read_outcome(src, max_rows, max_bytes),
-                normalise_outcome(src, dst, max_rows, max_bytes),
-            )
-        if max_bytes >= len(data):  # the limit is not reached: as without one
-            assert seen[name][0] == read_outcome(src, max_rows), name
+    seen = engine_outcomes(workdir, src, max_rows, max_bytes)
+    if max_bytes >= len(data):  # the limit is not reached: as without one
+        for name in ENGINES:
+            with use_engine(name):
+                assert seen[name][0] == read_outcome(src, max_rows), name
     assert len(set(map(repr, seen.values()))) == 1, seen
     assert temp_files(workdir) == []
 
@@ -541,26 +554,21 @@ def gzip_members(draw: st.DrawFn) -> bytes:
     """One gzip member, its header drawn field by field: any flag byte (reserved bits
     too), a method near deflate's, extra data, names and comments (up to the 65,535-byte
     line and over it), a header CRC right or wrong, a trailer right or wrong."""
-    flags = draw(st.integers(0, 255))
-    method = draw(st.sampled_from([8, 8, 8, 8, 0, 7, 9]))
-    head = b"\x1f\x8b" + bytes([method, flags]) + draw(st.binary(min_size=6, max_size=6))
-    if flags & 0x04:
-        extra = draw(st.binary(max_size=40))
-        head += len(extra).to_bytes(2, "little") + extra
-    for flag in (0x08, 0x10):
-        if flags & flag:
-            length = draw(st.sampled_from([0, 1, 7, 65535, 65536]))
-            head += draw(st.binary(min_size=1, max_size=1).filter(lambda b: b != b"\0")) * length
-            head += b"\0"
-    if flags & 0x02:
-        right = zlib.crc32(head) & 0xFFFF
-        head += draw(st.sampled_from([right, right ^ 1, 0])).to_bytes(2, "little")
-    data = b"".join(draw(st.lists(st.sampled_from(GZIP_ROWS), max_size=5)))
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
-    body = deflate.compress(data) + deflate.flush()
-    crc = zlib.crc32(data) ^ draw(st.sampled_from([0, 0, 0, 1]))
-    size = len(data) + draw(st.sampled_from([0, 0, 0, 1]))
-    return head + body + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+    fields = {}
+    for key in ("name", "comment"):
+        length = draw(st.sampled_from([0, 1, 7, 65535, 65536]))
+        fields[key] = draw(st.binary(min_size=1, max_size=1).filter(lambda b: b != b"\0")) * length
+    return gzip_member(
+        b"".join(draw(st.lists(st.sampled_from(GZIP_ROWS), max_size=5))),
+        draw(st.integers(0, 255)),
+        method=draw(st.sampled_from([8, 8, 8, 8, 0, 7, 9])),
+        rest=draw(st.binary(min_size=6, max_size=6)),
+        extra=draw(st.binary(max_size=40)),
+        header_crc_xor=draw(st.sampled_from([0, 1, 0xFFFF])),
+        crc_xor=draw(st.sampled_from([0, 0, 0, 1])),
+        size_add=draw(st.sampled_from([0, 0, 0, 1])),
+        **fields,
+    )
 
 
 @given(
@@ -580,12 +588,7 @@ def test_gzip_headers_and_trailers_read_alike(
         data = data[: max(2, len(data) - cut)]
     src = workdir / "hand.jsonl.gz"
     src.write_bytes(data)
-    dst = workdir / "kept.jsonl"
-    dst.write_bytes(b"previous content\n")
-    seen = {}
-    for name in ENGINES:
-        with use_engine(name):
-            seen[name] = (read_outcome(src, max_rows), normalise_outcome(src, dst, max_rows))
+    seen = engine_outcomes(workdir, src, max_rows)
     assert len(set(map(repr, seen.values()))) == 1, seen
     assert temp_files(workdir) == []
 

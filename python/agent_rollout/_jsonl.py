@@ -224,15 +224,15 @@ def open_jsonl(path: str) -> Opened:
     opened = open_input(path)
     stream = opened.stream
     try:
-        head = stream.peek(2)[:2]
+        head, taken = stream.peek(2)[:2], b""  # peeked at: still in the stream
         if head == b"\x1f":  # a pipe gave one byte so far: wait for the second, as Rust does
-            taken = stream.read(2)
-            if taken != b"\x1f\x8b":
-                return opened._replace(stream=io.BufferedReader(_Prefixed(taken, stream)))
-            gzip = _GzipMembers(stream, taken)
-            return opened._replace(stream=io.BufferedReader(gzip), is_gzip=True)
+            head = taken = stream.read(2)
         if head == b"\x1f\x8b":
-            return opened._replace(stream=io.BufferedReader(_GzipMembers(stream)), is_gzip=True)
+            return opened._replace(
+                stream=io.BufferedReader(_GzipMembers(stream, taken)), is_gzip=True
+            )
+        if taken:
+            return opened._replace(stream=io.BufferedReader(_Prefixed(taken, stream)))
     except BaseException:
         stream.close()
         raise
