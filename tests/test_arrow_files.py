@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,27 @@ def test_both_engines_write_equal_tables_and_as_arrow_reads_the_same(tmp_path: P
     assert tables[0].schema.equals(arrow.TEXT_SCHEMA)
 
 
+@pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")
+def test_text_buffers_pyarrow_let_go_of_hold_only_the_next_text(tmp_path: Path) -> None:
+    """The Rust engine writes a batch's text into buffers of tables already freed: the
+    bytes they held before must not show through."""
+    import gc
+
+    def messages(letter: str, width: int) -> list[dict]:
+        return [
+            {"prompt": [{"role": "u", "content": letter * width + str(i)}]} for i in range(6000)
+        ]
+
+    for letter, width in (("a", 400), ("b", 100), ("c", 250), ("d", 30)):  # 2.6 to 0.5 MB
+        rows = messages(letter, width)
+        src = write_jsonl(tmp_path / f"{letter}.jsonl", rows)
+        table = outcome_on("rust", read_rollout_jsonl, src, as_arrow=True, max_rows=10**6)[1]
+        assert table.column("prompt").num_chunks > 1
+        assert arrow.arrow_to_rows(table, max_rows=10**6) == tuple(rows)
+        del table
+        gc.collect()
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
@@ -105,7 +127,7 @@ def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_row_groups_are_bounded_in_bytes_too(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
-    # Long rows: the row cap alone (65,536 rows) would hold all 4 MB in one group.
+    # Long rows: the row cap alone (16,384 rows) would hold all 4 MB in one group.
     monkeypatch.setattr(arrow, "ROW_GROUP_BYTES", 1 << 20, raising=False)
     monkeypatch.setattr(arrow, "BATCH_ROWS", 1000)
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
@@ -483,6 +505,104 @@ def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
     monkeypatch.setattr(arrow, "parquet_writer", failing_writer(arrow.parquet_writer, 0, []))
     _, (error_type, message) = outcome_on("python", normalise_rollout_file, src, dest)
     assert error_type == "RolloutRowError" and ":351: row 350: prompt" in message
+
+
+def gated_writer(real: Any, gate: threading.Event, calls: list[int], fail_at: int = 0) -> Any:
+    """``arrow.parquet_writer`` whose first group write waits for ``gate`` (so groups
+    queue behind it) and whose ``fail_at``-th fails as a full disk does."""
+
+    def make(path: str, schema: Any) -> Any:
+        writer = real(path, schema)
+
+        class Gated:
+            def write_table(self, table: Any, **options: Any) -> None:
+                calls.append(table.num_rows)
+                if len(calls) == 1:
+                    assert gate.wait(timeout=30)
+                if len(calls) == fail_at:
+                    raise OSError(28, "No space left on device", path)
+                writer.write_table(table, **options)
+
+            def close(self) -> None:
+                writer.close()
+
+        return Gated()
+
+    return make
+
+
+def sink_batches(groups: int) -> list[Any]:
+    return [
+        pa.RecordBatch.from_pylist(
+            [{"prompt": f"q{g}-{i}", "answer": None} for i in range(100)], schema=arrow.TEXT_SCHEMA
+        )
+        for g in range(groups)
+    ]
+
+
+def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """While a group is being written, the groups after it queue (the reader goes on
+    parsing) until IN_FLIGHT_ROWS; then adding waits for the writer. They are written
+    in order."""
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    monkeypatch.setattr(arrow, "IN_FLIGHT_ROWS", 300)
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    batches = sink_batches(8)
+    added: list[int] = []
+
+    def add_all() -> None:
+        for batch in batches:
+            sink.add(batch)
+            added.append(batch.num_rows)
+
+    adder = threading.Thread(target=add_all)
+    adder.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(added) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # room for a fourth group, if the bound let one in
+        assert len(added) == 3 and sink.in_flight == {"rows": 300, "bytes": sink.in_flight["bytes"]}
+        assert calls == [100] and adder.is_alive()  # the fourth waits for room
+    finally:
+        gate.set()
+        adder.join(timeout=30)
+    assert not adder.is_alive() and len(added) == 8
+    sink.finish()
+    table = pq.read_table(dest)
+    assert table.column("prompt").to_pylist() == [f"q{g}-{i}" for g in range(8) for i in range(100)]
+    assert calls == [100] * 8 and sink.thread is None
+
+
+def test_groups_queued_after_a_failed_write_are_not_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(
+        arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls, fail_at=2)
+    )
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    for batch in sink_batches(5):  # each fills a group: 2-5 queue behind the first write
+        sink.add(batch)
+    assert len(sink.writing) == 5 and calls in ([], [100])
+    gate.set()
+    with pytest.raises(OSError) as info:
+        sink.finish()
+    assert info.value.errno == 28 and info.value.filename == str(dest)
+    assert calls == [100, 100]  # groups 3-5 were not handed to pyarrow
+    assert sink.abandon() is None and sink.thread is None
+    assert temp_files(tmp_path) == [] and not dest.exists()
 
 
 @pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")

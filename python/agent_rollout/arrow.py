@@ -36,6 +36,7 @@ import bisect
 import os
 import stat
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
@@ -1052,13 +1053,20 @@ __all__ = [
 
 # ---- files: JSONL in, Arrow batches out ------------------------------------------------------
 
-ROW_GROUP_ROWS = 65536
-"""Rows per Parquet row group (the most rows held in memory while writing)."""
+ROW_GROUP_ROWS = 16384
+"""Rows per Parquet row group. Groups are written on a thread of their own while
+the reader parses on: a small group starts that thread early and leaves little
+to write once the parse is done (65,536-row groups left a third of a 100k-row
+file to write after it)."""
 
-ROW_GROUP_BYTES = 1 << 27
+ROW_GROUP_BYTES = 1 << 25
 """A row group is also written once its Arrow data passes this many bytes, so
-long rows (multi-turn rollouts with tool output) do not hold 65,536 rows of
-text in memory."""
+long rows (multi-turn rollouts with tool output) make smaller groups."""
+
+IN_FLIGHT_ROWS = 65536
+IN_FLIGHT_BYTES = 1 << 27
+"""The most rows and Arrow bytes of finished groups waiting for the writer
+thread: past them, the reader waits for it (memory does not grow with the file)."""
 
 
 def file_batches(
@@ -1172,11 +1180,14 @@ class ParquetSink:
 
     A full row group is encoded, compressed and written on a thread of its own
     (pyarrow lets go of the GIL there) while the Rust reader parses the next
-    lines: one group in flight at most, so memory holds two groups at most.
-    Its error is raised at the next group, at ``finish`` or when widening, and
-    ``abandon`` returns it when something after it failed first (the write came
-    first: it is the error reported). Where no thread can start (interpreter
-    shutdown), groups are written in line.
+    lines. Finished groups queue for that thread, in order, up to
+    ``IN_FLIGHT_ROWS`` rows and ``IN_FLIGHT_BYTES`` bytes; past that the next
+    group waits for room, so memory holds those plus the group being filled.
+    A write's error is raised at a later group, at ``finish`` or when widening
+    (the groups queued after it are not written), and ``abandon`` returns it
+    when something after it failed first (the write came first: it is the
+    error reported). Where no thread can start (interpreter shutdown), groups
+    are written in line.
     """
 
     def __init__(self, where: Destination, dest: str) -> None:
@@ -1191,7 +1202,10 @@ class ParquetSink:
         self.pending: list[pa.RecordBatch] = []
         self.sizes = {"rows": 0, "bytes": 0}
         self.thread: Any = None  # a ThreadPoolExecutor of one thread, once a group is written
-        self.writing: Any = None  # the Future of the group in flight
+        # The groups handed to it, oldest first: (Future, rows, bytes); and their sums.
+        self.writing: deque[tuple[Any, int, int]] = deque()
+        self.in_flight = {"rows": 0, "bytes": 0}
+        self.broken = False  # a group's write failed: the groups after it are not written
 
     def add(self, batch: pa.RecordBatch) -> None:
         if self.schema is None:
@@ -1237,34 +1251,62 @@ class ParquetSink:
     def _write_pending(self) -> None:
         table = self._take_pending()
         if table is not None:
-            self._wait()
+            rows, size = table.num_rows, table.nbytes
+            self._wait(rows, size)
             try:
                 if self.thread is None:
                     # Imported here: its import registers an atexit hook, refused at shutdown.
                     from concurrent.futures import ThreadPoolExecutor
 
                     self.thread = ThreadPoolExecutor(1, thread_name_prefix="agent-rollout-parquet")
-                self.writing = self.thread.submit(self._write_group, self.writer, table)
+                future = self.thread.submit(self._write_group, self.writer, table)
             except RuntimeError:  # the interpreter is shutting down: no new thread
                 self._write_group(self.writer, table)
+            else:
+                self.writing.append((future, rows, size))
+                self.in_flight["rows"] += rows
+                self.in_flight["bytes"] += size
 
     def _write_group(self, writer: Any, table: pa.Table) -> None:
-        with naming(self.dest):
-            writer.write_table(table, row_group_size=None)
+        if self.broken:
+            return  # an earlier group's error is the one reported
+        try:
+            with naming(self.dest):
+                writer.write_table(table, row_group_size=None)
+        except BaseException:
+            self.broken = True
+            raise
 
-    def _wait(self) -> None:
-        """Wait for the group in flight; raise its error."""
-        writing, self.writing = self.writing, None
-        if writing is not None:
-            writing.result()
+    def _wait(self, rows: int = 0, size: int = 0, *, every: bool = False) -> None:
+        """Wait for the oldest groups in flight until ``rows`` more rows and ``size``
+        more bytes fit beside the rest (until none is left, with ``every``); raise
+        the error of a group whose write ended."""
+        while self.writing:
+            future, done_rows, done_size = self.writing[0]
+            room = (
+                self.in_flight["rows"] + rows <= IN_FLIGHT_ROWS
+                and self.in_flight["bytes"] + size <= IN_FLIGHT_BYTES
+            )
+            if room and not every and not future.done():
+                return
+            try:
+                future.result()
+            finally:
+                if future.done():  # not when a signal's exception ended the wait
+                    self.writing.popleft()
+                    self.in_flight["rows"] -= done_rows
+                    self.in_flight["bytes"] -= done_size
 
     def _stop_thread(self) -> Optional[BaseException]:
-        """Wait for the group in flight and end the thread; return what the write raised."""
+        """Wait for the groups in flight and end the thread; return the first error a
+        write raised."""
         failed = None
-        try:
-            self._wait()
-        except BaseException as exc:
-            failed = exc
+        while self.writing:
+            try:
+                self._wait(every=True)
+            except BaseException as exc:
+                if failed is None:
+                    failed = exc
         if self.thread is not None:
             self.thread.shutdown(wait=True)
             self.thread = None
@@ -1274,7 +1316,7 @@ class ParquetSink:
         import pyarrow.parquet as pq
 
         assert self.path is not None and self.schema is not None
-        self._wait()
+        self._wait(every=True)
         self.pending = [conform_batch(batch, wider) for batch in self.pending]
         old = self.old = self.path + ".old.tmp"  # abandon() removes it too
         with naming(self.dest):
