@@ -126,10 +126,28 @@ def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_row_groups_hold_about_row_group_rows(engine: str, tmp_path: Path) -> None:
+    # The twin closes a group at ROW_GROUP_ROWS exactly; the Rust engine at the end of
+    # the chunk that reaches it (these rows: about 2,600 to a 64 KiB chunk, 40,000 to
+    # a mebibyte).
+    rows = [{"prompt": f"q{i}", "answer": str(i)} for i in range(100_000)]
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    dest = tmp_path / "out.parquet"
+    assert outcome_on(engine, normalise_rollout_file, src, dest, max_rows=10**6)[0] == "ok"
+    meta = pq.ParquetFile(dest).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 100_000
+    if engine == "python":
+        assert groups == [16384] * 6 + [100_000 - 6 * 16384]
+    else:
+        assert all(16384 <= rows < 16384 + 40_000 for rows in groups[:-1]), groups
+        assert len(groups) >= 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_row_groups_are_bounded_in_bytes_too(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
     # Long rows: the row cap alone (16,384 rows) would hold all 4 MB in one group.
     monkeypatch.setattr(arrow, "ROW_GROUP_BYTES", 1 << 20, raising=False)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 1000)
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     dest = tmp_path / "out.parquet"

@@ -499,8 +499,12 @@ class TableBuilder:
     ``unify`` gives the batches of one table their joined schema.
     """
 
-    def __init__(self, prompt_kind: str) -> None:
+    def __init__(
+        self, prompt_kind: str, batch_rows: Optional[int] = None, batch_bytes: Optional[int] = None
+    ) -> None:
         self.kinds = KindCheck(prompt_kind)
+        self.batch_rows = BATCH_ROWS if batch_rows is None else batch_rows
+        self.batch_bytes = _BATCH_BYTES if batch_bytes is None else min(batch_bytes, _BATCH_BYTES)
         self.batches: list[pa.RecordBatch] = []
         self.rows: list[dict] = []  # the rows of the batch being built, for error reports
         self.start = 0  # index of its first row
@@ -543,7 +547,7 @@ class TableBuilder:
         self.answers.append(answer)
         if answer is not None:
             self.size += len(answer)
-        if len(self.answers) >= BATCH_ROWS or self.size >= _BATCH_BYTES:
+        if len(self.answers) >= self.batch_rows or self.size >= self.batch_bytes:
             self.flush()
 
     def _message(self, message: dict) -> None:
@@ -1076,12 +1080,16 @@ def file_batches(
     on_batch: Callable[[pa.RecordBatch], object],
     progress: Optional[Progress],
     source: Optional[str] = None,
+    batch_rows: Optional[int] = None,
+    batch_bytes: Optional[int] = None,
 ) -> FileCounts:
     """Stream a rollout JSONL file as record batches, in order; return the run's counts.
 
     Each batch is typed from its own rows: ``unify`` (or ``merge_schemas`` and
     ``conform_batch``) gives them one schema. Errors name ``source`` (default:
-    ``src``). ``bytes_out`` is 0: the caller knows what it wrote.
+    ``src``). ``bytes_out`` is 0: the caller knows what it wrote. The Rust engine
+    hands over a batch per chunk of input; the twin closes a batch at ``batch_rows``
+    rows or ``batch_bytes`` of text (default ``BATCH_ROWS``, and 256 MiB).
     """
     source = source_name(src) if source is None else source
     max_rows = limits.max_rows
@@ -1100,7 +1108,7 @@ def file_batches(
         return _engine.file_counts(stats)
     opened = _jsonl.open_jsonl(src)
     tally = Tally()
-    builder = TableBuilder(prompt_kind)
+    builder = TableBuilder(prompt_kind, batch_rows, batch_bytes)
     try:
         index = 0
         batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True)
@@ -1413,7 +1421,10 @@ def write_parquet(
     prompt_kind = check_prompt_kind(prompt_kind)
     sink = ParquetSink(where, dest)
     try:
-        counts = file_batches(src, limits, prompt_kind, sink.add, progress)
+        # The twin's batches are row groups already (the Rust engine's are chunks).
+        counts = file_batches(
+            src, limits, prompt_kind, sink.add, progress, None, ROW_GROUP_ROWS, ROW_GROUP_BYTES
+        )
         if sink.schema is None:  # pragma: no cover - file_batches gives a batch or raises
             raise ValueError(f"{src}: no rows")
         bytes_out = sink.finish()
