@@ -276,9 +276,9 @@ pub struct Buffer {
 /// the process. A new buffer is faulted in page by page as it is written, and
 /// glibc gives megabyte-sized blocks back to the kernel when they are freed:
 /// before, writing the text columns took 80% of a JSONL -> Parquet call's
-/// page faults (about 6,000 of 7,500 for 100k rows). With Parquet row groups
-/// of 16,384 rows (about 7 chunks), the buffers of one group written come
-/// back before the next group needs them.
+/// page faults (about 6,000 of 7,500 for 100k rows). A JSONL -> Parquet call
+/// gives them back as each row group is written (a group of 16,384 rows is
+/// about 7 chunks), for the chunks read after that.
 static SPARE_TEXT: Spare<Vec<u8>> = Spare::new(16);
 
 /// The buffers worth keeping: about a chunk's text (a chunk is at most

@@ -527,19 +527,26 @@ def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
 
 def gated_writer(real: Any, gate: threading.Event, calls: list[int], fail_at: int = 0) -> Any:
     """``arrow.parquet_writer`` whose first group write waits for ``gate`` (so groups
-    queue behind it) and whose ``fail_at``-th fails as a full disk does."""
+    queue behind it) and whose ``fail_at``-th fails as a full disk does. A write begun
+    while another is going on is recorded as -1 in ``calls``."""
 
     def make(path: str, schema: Any) -> Any:
         writer = real(path, schema)
 
         class Gated:
+            writing = 0  # writes going on now; more than one is a bug
+
             def write_table(self, table: Any, **options: Any) -> None:
-                calls.append(table.num_rows)
-                if len(calls) == 1:
-                    assert gate.wait(timeout=30)
-                if len(calls) == fail_at:
-                    raise OSError(28, "No space left on device", path)
-                writer.write_table(table, **options)
+                self.writing += 1
+                try:
+                    calls.append(table.num_rows if self.writing == 1 else -1)
+                    if len(calls) == 1:
+                        assert gate.wait(timeout=30)
+                    if len(calls) == fail_at:
+                        raise OSError(28, "No space left on device", path)
+                    writer.write_table(table, **options)
+                finally:
+                    self.writing -= 1
 
             def close(self) -> None:
                 writer.close()
@@ -587,7 +594,7 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
         while len(added) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.2)  # room for a fourth group, if the bound let one in
-        assert len(added) == 3 and sink.in_flight == {"rows": 300, "bytes": sink.in_flight["bytes"]}
+        assert len(added) == 3 and sink.in_flight["rows"] == 300
         assert calls == [100] and adder.is_alive()  # the fourth waits for room
     finally:
         gate.set()
@@ -597,29 +604,175 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
     table = pq.read_table(dest)
     assert table.column("prompt").to_pylist() == [f"q{g}-{i}" for g in range(8) for i in range(100)]
     assert calls == [100] * 8 and sink.thread is None
+    assert sink.in_flight == {"rows": 0, "bytes": 0} and not sink.writing
 
 
-def test_groups_queued_after_a_failed_write_are_not_written(
+def test_the_in_flight_bound_counts_bytes_too(tmp_path: Path, monkeypatch: Any) -> None:
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    batches = sink_batches(8)
+    monkeypatch.setattr(arrow, "IN_FLIGHT_BYTES", 2 * batches[0].nbytes)  # two groups
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    added: list[int] = []
+
+    def add_all() -> None:
+        for batch in batches:
+            sink.add(batch)
+            added.append(batch.num_rows)
+
+    adder = threading.Thread(target=add_all)
+    adder.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(added) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        assert len(added) == 2 and adder.is_alive()  # the rows bound (65,536) is far off
+    finally:
+        gate.set()
+        adder.join(timeout=30)
+    sink.finish()
+    assert pq.read_table(dest).num_rows == 800 and sink.in_flight == {"rows": 0, "bytes": 0}
+
+
+def add_in_a_thread(sink: Any, batches: list[Any], blocked_after: int) -> tuple[Any, list[int]]:
+    """Add ``batches`` to ``sink`` on a thread; return it once ``blocked_after`` were
+    added and it has been waiting a while."""
+    added: list[int] = []
+
+    def add_all() -> None:
+        for batch in batches:
+            sink.add(batch)
+            added.append(batch.num_rows)
+
+    adder = threading.Thread(target=add_all)
+    adder.start()
+    deadline = time.monotonic() + 30
+    while len(added) < blocked_after and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert len(added) == blocked_after and adder.is_alive()
+    return adder, added
+
+
+def test_once_no_thread_takes_groups_the_queued_ones_are_written_first(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
+    """The interpreter shutting down refuses new work to every thread pool: the group
+    is then written on the caller's thread, after the groups queued before it, never
+    beside them (two writes at once crashed the process), and so are the later ones."""
     from agent_rollout._files import destination
 
     monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
     gate, calls = threading.Event(), []
-    monkeypatch.setattr(
-        arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls, fail_at=2)
-    )
+    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
     dest = tmp_path / "out.parquet"
     sink = arrow.ParquetSink(destination(str(dest)), str(dest))
-    for batch in sink_batches(5):  # each fills a group: 2-5 queue behind the first write
+    batches = sink_batches(6)
+    for batch in batches[:3]:
         sink.add(batch)
-    assert len(sink.writing) == 5 and calls in ([], [100])
+    submitted = sink.thread.submit
+
+    def refused(*args: Any) -> Any:
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    sink.thread.submit = refused
+    try:
+        adder, _ = add_in_a_thread(sink, batches[3:], 0)  # waits for the three queued
+    finally:
+        gate.set()
+    adder.join(timeout=30)
+    assert not adder.is_alive()
+    sink.thread.submit = submitted
+    sink.finish()
+    prompts = pq.read_table(dest).column("prompt").to_pylist()
+    assert prompts == [f"q{g}-{i}" for g in range(6) for i in range(100)]
+    assert calls == [100] * 6  # one at a time
+
+
+def test_a_writer_thread_that_cannot_start_writes_no_group_twice(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A thread that cannot start (a process limit) leaves its work item queued in the
+    pool; the group is written in line and nothing is submitted again."""
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    start = threading.Thread.start
+    refused: list[str] = []
+
+    def start_or_fail(thread: threading.Thread) -> None:
+        if thread.name.startswith("agent-rollout-parquet"):
+            refused.append(thread.name)
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_or_fail)
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    for batch in sink_batches(4):
+        sink.add(batch)
+    sink.finish()
+    prompts = pq.read_table(dest).column("prompt").to_pylist()
+    assert prompts == [f"q{g}-{i}" for g in range(4) for i in range(100)]
+    assert len(refused) == 1
+
+
+def test_abandoning_writes_none_of_the_queued_groups(tmp_path: Path, monkeypatch: Any) -> None:
+    """Ctrl-C while groups wait for the writer: the group being written ends, the
+    others are dropped (not written into a file about to be removed)."""
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    for batch in sink_batches(5):
+        sink.add(batch)
+    assert len(sink.writing) == 5
+    failed: list[Any] = []
+    stopper = threading.Thread(target=lambda: failed.append(sink.abandon(interrupted=True)))
+    stopper.start()
+    time.sleep(0.2)
+    assert stopper.is_alive()  # waiting for the group being written
     gate.set()
-    with pytest.raises(OSError) as info:
-        sink.finish()
-    assert info.value.errno == 28 and info.value.filename == str(dest)
-    assert calls == [100, 100]  # groups 3-5 were not handed to pyarrow
-    assert sink.abandon() is None and sink.thread is None
+    stopper.join(timeout=30)
+    assert failed == [None] and calls == [100] and sink.thread is None
+    assert temp_files(tmp_path) == [] and not dest.exists()
+
+
+def test_a_second_ctrl_c_while_abandoning_gets_through(tmp_path: Path, monkeypatch: Any) -> None:
+    import signal
+
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    for batch in sink_batches(3):
+        sink.add(batch)
+    # pytest-xdist's workers ignore SIGINT: Python's own handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    second = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    second.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sink.abandon(interrupted=True)  # waits for the first group's write
+        assert time.monotonic() - started < 10
+    finally:
+        second.cancel()
+        gate.set()
+        signal.signal(signal.SIGINT, previous)
+    sink.thread.shutdown(wait=True)
+    assert calls == [100]  # the queued groups were dropped
     assert temp_files(tmp_path) == [] and not dest.exists()
 
 

@@ -109,7 +109,7 @@ MESSAGES_SCHEMA = pa.schema(
 Messages with other keys get wider message structs (``schema_for``)."""
 
 BATCH_ROWS = 65536
-"""Rows per record batch built in memory (and per Parquet row group at most)."""
+"""Rows per record batch the twin builds in memory (for Parquet, ``ROW_GROUP_ROWS``)."""
 
 _BATCH_BYTES = 1 << 28
 """A batch is closed early once its text passes this many bytes (offsets are 32-bit)."""
@@ -1033,6 +1033,8 @@ def arrow_to_rows(
 
 __all__ = [
     "BATCH_ROWS",
+    "IN_FLIGHT_BYTES",
+    "IN_FLIGHT_ROWS",
     "JSON_FIELD",
     "JSON_TYPE",
     "MESSAGES_SCHEMA",
@@ -1068,9 +1070,12 @@ ROW_GROUP_BYTES = 1 << 25
 long rows (multi-turn rollouts with tool output) make smaller groups."""
 
 IN_FLIGHT_ROWS = 65536
+"""The most rows of finished row groups handed to the writer thread and not yet
+written (the one being written included): past them, the reader waits for it."""
+
 IN_FLIGHT_BYTES = 1 << 27
-"""The most rows and Arrow bytes of finished groups waiting for the writer
-thread: past them, the reader waits for it (memory does not grow with the file)."""
+"""The most Arrow bytes of finished row groups handed to the writer thread and
+not yet written: memory does not grow with the file."""
 
 
 def file_batches(
@@ -1214,6 +1219,8 @@ class ParquetSink:
         self.writing: deque[tuple[Any, int, int]] = deque()
         self.in_flight = {"rows": 0, "bytes": 0}
         self.broken = False  # a group's write failed: the groups after it are not written
+        self.stopping = False  # interrupted: the groups not yet begun are not written
+        self.in_line = False  # no thread takes groups: each is written on the caller's
 
     def add(self, batch: pa.RecordBatch) -> None:
         if self.schema is None:
@@ -1261,23 +1268,33 @@ class ParquetSink:
         if table is not None:
             rows, size = table.num_rows, table.nbytes
             self._wait(rows, size)
-            try:
-                if self.thread is None:
-                    # Imported here: its import registers an atexit hook, refused at shutdown.
-                    from concurrent.futures import ThreadPoolExecutor
+            if not self.in_line:
+                try:
+                    if self.thread is None:
+                        # Imported here: its import registers an atexit hook, refused at
+                        # shutdown.
+                        from concurrent.futures import ThreadPoolExecutor
 
-                    self.thread = ThreadPoolExecutor(1, thread_name_prefix="agent-rollout-parquet")
-                future = self.thread.submit(self._write_group, self.writer, table)
-            except RuntimeError:  # the interpreter is shutting down: no new thread
-                self._write_group(self.writer, table)
-            else:
-                self.writing.append((future, rows, size))
-                self.in_flight["rows"] += rows
-                self.in_flight["bytes"] += size
+                        self.thread = ThreadPoolExecutor(
+                            1, thread_name_prefix="agent-rollout-parquet"
+                        )
+                    future = self.thread.submit(self._write_group, self.writer, table)
+                except RuntimeError:
+                    # The interpreter is shutting down (no pool takes new work), or the
+                    # thread could not start (its work item stays queued, never to run:
+                    # nothing is submitted again, and only a submit starts a thread).
+                    self.in_line = True
+                else:
+                    self.writing.append((future, rows, size))
+                    self.in_flight["rows"] += rows
+                    self.in_flight["bytes"] += size
+                    return
+            self._wait(every=True)  # the groups queued before it are written first
+            self._write_group(self.writer, table)
 
     def _write_group(self, writer: Any, table: pa.Table) -> None:
-        if self.broken:
-            return  # an earlier group's error is the one reported
+        if self.broken or self.stopping:
+            return  # an earlier group's error is the one reported; or interrupted
         try:
             with naming(self.dest):
                 writer.write_table(table, row_group_size=None)
@@ -1286,9 +1303,9 @@ class ParquetSink:
             raise
 
     def _wait(self, rows: int = 0, size: int = 0, *, every: bool = False) -> None:
-        """Wait for the oldest groups in flight until ``rows`` more rows and ``size``
-        more bytes fit beside the rest (until none is left, with ``every``); raise
-        the error of a group whose write ended."""
+        """Take the groups whose write ended off the queue, oldest first, and wait for
+        more until ``rows`` more rows and ``size`` more bytes fit beside the rest
+        (until none is left, with ``every``); raise the error of a write that ended."""
         while self.writing:
             future, done_rows, done_size = self.writing[0]
             room = (
@@ -1307,12 +1324,15 @@ class ParquetSink:
 
     def _stop_thread(self) -> Optional[BaseException]:
         """Wait for the groups in flight and end the thread; return the first error a
-        write raised."""
+        write raised. A signal's exception while waiting is raised."""
         failed = None
         while self.writing:
+            future = self.writing[0][0]
             try:
                 self._wait(every=True)
             except BaseException as exc:
+                if not future.done():
+                    raise  # Ctrl-C, SIGTERM: not the write's error
                 if failed is None:
                     failed = exc
         if self.thread is not None:
@@ -1377,10 +1397,14 @@ class ParquetSink:
             self.spool.abandon()
             self.spool = None
 
-    def abandon(self) -> Optional[BaseException]:
-        """Stop, leaving nothing behind; return the error of a group write still in
-        flight (it happened before whatever made us stop: the caller reports it)."""
+    def abandon(self, *, interrupted: bool = False) -> Optional[BaseException]:
+        """Stop, leaving nothing behind; return the error of a group write handed over
+        before whatever made us stop (it came first: the caller reports it). The
+        groups queued are written (and dropped) first, so which error is reported
+        does not hang on the writer's pace; when ``interrupted`` (Ctrl-C, SIGTERM)
+        only the group being written is waited for."""
         failed = None
+        self.stopping = interrupted
         try:
             failed = self._stop_thread()
             if self.writer is not None:
@@ -1408,7 +1432,7 @@ def write_parquet(
 ) -> FileCounts:
     """Normalise the rollout JSONL file ``src`` into the zstd Parquet file ``dest``.
 
-    Row groups of at most ``ROW_GROUP_ROWS`` rows are written as they fill, so
+    Row groups of about ``ROW_GROUP_ROWS`` rows are written as they fill, so
     memory does not grow with the file (``ParquetSink``: a batch that widens
     the schema rewrites the groups written so far). ``where`` is where
     ``dest`` really goes (``agent_rollout._files.destination``); the output is
@@ -1429,7 +1453,7 @@ def write_parquet(
             raise ValueError(f"{src}: no rows")
         bytes_out = sink.finish()
     except BaseException as exc:
-        earlier = sink.abandon()
+        earlier = sink.abandon(interrupted=not isinstance(exc, Exception))
         if earlier is not None and isinstance(exc, Exception):
             # A row group failed to write before the rows that failed after it were read.
             raise earlier from None
