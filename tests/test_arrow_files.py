@@ -8,6 +8,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -525,9 +526,11 @@ def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
     assert error_type == "RolloutRowError" and ":351: row 350: prompt" in message
 
 
-def gated_writer(real: Any, gate: threading.Event, calls: list[int], fail_at: int = 0) -> Any:
-    """``arrow.parquet_writer`` whose first group write waits for ``gate`` (so groups
-    queue behind it) and whose ``fail_at``-th fails as a full disk does. A write begun
+def gated_writer(
+    real: Any, gate: threading.Event, calls: list[int], fail_at: int = 0, hold_at: int = 1
+) -> Any:
+    """``arrow.parquet_writer`` whose ``hold_at``-th group write waits for ``gate`` (so
+    groups queue behind it) and whose ``fail_at``-th fails as a full disk does. A write begun
     while another is going on is recorded as -1 in ``calls``."""
 
     def make(path: str, schema: Any) -> Any:
@@ -540,7 +543,7 @@ def gated_writer(real: Any, gate: threading.Event, calls: list[int], fail_at: in
                 self.writing += 1
                 try:
                     calls.append(table.num_rows if self.writing == 1 else -1)
-                    if len(calls) == 1:
+                    if len(calls) == hold_at:
                         assert gate.wait(timeout=30)
                     if len(calls) == fail_at:
                         raise OSError(28, "No space left on device", path)
@@ -639,6 +642,13 @@ def test_the_in_flight_bound_counts_bytes_too(tmp_path: Path, monkeypatch: Any) 
     assert pq.read_table(dest).num_rows == 800 and sink.in_flight == {"rows": 0, "bytes": 0}
 
 
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
 def add_in_a_thread(sink: Any, batches: list[Any], blocked_after: int) -> tuple[Any, list[int]]:
     """Add ``batches`` to ``sink`` on a thread; return it once ``blocked_after`` were
     added and it has been waiting a while."""
@@ -706,8 +716,8 @@ def test_a_writer_thread_that_cannot_start_writes_no_group_twice(
     refused: list[str] = []
 
     def start_or_fail(thread: threading.Thread) -> None:
-        if thread.name.startswith("agent-rollout-parquet"):
-            refused.append(thread.name)
+        if thread.name.startswith("agent-rollout-parquet") and not refused:
+            refused.append(thread.name)  # the first only: a later thread could start
             raise RuntimeError("can't start new thread")
         start(thread)
 
@@ -735,6 +745,7 @@ def test_abandoning_writes_none_of_the_queued_groups(tmp_path: Path, monkeypatch
     for batch in sink_batches(5):
         sink.add(batch)
     assert len(sink.writing) == 5
+    wait_for(lambda: calls == [100])  # the first group's write has begun
     failed: list[Any] = []
     stopper = threading.Thread(target=lambda: failed.append(sink.abandon(interrupted=True)))
     stopper.start()
@@ -758,9 +769,11 @@ def test_a_second_ctrl_c_while_abandoning_gets_through(tmp_path: Path, monkeypat
     sink = arrow.ParquetSink(destination(str(dest)), str(dest))
     for batch in sink_batches(3):
         sink.add(batch)
-    # pytest-xdist's workers ignore SIGINT: Python's own handler for this test.
+    wait_for(lambda: calls == [100])  # the first group's write has begun
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    second = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    main = threading.main_thread().ident
+    assert main is not None
+    second = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
     second.start()
     started = time.monotonic()
     try:
@@ -773,6 +786,45 @@ def test_a_second_ctrl_c_while_abandoning_gets_through(tmp_path: Path, monkeypat
         signal.signal(signal.SIGINT, previous)
     sink.thread.shutdown(wait=True)
     assert calls == [100]  # the queued groups were dropped
+    assert temp_files(tmp_path) == [] and not dest.exists()
+
+
+def test_ctrl_c_while_finish_waits_for_a_later_group_is_not_held(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Ctrl-C while ``finish`` waits for the second group: raised then, not once every
+    queued group is written; abandoning then drops the groups not begun."""
+    import signal
+
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    gate, calls = threading.Event(), []
+    monkeypatch.setattr(
+        arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls, hold_at=2)
+    )
+    dest = tmp_path / "out.parquet"
+    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    for batch in sink_batches(5):
+        sink.add(batch)
+    wait_for(lambda: len(calls) == 2)  # the first written, the second held
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    ctrl_c = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
+    ctrl_c.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sink.finish()
+        assert time.monotonic() - started < 10  # not held until the writer gives up (30 s)
+        assert calls == [100, 100]
+    finally:
+        ctrl_c.cancel()
+        signal.signal(signal.SIGINT, previous)
+        threading.Timer(0.2, gate.set).start()
+    assert sink.abandon(interrupted=True) is None
+    assert calls == [100, 100] and sink.thread is None
     assert temp_files(tmp_path) == [] and not dest.exists()
 
 

@@ -1327,14 +1327,17 @@ class ParquetSink:
         write raised. A signal's exception while waiting is raised."""
         failed = None
         while self.writing:
-            future = self.writing[0][0]
+            future, rows, size = self.writing[0]
             try:
-                self._wait(every=True)
+                future.result()
             except BaseException as exc:
-                if not future.done():
-                    raise  # Ctrl-C, SIGTERM: not the write's error
+                if not future.done() or future.exception() is not exc:
+                    raise  # Ctrl-C, SIGTERM while waiting: not the write's error
                 if failed is None:
                     failed = exc
+            self.writing.popleft()
+            self.in_flight["rows"] -= rows
+            self.in_flight["bytes"] -= size
         if self.thread is not None:
             self.thread.shutdown(wait=True)
             self.thread = None
@@ -1404,8 +1407,8 @@ class ParquetSink:
         does not hang on the writer's pace; when ``interrupted`` (Ctrl-C, SIGTERM)
         only the group being written is waited for."""
         failed = None
-        self.stopping = interrupted
         try:
+            self.stopping = interrupted
             failed = self._stop_thread()
             if self.writer is not None:
                 try:
