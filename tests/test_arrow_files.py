@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -559,6 +561,37 @@ def gated_writer(
     return make
 
 
+def gated_sink(
+    tmp_path: Path, monkeypatch: Any, **options: int
+) -> tuple[Any, Path, Any, list[int]]:
+    """A ``ParquetSink`` into ``tmp_path / "out.parquet"`` of 100-row groups whose writer is
+    ``gated_writer(..., **options)``: the sink, its destination, the gate and the calls."""
+    from agent_rollout._files import destination
+
+    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    gate, calls = threading.Event(), []
+    writer = gated_writer(arrow.parquet_writer, gate, calls, **options)
+    monkeypatch.setattr(arrow, "parquet_writer", writer)
+    dest = tmp_path / "out.parquet"
+    return arrow.ParquetSink(destination(str(dest)), str(dest)), dest, gate, calls
+
+
+@contextlib.contextmanager
+def ctrl_c_soon() -> Iterator[None]:
+    """SIGINT to the main thread 0.2 s in, with Python's own handler (pytest-xdist's
+    workers may have another); the handler is put back after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    main = threading.main_thread().ident
+    assert main is not None
+    ctrl_c = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
+    ctrl_c.start()
+    try:
+        yield
+    finally:
+        ctrl_c.cancel()
+        signal.signal(signal.SIGINT, previous)
+
+
 def sink_batches(groups: int) -> list[Any]:
     return [
         pa.RecordBatch.from_pylist(
@@ -574,34 +607,16 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
     """While a group is being written, the groups after it queue (the reader goes on
     parsing) until IN_FLIGHT_ROWS; then adding waits for the writer. They are written
     in order."""
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch)
     monkeypatch.setattr(arrow, "IN_FLIGHT_ROWS", 300)
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
-    batches = sink_batches(8)
-    added: list[int] = []
-
-    def add_all() -> None:
-        for batch in batches:
-            sink.add(batch)
-            added.append(batch.num_rows)
-
-    adder = threading.Thread(target=add_all)
-    adder.start()
     try:
-        deadline = time.monotonic() + 30
-        while len(added) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.2)  # room for a fourth group, if the bound let one in
-        assert len(added) == 3 and sink.in_flight["rows"] == 300
-        assert calls == [100] and adder.is_alive()  # the fourth waits for room
+        # Room for a fourth group, if the bound let one in: the adder waits after three.
+        adder, added = add_in_a_thread(sink, sink_batches(8), 3)
+        assert sink.in_flight["rows"] == 300
+        assert calls == [100]  # the fourth waits for room
     finally:
         gate.set()
-        adder.join(timeout=30)
+    adder.join(timeout=30)
     assert not adder.is_alive() and len(added) == 8
     sink.finish()
     table = pq.read_table(dest)
@@ -611,35 +626,32 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
 
 
 def test_the_in_flight_bound_counts_bytes_too(tmp_path: Path, monkeypatch: Any) -> None:
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    sink, dest, gate, _ = gated_sink(tmp_path, monkeypatch)
     batches = sink_batches(8)
     monkeypatch.setattr(arrow, "IN_FLIGHT_BYTES", 2 * batches[0].nbytes)  # two groups
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
-    added: list[int] = []
-
-    def add_all() -> None:
-        for batch in batches:
-            sink.add(batch)
-            added.append(batch.num_rows)
-
-    adder = threading.Thread(target=add_all)
-    adder.start()
     try:
-        deadline = time.monotonic() + 30
-        while len(added) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.2)
-        assert len(added) == 2 and adder.is_alive()  # the rows bound (65,536) is far off
+        adder, _ = add_in_a_thread(sink, batches, 2)  # the rows bound (65,536) is far off
     finally:
         gate.set()
-        adder.join(timeout=30)
+    adder.join(timeout=30)
     sink.finish()
     assert pq.read_table(dest).num_rows == 800 and sink.in_flight == {"rows": 0, "bytes": 0}
+
+
+def test_groups_queued_after_a_failed_write_are_not_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch, fail_at=2)
+    for batch in sink_batches(5):  # each fills a group: 2-5 queue behind the first write
+        sink.add(batch)
+    assert len(sink.writing) == 5 and calls in ([], [100])
+    gate.set()
+    with pytest.raises(OSError) as info:
+        sink.finish()
+    assert info.value.errno == 28 and info.value.filename == str(dest)
+    assert calls == [100, 100]  # groups 3-5 were not handed to pyarrow
+    assert sink.abandon() is None and sink.thread is None
+    assert temp_files(tmp_path) == [] and not dest.exists()
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -661,9 +673,7 @@ def add_in_a_thread(sink: Any, batches: list[Any], blocked_after: int) -> tuple[
 
     adder = threading.Thread(target=add_all)
     adder.start()
-    deadline = time.monotonic() + 30
-    while len(added) < blocked_after and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: len(added) >= blocked_after)
     time.sleep(0.2)
     assert len(added) == blocked_after and adder.is_alive()
     return adder, added
@@ -675,13 +685,7 @@ def test_once_no_thread_takes_groups_the_queued_ones_are_written_first(
     """The interpreter shutting down refuses new work to every thread pool: the group
     is then written on the caller's thread, after the groups queued before it, never
     beside them (two writes at once crashed the process), and so are the later ones."""
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch)
     batches = sink_batches(6)
     for batch in batches[:3]:
         sink.add(batch)
@@ -735,13 +739,7 @@ def test_a_writer_thread_that_cannot_start_writes_no_group_twice(
 def test_abandoning_writes_none_of_the_queued_groups(tmp_path: Path, monkeypatch: Any) -> None:
     """Ctrl-C while groups wait for the writer: the group being written ends, the
     others are dropped (not written into a file about to be removed)."""
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch)
     for batch in sink_batches(5):
         sink.add(batch)
     assert len(sink.writing) == 5
@@ -758,32 +756,17 @@ def test_abandoning_writes_none_of_the_queued_groups(tmp_path: Path, monkeypatch
 
 
 def test_a_second_ctrl_c_while_abandoning_gets_through(tmp_path: Path, monkeypatch: Any) -> None:
-    import signal
-
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls))
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch)
     for batch in sink_batches(3):
         sink.add(batch)
     wait_for(lambda: calls == [100])  # the first group's write has begun
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    main = threading.main_thread().ident
-    assert main is not None
-    second = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
-    second.start()
     started = time.monotonic()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_soon(), pytest.raises(KeyboardInterrupt):
             sink.abandon(interrupted=True)  # waits for the first group's write
         assert time.monotonic() - started < 10
     finally:
-        second.cancel()
         gate.set()
-        signal.signal(signal.SIGINT, previous)
     sink.thread.shutdown(wait=True)
     assert calls == [100]  # the queued groups were dropped
     assert temp_files(tmp_path) == [] and not dest.exists()
@@ -794,34 +777,17 @@ def test_ctrl_c_while_finish_waits_for_a_later_group_is_not_held(
 ) -> None:
     """Ctrl-C while ``finish`` waits for the second group: raised then, not once every
     queued group is written; abandoning then drops the groups not begun."""
-    import signal
-
-    from agent_rollout._files import destination
-
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    gate, calls = threading.Event(), []
-    monkeypatch.setattr(
-        arrow, "parquet_writer", gated_writer(arrow.parquet_writer, gate, calls, hold_at=2)
-    )
-    dest = tmp_path / "out.parquet"
-    sink = arrow.ParquetSink(destination(str(dest)), str(dest))
+    sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch, hold_at=2)
     for batch in sink_batches(5):
         sink.add(batch)
     wait_for(lambda: len(calls) == 2)  # the first written, the second held
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    main = threading.main_thread().ident
-    assert main is not None
-    ctrl_c = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))
-    ctrl_c.start()
     started = time.monotonic()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_soon(), pytest.raises(KeyboardInterrupt):
             sink.finish()
         assert time.monotonic() - started < 10  # not held until the writer gives up (30 s)
         assert calls == [100, 100]
     finally:
-        ctrl_c.cancel()
-        signal.signal(signal.SIGINT, previous)
         threading.Timer(0.2, gate.set).start()
     assert sink.abandon(interrupted=True) is None
     assert calls == [100, 100] and sink.thread is None

@@ -1215,9 +1215,8 @@ class ParquetSink:
         self.pending: list[pa.RecordBatch] = []
         self.sizes = {"rows": 0, "bytes": 0}
         self.thread: Any = None  # a ThreadPoolExecutor of one thread, once a group is written
-        # The groups handed to it, oldest first: (Future, rows, bytes); and their sums.
+        # The groups handed to it and not yet taken back, oldest first: (Future, rows, bytes).
         self.writing: deque[tuple[Any, int, int]] = deque()
-        self.in_flight = {"rows": 0, "bytes": 0}
         self.broken = False  # a group's write failed: the groups after it are not written
         self.stopping = False  # interrupted: the groups not yet begun are not written
         self.in_line = False  # no thread takes groups: each is written on the caller's
@@ -1286,8 +1285,6 @@ class ParquetSink:
                     self.in_line = True
                 else:
                     self.writing.append((future, rows, size))
-                    self.in_flight["rows"] += rows
-                    self.in_flight["bytes"] += size
                     return
             self._wait(every=True)  # the groups queued before it are written first
             self._write_group(self.writer, table)
@@ -1302,42 +1299,52 @@ class ParquetSink:
             self.broken = True
             raise
 
+    @property
+    def in_flight(self) -> dict[str, int]:
+        """The rows and Arrow bytes of the groups handed to the writer thread."""
+        return {
+            "rows": sum(rows for _, rows, _ in self.writing),
+            "bytes": sum(size for _, _, size in self.writing),
+        }
+
     def _wait(self, rows: int = 0, size: int = 0, *, every: bool = False) -> None:
         """Take the groups whose write ended off the queue, oldest first, and wait for
         more until ``rows`` more rows and ``size`` more bytes fit beside the rest
         (until none is left, with ``every``); raise the error of a write that ended."""
         while self.writing:
-            future, done_rows, done_size = self.writing[0]
+            future = self.writing[0][0]
+            in_flight = self.in_flight
             room = (
-                self.in_flight["rows"] + rows <= IN_FLIGHT_ROWS
-                and self.in_flight["bytes"] + size <= IN_FLIGHT_BYTES
+                in_flight["rows"] + rows <= IN_FLIGHT_ROWS
+                and in_flight["bytes"] + size <= IN_FLIGHT_BYTES
             )
             if room and not every and not future.done():
                 return
-            try:
-                future.result()
-            finally:
-                if future.done():  # not when a signal's exception ended the wait
-                    self.writing.popleft()
-                    self.in_flight["rows"] -= done_rows
-                    self.in_flight["bytes"] -= done_size
+            self._take_oldest()
+
+    def _take_oldest(self) -> None:
+        """Wait for the oldest group in flight and take it off the queue; raise its
+        write's error (or a signal's exception that ended the wait: it stays queued)."""
+        future = self.writing[0][0]
+        try:
+            future.result()
+        finally:
+            if future.done():
+                self.writing.popleft()
 
     def _stop_thread(self) -> Optional[BaseException]:
         """Wait for the groups in flight and end the thread; return the first error a
         write raised. A signal's exception while waiting is raised."""
         failed = None
         while self.writing:
-            future, rows, size = self.writing[0]
+            future = self.writing[0][0]
             try:
-                future.result()
+                self._take_oldest()
             except BaseException as exc:
                 if not future.done() or future.exception() is not exc:
                     raise  # Ctrl-C, SIGTERM while waiting: not the write's error
                 if failed is None:
                     failed = exc
-            self.writing.popleft()
-            self.in_flight["rows"] -= rows
-            self.in_flight["bytes"] -= size
         if self.thread is not None:
             self.thread.shutdown(wait=True)
             self.thread = None
