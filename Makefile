@@ -127,7 +127,7 @@ debug-allocator: build
 fuzz: build
 	$(BIN)/python tests/fuzz/fuzz.py --seconds $(FUZZ_SECONDS)
 
-bench: build-release
+bench: $(VENV)/.deps-dev build-release
 	$(BIN)/python benches/bench_rows.py
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
