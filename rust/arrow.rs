@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -1264,16 +1265,23 @@ pub fn read_file(
 // stays as first seen, appended to their columns in one read (`absorb_push`);
 // the message is kept (a strong reference), and only when a value changed a
 // type (a batch whose messages disagree) are the kept messages read a second
-// time into columns of the batch's final types (`Col::push_py`). Python objects are read under the rules of rust/rows.rs's
-// header, and this walk keeps one more: the collector is paused for the whole
-// call (`GcPause`), so no allocation runs a finalizer, and between two steps
-// of a dict's or list's iteration only C code on exact built-in types runs
-// (type checks, UTF-8 and number reads, no lookups): nothing can change the
-// container being iterated, which PyO3's dict iterator requires. Lookups
-// (which may run a user key's `__eq__`) happen only outside iterations; what
-// user code changes between the two reads is found as a value that does not
-// match its column (`Stop::Changed`): the first pass then gives up, and the
-// row rules' copies, which no user code can reach, are built instead.
+// time into columns of the batch's final types (`Col::push_py`).
+//
+// Python objects are read under the rules of rust/rows.rs's header, and this
+// walk keeps one more: dicts, lists and tuples are walked with references
+// borrowed from them (`items`, `seq_items`), which stay valid only while the
+// container holds them. So while one is in use, only C code on exact built-in
+// types runs (type checks, UTF-8 and number reads; no lookups, no iterator
+// objects): none of it runs Python code, and the collector is off
+// (`GcPause`), so no allocation (an exception's, say) runs a finalizer. User
+// code can run only between rows (a signal handler at the Ctrl-C check, a
+// user key's `__eq__` run by the row's lookups of `prompt` and `answer`, each
+// holding strong references); it may switch the collector back on, so it is
+// looked at again after each (`collector_off`): on the caller's rows the
+// first pass then gives up, and the row rules' copies, which no finalizer can
+// reach, are walked instead. What user code changes between a message's two
+// reads is found as a value that does not match its column (`Stop::Changed`):
+// the first pass gives up then too.
 
 /// Why the fast walk over Python rows stopped.
 enum Stop {
@@ -1317,6 +1325,103 @@ fn text<'a>(value: &'a Bound<'_, PyString>) -> Result<&'a str, Stop> {
 
 fn exact_str<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Result<&'a Bound<'py, PyString>, Stop> {
     value.cast_exact::<PyString>().map_err(|_| Stop::Slow)
+}
+
+/// The entries of an exact dict, borrowed from it (`PyDict_Next`), in order:
+/// no reference counts touched (about a sixth of the walk's time on
+/// tool-call rows). An entry is valid while the dict holds it, so it is only
+/// used under this section's rule (nothing runs that could change the dict).
+struct Items<'a, 'py> {
+    dict: &'a Bound<'py, PyDict>,
+    pos: ffi::Py_ssize_t,
+}
+
+fn items<'a, 'py>(dict: &'a Bound<'py, PyDict>) -> Items<'a, 'py> {
+    Items { dict, pos: 0 }
+}
+
+impl<'a, 'py> Iterator for Items<'a, 'py> {
+    type Item = (Borrowed<'a, 'py, PyAny>, Borrowed<'a, 'py, PyAny>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let py = self.dict.py();
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: attached (`py`), and `self.dict` is a live dict held for
+        // `'a`. PyDict_Next runs no Python code, bounds-checks `pos` against
+        // the dict's current table and, on success, hands out two non-null
+        // pointers to objects the dict holds a reference to. They stay valid
+        // while the dict keeps them: it is held for `'a`, and under this
+        // section's rule nothing changes it while they are in use.
+        unsafe {
+            if ffi::PyDict_Next(self.dict.as_ptr(), &mut self.pos, &mut key, &mut value) == 0 {
+                return None;
+            }
+            Some((
+                Borrowed::from_ptr_or_opt(py, key)?,
+                Borrowed::from_ptr_or_opt(py, value)?,
+            ))
+        }
+    }
+}
+
+/// The items of an exact list or tuple (`is_sequence`), borrowed from it, in
+/// order; a list's length is read again at every step.
+struct SeqItems<'a, 'py> {
+    seq: &'a Bound<'py, PyAny>,
+    list: bool,
+    index: ffi::Py_ssize_t,
+}
+
+fn seq_items<'a, 'py>(seq: &'a Bound<'py, PyAny>) -> SeqItems<'a, 'py> {
+    SeqItems {
+        seq,
+        list: seq.is_exact_instance_of::<PyList>(),
+        index: 0,
+    }
+}
+
+impl<'a, 'py> Iterator for SeqItems<'a, 'py> {
+    type Item = Result<Borrowed<'a, 'py, PyAny>, Stop>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let py = self.seq.py();
+        let at = self.seq.as_ptr();
+        // SAFETY: attached (`py`); `self.seq` is a live exact list or tuple
+        // (`seq_items` is only given one) held for `'a`. The size and item
+        // reads run no Python code; the index is checked against the length
+        // just read, and the item is a non-null pointer the container holds a
+        // reference to, valid while it keeps it (held for `'a`, and unchanged
+        // under this section's rule). Should one fail all the same, its
+        // exception is taken and returned, not left set.
+        let item = unsafe {
+            let len = if self.list {
+                ffi::PyList_Size(at)
+            } else {
+                ffi::PyTuple_Size(at)
+            };
+            if self.index >= len {
+                return None;
+            }
+            let item = if self.list {
+                ffi::PyList_GetItem(at, self.index)
+            } else {
+                ffi::PyTuple_GetItem(at, self.index)
+            };
+            Borrowed::from_ptr_or_opt(py, item)
+        };
+        self.index += 1;
+        Some(item.ok_or_else(|| Stop::Py(PyErr::fetch(py))))
+    }
+}
+
+/// Whether the collector is off (`GcPause`): the borrowed walk's condition on
+/// the caller's objects. User code run between rows (a signal handler, a
+/// key's `__eq__` run by a lookup) may have switched it back on.
+fn collector_off() -> bool {
+    // SAFETY: only called while attached (inside `rows_to_batches`);
+    // PyGC_IsEnabled reads a flag.
+    unsafe { ffi::PyGC_IsEnabled() == 0 }
 }
 
 fn is_sequence(value: &Bound<'_, PyAny>) -> bool {
@@ -1391,8 +1496,8 @@ fn absorb_py(
         } else {
             &mut scratch
         };
-        for entry in value.try_iter()? {
-            absorb_py(item, &entry?, level + 1, max_depth, size)?;
+        for entry in seq_items(value) {
+            absorb_py(item, &*entry?, level + 1, max_depth, size)?;
         }
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
         if level > max_depth {
@@ -1415,7 +1520,7 @@ fn absorb_dict(
     let count = dict.len();
     if count > 0 && matches!(ty, Ty::Null) {
         let mut fields = Vec::with_capacity(count);
-        for (key, value) in dict.iter() {
+        for (key, value) in items(dict) {
             let name = text(exact_str(&key)?)?;
             *size += name.len();
             let mut field = Ty::Null;
@@ -1428,7 +1533,7 @@ fn absorb_dict(
     let same_keys = match &*ty {
         Ty::Struct(fields) if fields.len() == count => {
             let mut same = true;
-            for ((key, _), (name, _)) in dict.iter().zip(fields) {
+            for ((key, _), (name, _)) in items(dict).zip(fields) {
                 same &= text(exact_str(&key)?)? == name;
             }
             same
@@ -1439,7 +1544,7 @@ fn absorb_dict(
         *ty = Ty::Json;
     }
     let mut scratch = Ty::Json;
-    for (position, (key, value)) in dict.iter().enumerate() {
+    for (position, (key, value)) in items(dict).enumerate() {
         *size += text(exact_str(&key)?)?.len();
         let slot = match ty {
             Ty::Struct(fields) => match fields.get_mut(position) {
@@ -1532,7 +1637,7 @@ fn absorb_push(
         ) if is_sequence(value) && level <= max_depth => {
             *size += 2;
             let mut in_step = true;
-            for entry in value.try_iter()? {
+            for entry in seq_items(value) {
                 let entry = entry?;
                 if in_step {
                     in_step = absorb_push(item, child, &entry, level + 1, max_depth, size)?;
@@ -1558,7 +1663,7 @@ fn absorb_push(
                     let mut in_step = true;
                     let mut same_keys = true;
                     let mut scratch = Ty::Json;
-                    for (position, (key, item)) in dict.iter().enumerate() {
+                    for (position, (key, item)) in items(dict).enumerate() {
                         let name = text(exact_str(&key)?)?;
                         *size += name.len();
                         let slot = match fields.get_mut(position) {
@@ -1629,11 +1734,11 @@ fn write_py_json(
             return Err(changed());
         }
         out.push('[');
-        for (i, item) in value.try_iter()?.enumerate() {
+        for (i, item) in seq_items(value).enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            write_py_json(&item?, level + 1, max_depth, out)?;
+            write_py_json(&*item?, level + 1, max_depth, out)?;
         }
         out.push(']');
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
@@ -1641,7 +1746,7 @@ fn write_py_json(
             return Err(changed());
         }
         out.push('{');
-        for (i, (key, item)) in dict.iter().enumerate() {
+        for (i, (key, item)) in items(dict).enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -1701,8 +1806,8 @@ impl Col {
                 if !is_sequence(value) || level > max_depth {
                     return Err(changed());
                 }
-                for item in value.try_iter()? {
-                    child.push_py(&item?, level + 1, max_depth)?;
+                for item in seq_items(value) {
+                    child.push_py(&*item?, level + 1, max_depth)?;
                 }
                 offsets.push(offset(child.len())?);
                 valid.push(true);
@@ -1717,7 +1822,7 @@ impl Col {
                     return Err(changed());
                 }
                 for ((key, item), (name, child)) in
-                    dict.iter().zip(names.iter().zip(children.iter_mut()))
+                    items(dict).zip(names.iter().zip(children.iter_mut()))
                 {
                     if text(exact_str(&key)?)? != name {
                         return Err(changed());
@@ -1769,28 +1874,21 @@ impl<'py> PyBatch<'py> {
 
     /// One message (an exact dict): its role and str content into their
     /// columns, its other members checked and typed.
-    fn message(&mut self, message: Bound<'py, PyDict>) -> Result<(), Stop> {
+    fn message(&mut self, message: &Bound<'py, PyDict>) -> Result<(), Stop> {
         let mut role = None;
         let mut content = None;
         let mut extra = false;
-        for (key, value) in message.iter() {
+        for (key, value) in items(message) {
             let name = text(exact_str(&key)?)?;
             if name == "role" {
-                role = Some(
-                    value
-                        .cast_into_exact::<PyString>()
-                        .map_err(|_| Stop::Slow)?,
-                );
+                role = Some(value.cast_exact::<PyString>().map_err(|_| Stop::Slow)?);
                 continue;
             }
             if name == "content" {
-                let value = match value.cast_into_exact::<PyString>() {
-                    Ok(content_text) => {
-                        content = Some(content_text);
-                        continue;
-                    }
-                    Err(other) => other.into_inner(),
-                };
+                if let Ok(content_text) = value.cast_exact::<PyString>() {
+                    content = Some(content_text);
+                    continue;
+                }
                 if value.is_none() {
                     continue;
                 }
@@ -1839,7 +1937,7 @@ impl<'py> PyBatch<'py> {
             let at = self.batch.roles.valid.len;
             self.extras.push(PyExtra {
                 message: at,
-                dict: message,
+                dict: message.clone(),
             });
         }
         Ok(self.batch.message(role, content, Vec::new())?)
@@ -1931,7 +2029,7 @@ fn py_message_struct(
     }
     let mut columns: Vec<Col> = types.types.iter().map(Col::new).collect();
     for extra in extras {
-        for (key, value) in extra.dict.iter() {
+        for (key, value) in items(&extra.dict) {
             let name = text(exact_str(&key)?)?;
             if name == "role" || name == "content" {
                 continue;
@@ -1993,12 +2091,11 @@ fn add_py_row<'py>(
         if messages.is_empty() || batch.max_depth < 1 {
             return Err(Stop::Slow);
         }
-        // The list's iterator re-reads its length at every step.
-        for message in messages.iter() {
-            let message = message
-                .cast_into_exact::<PyDict>()
-                .map_err(|_| Stop::Slow)?;
-            batch.message(message)?;
+        // The list's length is read again at every step.
+        for message in seq_items(messages.as_any()) {
+            let message = message?;
+            let message = message.cast_exact::<PyDict>().map_err(|_| Stop::Slow)?;
+            batch.message(&message)?;
         }
         batch.batch.end_messages()?;
     }
@@ -2054,6 +2151,12 @@ pub fn rows_to_batches<'py>(
     let out = PyList::empty(py);
     let mut table = rule.fixed;
     let mut batch: Option<PyBatch<'py>> = None;
+    // Whether the walk may go on with borrowed references (see the section's
+    // header), asked after user code may have run (a signal handler, the
+    // row's lookups) and before the next read of messages: the caller's rows
+    // only while the collector is off; the row rules' copies always (no one
+    // else holds them, so no finalizer can reach them).
+    let may_borrow = || pass == Pass::Normalised || collector_off();
     // Reports what stopped the walk at row `index`.
     let stopped = |stop: Stop, index: usize| match stop {
         Stop::Py(err) => Err(Fault::Py(err)),
@@ -2086,6 +2189,10 @@ pub fn rows_to_batches<'py>(
         let full = batch
             .as_ref()
             .is_some_and(|b| b.batch.rows >= batch_rows || b.batch.text_bytes() >= batch_bytes);
+        // Messages are read next (a batch's second read, or this row's).
+        if (full || own == Kind::Messages) && !may_borrow() {
+            return give_up(not_normalised());
+        }
         if full {
             if let Some(done) = batch.take() {
                 let first = index - done.batch.rows;
@@ -2104,6 +2211,9 @@ pub fn rows_to_batches<'py>(
         if let Err(stop) = add_py_row(current, &row, &prompt) {
             return stopped(stop, index);
         }
+    }
+    if !may_borrow() {
+        return give_up(not_normalised());
     }
     if let Some(done) = batch.take() {
         let first = count.saturating_sub(done.batch.rows);

@@ -707,3 +707,68 @@ def test_engines_agree(name: str) -> None:
         with use_engine(engine):
             results.append(row_outcome(CASES[name].make()))
     assert results[0] == results[1]
+
+
+# ---- the Arrow walk: references borrowed while the collector is off ----------------------
+
+
+class Replacer:
+    """Garbage in a cycle: when a collection frees it, its ``__del__`` replaces each int
+    of the ``victims`` (dicts) with 0, freeing the ints."""
+
+    def __init__(self, *victims: dict) -> None:
+        self.victims = victims
+        self.cycle = self
+
+    def __del__(self) -> None:
+        for victim in self.victims:
+            victim.update(dict.fromkeys([k for k, v in victim.items() if type(v) is int], 0))
+
+
+@pytest.mark.parametrize("where", ["first row", "later row"])
+def test_arrow_walk_after_user_code_turns_the_collector_on(engine: str, where: str) -> None:
+    """``rows_to_arrow`` reads messages through references borrowed from their dicts and
+    lists, which holds only while no finaliser can run (the collector is off for the call).
+    A key's ``__eq__``, run by a row's lookup of "prompt", turns the collector back on with
+    garbage waiting whose ``__del__`` replaces the ints of the message about to be read;
+    those ints are past 64 bits, so reading them raises and allocates. The walk must see
+    the collector on and leave the rows to the row rules: a table of the rows as they are,
+    never a value read after it was freed (this module runs under the debug allocator in
+    CI; without the check it segfaults there)."""
+    pytest.importorskip("pyarrow")
+    from agent_rollout import arrow
+
+    big = [10**40 + i for i in range(50)]
+    message = {"role": "user", "content": "q", **{f"n{i}": value for i, value in enumerate(big)}}
+    nested = [dict(message) for _ in range(3)]
+    del big
+
+    def collector_on() -> None:
+        gc.set_threshold(1, 10**6, 10**6)
+        gc.enable()
+
+    # The colliding key goes in first, so that looking "prompt" up meets it first.
+    rows: list = [{}, {}]
+    key = colliding(rows[0 if where == "first row" else 1], "prompt", collector_on)
+    rows[0]["prompt"] = [{"role": "user", "content": "first"}]
+    rows[1]["prompt"] = [message, {"role": "tool", "calls": nested}]
+    old = gc.get_threshold()
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    Replacer(message, *nested)
+    try:
+        armed({}, key)
+        table = arrow.rows_to_arrow(rows)
+    finally:
+        gc.set_threshold(*old)
+        gc.enable() if was else gc.disable()
+    table.validate(full=True)
+    got = arrow.arrow_to_rows(table)
+    assert len(got) == 2
+    assert got[0]["prompt"] == [{"role": "user", "content": "first"}]
+    first = got[1]["prompt"][0]
+    assert first["role"] == "user" and first["content"] == "q"
+    # Each int is the one the rows held when read: the original or its replacement.
+    assert all(first[f"n{i}"] in (0, 10**40 + i) for i in range(50))
+    assert key.calls >= 1  # the collector was turned on
