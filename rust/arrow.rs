@@ -1272,14 +1272,17 @@ pub fn read_file(
 // borrowed from them (`items`, `seq_items`), which stay valid only while the
 // container holds them. So while one is in use, only C code on exact built-in
 // types runs (type checks, UTF-8 and number reads; no lookups, no iterator
-// objects): none of it runs Python code, and the collector is off
-// (`GcPause`), so no allocation (an exception's, say) runs a finalizer. User
-// code can run only between rows (a signal handler at the Ctrl-C check, a
-// user key's `__eq__` run by the row's lookups of `prompt` and `answer`, each
-// holding strong references); it may switch the collector back on, so it is
-// looked at again after each (`collector_off`): on the caller's rows the
-// first pass then gives up, and the row rules' copies, which no finalizer can
-// reach, are walked instead. What user code changes between a message's two
+// objects, no `str()`, which checks for signals: `small_int`,
+// `long_int_text`). None of it runs Python code or makes an object the
+// collector tracks, bar an exception on the way out of the walk; and the
+// collector is off (`GcPause`) besides, so not even that can run a
+// finalizer. User code can run only between rows (a signal handler at the
+// Ctrl-C check, a user key's `__eq__` run by the row's lookups of `prompt`
+// and `answer`, each holding strong references); it may switch the collector
+// back on, so it is looked at again after each (`may_borrow`): on the
+// caller's rows the first pass then gives up and the row rules' copies are
+// walked instead; on those copies, which no one else holds, the collector is
+// switched off again until the call ends. What user code changes between a message's two
 // reads is found as a value that does not match its column (`Stop::Changed`):
 // the first pass gives up then too.
 
@@ -1428,13 +1431,64 @@ fn is_sequence(value: &Bound<'_, PyAny>) -> bool {
     value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>()
 }
 
-/// The decimal text of an int past `i64`, as `json.dumps` writes it.
-fn long_int_text(number: &Bound<'_, PyInt>) -> Result<String, Stop> {
-    match number.str() {
-        Ok(shown) => Ok(text(&shown)?.to_owned()),
-        Err(err) if err.is_instance_of::<PyValueError>(number.py()) => Err(Stop::IntTooLong),
-        Err(err) => Err(Stop::Py(err)),
+/// The limits of one walk over Python rows.
+#[derive(Clone, Copy)]
+pub struct Walk {
+    /// The deepest nesting of a message's values.
+    pub max_depth: usize,
+    /// The most digits an int may have to be written as text: the
+    /// `sys.get_int_max_str_digits()` in force when the call began
+    /// (`agent_rollout._limits.int_digits_limit`).
+    pub max_int_digits: usize,
+}
+
+/// The value of an exact int that fits `i64`. No exception is made for one
+/// that does not (`PyLong_AsLongLongAndOverflow`): an exception is an object
+/// the collector tracks, and the walk makes none on its way.
+fn small_int(number: &Bound<'_, PyInt>) -> Option<i64> {
+    let mut overflow: std::os::raw::c_int = 0;
+    // SAFETY: attached (the caller holds `number`, bound to the interpreter),
+    // and `number` is a live exact int: PyLong_AsLongLongAndOverflow calls no
+    // `__index__` for it, and reports a value past `long long` in `overflow`
+    // (with -1 returned) rather than raising; it cannot fail for an int.
+    let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(number.as_ptr(), &mut overflow) };
+    (overflow == 0).then_some(value)
+}
+
+/// The decimal text of an int past `i64`, as `json.dumps` writes it;
+/// `Stop::IntTooLong` past `walk.max_int_digits` digits, where `str()` raises.
+///
+/// Not `str()`: CPython's decimal conversion checks for signals as it goes
+/// (running Python signal handlers, and from 3.12 a pending collection) and,
+/// from 3.12, hands ints of thousands of digits to `_pylong`, Python code;
+/// any of which could change what the walk holds borrowed. The hex form
+/// (`PyNumber_ToBase`, base 16) is plain C that does neither, and Rust turns
+/// it into decimal.
+fn long_int_text(number: &Bound<'_, PyInt>, walk: Walk) -> Result<String, Stop> {
+    let py = number.py();
+    // SAFETY: attached (`py`); `number` is a live exact int held by the
+    // caller. PyNumber_ToBase on an exact int calls no `__index__` and runs no
+    // Python code; it returns a new reference to a str, or NULL with an
+    // exception set, which from_owned_ptr_or_err turns into an error.
+    let hex =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyNumber_ToBase(number.as_ptr(), 16))? };
+    let hex = hex.cast_into::<PyString>().map_err(|_| changed())?;
+    let hex = text(&hex)?;
+    let (negative, digits) = match hex.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, hex),
+    };
+    let digits = digits.strip_prefix("0x").ok_or_else(changed)?;
+    let magnitude = num_bigint::BigUint::parse_bytes(digits.as_bytes(), 16).ok_or_else(changed)?;
+    let decimal = magnitude.to_str_radix(10);
+    if decimal.len() > walk.max_int_digits {
+        return Err(Stop::IntTooLong);
     }
+    Ok(if negative {
+        format!("-{decimal}")
+    } else {
+        decimal
+    })
 }
 
 /// Join `own`, the type of a scalar, into `ty`.
@@ -1457,7 +1511,7 @@ fn absorb_py(
     ty: &mut Ty,
     value: &Bound<'_, PyAny>,
     level: usize,
-    max_depth: usize,
+    walk: Walk,
     size: &mut usize,
 ) -> Result<(), Stop> {
     *size += 2;
@@ -1470,10 +1524,10 @@ fn absorb_py(
     } else if value.is_exact_instance_of::<PyBool>() {
         join_scalar(ty, Ty::Bool);
     } else if let Ok(number) = value.cast_exact::<PyInt>() {
-        if number.extract::<i64>().is_ok() {
+        if small_int(number).is_some() {
             join_scalar(ty, Ty::Int);
         } else {
-            *size += long_int_text(number)?.len();
+            *size += long_int_text(number, walk)?.len();
             *ty = Ty::Json;
         }
     } else if let Ok(number) = value.cast_exact::<PyFloat>() {
@@ -1482,7 +1536,7 @@ fn absorb_py(
         }
         join_scalar(ty, Ty::Float);
     } else if is_sequence(value) {
-        if level > max_depth {
+        if level > walk.max_depth {
             return Err(Stop::Slow);
         }
         match ty {
@@ -1497,13 +1551,13 @@ fn absorb_py(
             &mut scratch
         };
         for entry in seq_items(value) {
-            absorb_py(item, &*entry?, level + 1, max_depth, size)?;
+            absorb_py(item, &*entry?, level + 1, walk, size)?;
         }
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
-        if level > max_depth {
+        if level > walk.max_depth {
             return Err(Stop::Slow);
         }
-        absorb_dict(ty, dict, level, max_depth, size)?;
+        absorb_dict(ty, dict, level, walk, size)?;
     } else {
         return Err(Stop::Slow);
     }
@@ -1514,7 +1568,7 @@ fn absorb_dict(
     ty: &mut Ty,
     dict: &Bound<'_, PyDict>,
     level: usize,
-    max_depth: usize,
+    walk: Walk,
     size: &mut usize,
 ) -> Result<(), Stop> {
     let count = dict.len();
@@ -1524,7 +1578,7 @@ fn absorb_dict(
             let name = text(exact_str(&key)?)?;
             *size += name.len();
             let mut field = Ty::Null;
-            absorb_py(&mut field, &value, level + 1, max_depth, size)?;
+            absorb_py(&mut field, &value, level + 1, walk, size)?;
             fields.push((name.to_owned(), field));
         }
         *ty = Ty::Struct(fields);
@@ -1553,7 +1607,7 @@ fn absorb_dict(
             },
             _ => &mut scratch,
         };
-        absorb_py(slot, &value, level + 1, max_depth, size)?;
+        absorb_py(slot, &value, level + 1, walk, size)?;
     }
     Ok(())
 }
@@ -1570,7 +1624,7 @@ fn absorb_push(
     col: &mut Col,
     value: &Bound<'_, PyAny>,
     level: usize,
-    max_depth: usize,
+    walk: Walk,
     size: &mut usize,
 ) -> Result<bool, Stop> {
     if value.is_none() {
@@ -1583,10 +1637,10 @@ fn absorb_push(
             // The first value here: type it, then a column of that type with
             // a null for each value before it.
             let before = col.len();
-            absorb_py(ty, value, level, max_depth, size)?;
+            absorb_py(ty, value, level, walk, size)?;
             let mut fresh = Col::new(ty);
             fresh.pad_to(before)?;
-            fresh.push_py(value, level, max_depth)?;
+            fresh.push_py(value, level, walk)?;
             *col = fresh;
             return Ok(true);
         }
@@ -1608,7 +1662,7 @@ fn absorb_push(
         }
         (Ty::Int, Col::Int { valid, values }) => {
             if let Ok(number) = value.cast_exact::<PyInt>() {
-                if let Ok(small) = number.extract::<i64>() {
+                if let Some(small) = small_int(number) {
                     *size += 2;
                     values.push(small);
                     valid.push(true);
@@ -1634,15 +1688,15 @@ fn absorb_push(
                 offsets,
                 child,
             },
-        ) if is_sequence(value) && level <= max_depth => {
+        ) if is_sequence(value) && level <= walk.max_depth => {
             *size += 2;
             let mut in_step = true;
             for entry in seq_items(value) {
                 let entry = entry?;
                 if in_step {
-                    in_step = absorb_push(item, child, &entry, level + 1, max_depth, size)?;
+                    in_step = absorb_push(item, child, &entry, level + 1, walk, size)?;
                 } else {
-                    absorb_py(item, &entry, level + 1, max_depth, size)?;
+                    absorb_py(item, &entry, level + 1, walk, size)?;
                 }
             }
             if in_step {
@@ -1658,7 +1712,7 @@ fn absorb_push(
             },
         ) => {
             if let Ok(dict) = value.cast_exact::<PyDict>() {
-                if level <= max_depth && dict.len() == fields.len() {
+                if level <= walk.max_depth && dict.len() == fields.len() {
                     *size += 2;
                     let mut in_step = true;
                     let mut same_keys = true;
@@ -1677,10 +1731,9 @@ fn absorb_push(
                         };
                         match children.get_mut(position) {
                             Some(child) if in_step => {
-                                in_step =
-                                    absorb_push(slot, child, &item, level + 1, max_depth, size)?;
+                                in_step = absorb_push(slot, child, &item, level + 1, walk, size)?;
                             }
-                            _ => absorb_py(slot, &item, level + 1, max_depth, size)?,
+                            _ => absorb_py(slot, &item, level + 1, walk, size)?,
                         }
                     }
                     if !same_keys {
@@ -1693,14 +1746,14 @@ fn absorb_push(
             }
         }
         (Ty::Json, _) => {
-            absorb_py(ty, value, level, max_depth, size)?;
-            col.push_py(value, level, max_depth)?;
+            absorb_py(ty, value, level, walk, size)?;
+            col.push_py(value, level, walk)?;
             return Ok(true);
         }
         _ => {}
     }
     // The value changes the type: typed as the first read types it.
-    absorb_py(ty, value, level, max_depth, size)?;
+    absorb_py(ty, value, level, walk, size)?;
     Ok(false)
 }
 
@@ -1709,7 +1762,7 @@ fn absorb_push(
 fn write_py_json(
     value: &Bound<'_, PyAny>,
     level: usize,
-    max_depth: usize,
+    walk: Walk,
     out: &mut String,
 ) -> Result<(), Stop> {
     if value.is_none() {
@@ -1719,9 +1772,9 @@ fn write_py_json(
     } else if let Ok(flag) = value.cast_exact::<PyBool>() {
         out.push_str(if flag.is_true() { "true" } else { "false" });
     } else if let Ok(number) = value.cast_exact::<PyInt>() {
-        match number.extract::<i64>() {
-            Ok(small) => out.push_str(&small.to_string()),
-            Err(_) => out.push_str(&long_int_text(number)?),
+        match small_int(number) {
+            Some(small) => out.push_str(&small.to_string()),
+            None => out.push_str(&long_int_text(number, walk)?),
         }
     } else if let Ok(number) = value.cast_exact::<PyFloat>() {
         let number = number.value();
@@ -1730,7 +1783,7 @@ fn write_py_json(
         }
         py_float_repr(number, out);
     } else if is_sequence(value) {
-        if level > max_depth {
+        if level > walk.max_depth {
             return Err(changed());
         }
         out.push('[');
@@ -1738,11 +1791,11 @@ fn write_py_json(
             if i > 0 {
                 out.push(',');
             }
-            write_py_json(&*item?, level + 1, max_depth, out)?;
+            write_py_json(&*item?, level + 1, walk, out)?;
         }
         out.push(']');
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
-        if level > max_depth {
+        if level > walk.max_depth {
             return Err(changed());
         }
         out.push('{');
@@ -1752,7 +1805,7 @@ fn write_py_json(
             }
             write_json_str(text(exact_str(&key)?)?, out);
             out.push(':');
-            write_py_json(&item, level + 1, max_depth, out)?;
+            write_py_json(&item, level + 1, walk, out)?;
         }
         out.push('}');
     } else {
@@ -1764,12 +1817,7 @@ fn write_py_json(
 impl Col {
     /// Append `value`, a Python value of the column's type (`Col::push` for
     /// Python objects; `level` is its nesting in the message).
-    fn push_py(
-        &mut self,
-        value: &Bound<'_, PyAny>,
-        level: usize,
-        max_depth: usize,
-    ) -> Result<(), Stop> {
+    fn push_py(&mut self, value: &Bound<'_, PyAny>, level: usize, walk: Walk) -> Result<(), Stop> {
         if value.is_none() {
             return Ok(self.push_null()?);
         }
@@ -1782,7 +1830,7 @@ impl Col {
             }
             Col::Int { valid, values } => {
                 let number = value.cast_exact::<PyInt>().map_err(|_| changed())?;
-                values.push(number.extract::<i64>().map_err(|_| changed())?);
+                values.push(small_int(number).ok_or_else(changed)?);
                 valid.push(true);
             }
             Col::Float { valid, values } => {
@@ -1795,7 +1843,7 @@ impl Col {
                 col.push(Some(text(text_value)?))?;
             }
             Col::Json(col) => {
-                write_py_json(value, level, max_depth, &mut col.data)?;
+                write_py_json(value, level, walk, &mut col.data)?;
                 col.end_value(true)?;
             }
             Col::List {
@@ -1803,11 +1851,11 @@ impl Col {
                 offsets,
                 child,
             } => {
-                if !is_sequence(value) || level > max_depth {
+                if !is_sequence(value) || level > walk.max_depth {
                     return Err(changed());
                 }
                 for item in seq_items(value) {
-                    child.push_py(&*item?, level + 1, max_depth)?;
+                    child.push_py(&*item?, level + 1, walk)?;
                 }
                 offsets.push(offset(child.len())?);
                 valid.push(true);
@@ -1818,7 +1866,7 @@ impl Col {
                 children,
             } => {
                 let dict = value.cast_exact::<PyDict>().map_err(|_| changed())?;
-                if dict.len() != children.len() || level > max_depth {
+                if dict.len() != children.len() || level > walk.max_depth {
                     return Err(changed());
                 }
                 for ((key, item), (name, child)) in
@@ -1827,7 +1875,7 @@ impl Col {
                     if text(exact_str(&key)?)? != name {
                         return Err(changed());
                     }
-                    child.push_py(&item, level + 1, max_depth)?;
+                    child.push_py(&item, level + 1, walk)?;
                 }
                 valid.push(true);
             }
@@ -1856,11 +1904,11 @@ struct PyBatch<'py> {
     /// The JSON text of each content that is not a str, with its message's position.
     content_json: Vec<(usize, String)>,
     extras: Vec<PyExtra<'py>>,
-    max_depth: usize,
+    walk: Walk,
 }
 
 impl<'py> PyBatch<'py> {
-    fn new(kind: Kind, max_depth: usize) -> Self {
+    fn new(kind: Kind, walk: Walk) -> Self {
         PyBatch {
             batch: Batch::new(kind),
             types: MsgTypes::default(),
@@ -1868,7 +1916,7 @@ impl<'py> PyBatch<'py> {
             in_step: true,
             content_json: Vec::new(),
             extras: Vec::new(),
-            max_depth,
+            walk,
         }
     }
 
@@ -1896,15 +1944,9 @@ impl<'py> PyBatch<'py> {
                 // this one's is written now, in the message's one read.
                 self.types.content_json = true;
                 let mut any = Ty::Json;
-                absorb_py(
-                    &mut any,
-                    &value,
-                    2,
-                    self.max_depth,
-                    &mut self.batch.extra_bytes,
-                )?;
+                absorb_py(&mut any, &value, 2, self.walk, &mut self.batch.extra_bytes)?;
                 let mut json = String::new();
-                write_py_json(&value, 2, self.max_depth, &mut json)?;
+                write_py_json(&value, 2, self.walk, &mut json)?;
                 self.content_json.push((self.batch.roles.valid.len, json));
                 continue;
             }
@@ -1919,9 +1961,9 @@ impl<'py> PyBatch<'py> {
                 }
                 let column = self.columns.get_mut(at).ok_or_else(changed)?;
                 column.pad_to(self.batch.roles.valid.len)?;
-                self.in_step = absorb_push(ty, column, &value, 2, self.max_depth, size)?;
+                self.in_step = absorb_push(ty, column, &value, 2, self.walk, size)?;
             } else {
-                absorb_py(ty, &value, 2, self.max_depth, size)?;
+                absorb_py(ty, &value, 2, self.walk, size)?;
             }
         }
         let role = role.ok_or(Stop::Slow)?;
@@ -1952,7 +1994,7 @@ impl<'py> PyBatch<'py> {
             in_step,
             content_json,
             extras,
-            max_depth,
+            walk,
         } = self;
         let columns = in_step.then_some(columns);
         let Batch {
@@ -1977,7 +2019,7 @@ impl<'py> PyBatch<'py> {
                     content_json,
                     columns,
                     &extras,
-                    max_depth,
+                    walk,
                 )?),
             },
         };
@@ -2000,7 +2042,7 @@ fn py_message_struct(
     content_json: Vec<(usize, String)>,
     columns: Option<Vec<Col>>,
     extras: &[PyExtra<'_>],
-    max_depth: usize,
+    walk: Walk,
 ) -> Result<Col, Stop> {
     let count = roles.valid.len;
     let content = if types.content_json {
@@ -2039,7 +2081,7 @@ fn py_message_struct(
                 .and_then(|at| columns.get_mut(at))
                 .ok_or_else(changed)?;
             column.pad_to(extra.message)?;
-            column.push_py(&value, 2, max_depth)?;
+            column.push_py(&value, 2, walk)?;
         }
     }
     Ok(assemble(roles, content, types.names, columns)?)
@@ -2088,7 +2130,7 @@ fn add_py_row<'py>(
         batch.batch.text_prompt(prompt)?;
     } else {
         let messages = prompt.cast_exact::<PyList>().map_err(|_| Stop::Slow)?;
-        if messages.is_empty() || batch.max_depth < 1 {
+        if messages.is_empty() || batch.walk.max_depth < 1 {
             return Err(Stop::Slow);
         }
         // The list's length is read again at every step.
@@ -2126,7 +2168,7 @@ pub fn rows_to_batches<'py>(
     batch_rows: usize,
     batch_bytes: usize,
     max_rows: usize,
-    max_depth: usize,
+    walk: Walk,
     pass: Pass,
 ) -> Result<Option<Bound<'py, PyList>>, Fault> {
     let py = rows.py();
@@ -2151,12 +2193,23 @@ pub fn rows_to_batches<'py>(
     let out = PyList::empty(py);
     let mut table = rule.fixed;
     let mut batch: Option<PyBatch<'py>> = None;
-    // Whether the walk may go on with borrowed references (see the section's
-    // header), asked after user code may have run (a signal handler, the
-    // row's lookups) and before the next read of messages: the caller's rows
-    // only while the collector is off; the row rules' copies always (no one
-    // else holds them, so no finalizer can reach them).
-    let may_borrow = || pass == Pass::Normalised || collector_off();
+    // Asked after user code may have run (a signal handler, the row's
+    // lookups) and before the next read of messages: whether the walk may go
+    // on with borrowed references (see the section's header), which needs the
+    // collector off. If user code turned it back on, the caller's rows are
+    // left to the row rules (`false`); on the row rules' copies, which no one
+    // else holds, it is switched off again until the call ends.
+    let mut paused_again = Vec::new();
+    let mut may_borrow = || {
+        if collector_off() {
+            return true;
+        }
+        if pass == Pass::Normalised {
+            paused_again.push(GcPause::new(py));
+            return true;
+        }
+        false
+    };
     // Reports what stopped the walk at row `index`.
     let stopped = |stop: Stop, index: usize| match stop {
         Stop::Py(err) => Err(Fault::Py(err)),
@@ -2203,7 +2256,7 @@ pub fn rows_to_batches<'py>(
             }
         }
         let current = batch.get_or_insert_with(|| {
-            let mut fresh = PyBatch::new(kind, max_depth);
+            let mut fresh = PyBatch::new(kind, walk);
             // The rows this batch will hold, at most: their offsets never regrow.
             fresh.batch.reserve_rows(batch_rows.min(count - index));
             fresh

@@ -69,9 +69,10 @@ fn normalise_file(
 
 /// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow.rs), each
 /// typed from its own rows: `first` is the caller's rows (None: run the row
-/// rules, then call again), else rows fresh from the row rules.
+/// rules, then call again), else rows fresh from the row rules, which no one
+/// else holds (the walk borrows from them without checking the collector).
 #[pyfunction]
-#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, first))]
+#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, max_int_digits, first))]
 #[allow(clippy::too_many_arguments)]
 fn rows_to_arrow<'py>(
     rows: &Bound<'py, PyAny>,
@@ -80,6 +81,7 @@ fn rows_to_arrow<'py>(
     batch_bytes: usize,
     max_rows: usize,
     max_depth: usize,
+    max_int_digits: usize,
     first: bool,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
@@ -94,7 +96,10 @@ fn rows_to_arrow<'py>(
         batch_rows.max(1),
         batch_bytes,
         max_rows,
-        errors::nesting_limit("max_depth", max_depth)?,
+        arrow::Walk {
+            max_depth: errors::nesting_limit("max_depth", max_depth)?,
+            max_int_digits,
+        },
         pass,
     )
     .map_err(|fault| fault.into_pyerr(rows.py()))

@@ -567,6 +567,40 @@ def test_an_int_too_long_to_write_is_refused_naming_row_and_path(engine: str) ->
         sys.set_int_max_str_digits(previous)
 
 
+INT64 = 2**63
+LONG_INTS = [INT64 - 1, INT64, -INT64, -INT64 - 1, 16**1000, -(16**1000) + 1, 10**639, 10**640]
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.one_of(st.integers(), st.sampled_from(LONG_INTS)), min_size=1, max_size=4),
+    st.sampled_from([0, 640, 4300]),
+)
+def test_ints_past_int64_are_written_as_str_writes_them(values: list, limit: int) -> None:
+    """The Rust engine writes an int past int64 from its hex digits (``str()`` can run
+    signal handlers midway): the same JSON text as the twin's ``json.dumps``, and the same
+    refusal past ``sys.get_int_max_str_digits()`` (at 640: 641 digits refused, 640 written)."""
+    too_long = limit > 0 and any(
+        len(str(abs(value))) > limit and not -INT64 <= value < INT64 for value in values
+    )
+    rows = [{"prompt": [{"role": "user", "content": "q", "n": values, "m": values[-1]}]}]
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(limit)
+    try:
+        outcomes = [indexed_outcome_on(engine, arrow.rows_to_arrow, rows) for engine in ENGINES]
+    finally:
+        sys.set_int_max_str_digits(previous)
+    kinds = {kind for kind, _ in outcomes}
+    assert kinds == {"error" if too_long else "ok"}, outcomes
+    if too_long:
+        assert all(error == outcomes[0][1] for _, error in outcomes)
+        assert outcomes[0][1][1].startswith("row 0: prompt[0].")
+        return
+    tables = [table for _, table in outcomes]
+    assert all(table.equals(tables[0]) for table in tables)
+    assert arrow.arrow_to_rows(tables[0])[0]["prompt"] == rows[0]["prompt"]
+
+
 def json_table(text: str) -> Any:
     """A foreign table whose message field ``x`` is JSON text (``arrow.json``)."""
     message = pa.struct([("role", pa.string()), ("content", pa.string()), ("x", pa.string())])

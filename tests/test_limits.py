@@ -225,7 +225,7 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
             limits(*args)
     for call in (
         lambda: native.normalise_rows([], 10, ceiling + 1),
-        lambda: native.rows_to_arrow([], 0, 100, 1 << 30, 10, ceiling + 1, True),
+        lambda: native.rows_to_arrow([], 0, 100, 1 << 30, 10, ceiling + 1, 4300, True),
     ):
         with pytest.raises(ValueError, match=f"max_depth must be at most {ceiling}, got"):
             call()
@@ -266,7 +266,7 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
         value = {"k": value}
     deep_rows = [{"prompt": [{"role": "user", "content": "x", "m": value}]}]
     assert len(native.normalise_rows(deep_rows, 10, ceiling)) == 1
-    assert native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, True) is not None
+    assert native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, 4300, True) is not None
     deeper = [{"prompt": [{"role": "user", "content": "x", "m": {"k": value}}]}]
     with pytest.raises(native.NativeRowError) as refused:
         native.normalise_rows(deeper, 10, ceiling)

@@ -731,10 +731,11 @@ def test_arrow_walk_after_user_code_turns_the_collector_on(engine: str, where: s
     lists, which holds only while no finaliser can run (the collector is off for the call).
     A key's ``__eq__``, run by a row's lookup of "prompt", turns the collector back on with
     garbage waiting whose ``__del__`` replaces the ints of the message about to be read;
-    those ints are past 64 bits, so reading them raises and allocates. The walk must see
-    the collector on and leave the rows to the row rules: a table of the rows as they are,
-    never a value read after it was freed (this module runs under the debug allocator in
-    CI; without the check it segfaults there)."""
+    those ints are past 64 bits. A table of the rows as they are, never a value read after
+    it was freed (this module runs under the debug allocator in CI). An earlier build,
+    which raised (and so allocated) on such ints, crashed here without its check of the
+    collector; the walk now allocates nothing the collector tracks, so the check is a
+    second guard no test reaches."""
     pytest.importorskip("pyarrow")
     from agent_rollout import arrow
 
@@ -772,3 +773,91 @@ def test_arrow_walk_after_user_code_turns_the_collector_on(engine: str, where: s
     # Each int is the one the rows held when read: the original or its replacement.
     assert all(first[f"n{i}"] in (0, 10**40 + i) for i in range(50))
     assert key.calls >= 1  # the collector was turned on
+
+
+def test_arrow_walk_runs_no_signal_handler_inside_a_message(engine: str) -> None:
+    """Signals that arrive while messages are read wait for the walk's Ctrl-C check
+    between rows. ``str()`` of an int past 64 bits checks for signals as it converts (an
+    earlier build ran handlers there, with the message's dicts borrowed: look-alike dicts
+    the handler made showed up in the output, or, under the debug allocator, it crashed);
+    the Rust engine writes such ints from their hex digits. A timer signals every 0.5 ms;
+    its handler replaces the nested dict every row shares and allocates look-alikes."""
+    pytest.importorskip("pyarrow")
+    import signal
+
+    from agent_rollout import arrow
+
+    message = {"role": "user", "content": "q", "deep": {"n": 10**20, "t": "kept"}}
+    rows = [{"prompt": [message]} for _ in range(50_000)]
+    ran = []
+    evil = []
+
+    def handler(signum: int, frame: Any) -> None:
+        ran.append(signum)
+        # The dict free list filled first, so that the dict freed next is given back to
+        # the allocator (which the debug allocator overwrites).
+        junk = [{} for _ in range(200)]
+        del junk
+        message["deep"] = {"n": 10**20, "t": "replaced"}  # frees the dict being read
+        evil.append({"n": 10**20, "t": "EVIL"})  # which may reuse its memory
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
+    try:
+        table = arrow.rows_to_arrow(rows)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert ran
+    table.validate(full=True)
+    texts = {row["prompt"][0]["deep"]["t"] for row in arrow.arrow_to_rows(table)}
+    assert texts <= {"kept", "replaced"}, texts
+
+
+def test_arrow_walk_checks_the_collector_before_the_last_batch_is_read_again(
+    engine: str,
+) -> None:
+    """A batch whose messages disagree on a type (``x`` an int, then a str) is read a
+    second time when it is finished. The last row's lookup of "answer" (after its messages
+    were read) turns the collector on, with garbage waiting to free a nested dict that
+    second read walks: a table of the rows as they are. (A review's case: an earlier build,
+    which raised on such ints, crashed here without its check of the collector before the
+    last batch is finished; the walk now allocates nothing the collector tracks.)"""
+    pytest.importorskip("pyarrow")
+    from agent_rollout import arrow
+
+    big = 10**40
+    first = {"role": "user", "content": "q", "x": 1, "deep": {"a": big, "b": [big, big]}}
+    second = {"role": "user", "content": "q", "x": "s", "deep": {"a": big, "b": [big, big]}}
+
+    class Freer:
+        def __init__(self) -> None:
+            self.cycle = self
+
+        def __del__(self) -> None:
+            first["deep"] = None
+            second["deep"] = None
+
+    def collector_on() -> None:
+        gc.set_threshold(1, 10**6, 10**6)
+        gc.enable()
+
+    rows: list = [{"prompt": [first]}, {}]
+    key = colliding(rows[1], "answer", collector_on)
+    rows[1]["prompt"] = [second]
+    old = gc.get_threshold()
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    Freer()
+    try:
+        armed({}, key)
+        table = arrow.rows_to_arrow(rows)
+    finally:
+        gc.set_threshold(*old)
+        gc.enable() if was else gc.disable()
+    assert key.calls >= 1
+    table.validate(full=True)
+    got = [row["prompt"][0] for row in arrow.arrow_to_rows(table)]
+    assert [message["x"] for message in got] == [1, "s"]
+    assert all(message.get("deep") in (None, {"a": big, "b": [big, big]}) for message in got)

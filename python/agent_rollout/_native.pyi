@@ -139,6 +139,7 @@ def rows_to_arrow(
     batch_bytes: int,
     max_rows: int,
     max_depth: int,
+    max_int_digits: int,
     first: bool,
 ) -> list[ArrowBatch] | None: ...
 def read_jsonl_arrow(

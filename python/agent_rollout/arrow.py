@@ -713,14 +713,15 @@ def _native_batches(
     code = _KIND_CODES[prompt_kind]
     # First pass: rows already in normalised form are built straight from the
     # input; anything else (None) goes through the row rules first.
+    digits = int_digits_limit()
     parts = native.rows_to_arrow(
-        rows, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, True
+        rows, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, digits, True
     )
     if parts is None:
         normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
         try:
             parts = native.rows_to_arrow(
-                normalised, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, False
+                normalised, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, digits, False
             )
         except native.NativeRowError as exc:
             code_name, index, segments, fact, _line, _column = exc.args
