@@ -721,7 +721,14 @@ def _native_batches(
         normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
         try:
             parts = native.rows_to_arrow(
-                normalised, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, digits, False
+                normalised,
+                code,
+                BATCH_ROWS,
+                _BATCH_BYTES,
+                max_rows,
+                MAX_MESSAGE_DEPTH,
+                digits,
+                False,
             )
         except native.NativeRowError as exc:
             code_name, index, segments, fact, _line, _column = exc.args
