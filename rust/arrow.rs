@@ -28,6 +28,7 @@ use std::sync::mpsc::Receiver;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::errors::{Code, Fault, Rule, Seg};
@@ -1440,6 +1441,53 @@ pub struct Walk {
     /// `sys.get_int_max_str_digits()` in force when the call began
     /// (`agent_rollout._limits.int_digits_limit`).
     pub max_int_digits: usize,
+    /// How this interpreter's `str()` refuses a long int (`IntRule::of`).
+    pub ints: IntRule,
+}
+
+/// The interpreter's facts behind `str()`'s refusal of a long int.
+#[derive(Clone, Copy)]
+pub struct IntRule {
+    /// Bits in one of CPython's int digits (`sys.int_info.bits_per_digit`).
+    digit_bits: u64,
+    /// From 3.12, ints of more than 1,000 digits are written by `_pylong`,
+    /// which skips the exact count of decimal digits.
+    pylong: bool,
+}
+
+impl IntRule {
+    /// Read once per process (outside any walk: it runs Python code).
+    pub fn of(py: Python<'_>) -> PyResult<IntRule> {
+        static RULE: PyOnceLock<(u64, bool)> = PyOnceLock::new();
+        let &(digit_bits, pylong) = RULE.get_or_try_init(py, || -> PyResult<(u64, bool)> {
+            let bits = py
+                .import("sys")?
+                .getattr("int_info")?
+                .getattr("bits_per_digit")?
+                .extract::<u64>()?;
+            Ok((bits.max(1), py.version_info() >= (3, 12)))
+        })?;
+        Ok(IntRule { digit_bits, pylong })
+    }
+}
+
+/// Whether CPython's `str()` refuses an int of `bits` bits whose decimal
+/// form has `digits` digits (`None`: not yet counted) under the limit
+/// `max_digits`, as `long_to_decimal_string_internal` decides (3.10-3.13):
+/// first a bound on its size in CPython digits, which needs no count; then,
+/// unless `_pylong` writes it, the exact count. `None`: the count decides.
+fn str_refuses(bits: u64, digits: Option<usize>, max_digits: usize, rule: IntRule) -> Option<bool> {
+    // 640 is _PY_LONG_MAX_STR_DIGITS_THRESHOLD; C's integer arithmetic.
+    let shift = rule.digit_bits;
+    let size = bits.div_ceil(shift);
+    let max = u64::try_from(max_digits).unwrap_or(u64::MAX);
+    if size >= 10 * 640 / (3 * shift) + 2 && max / (3 * shift) <= size.saturating_sub(11) / 10 {
+        return Some(true);
+    }
+    if rule.pylong && size > 1000 {
+        return Some(false);
+    }
+    digits.map(|digits| digits > max_digits)
 }
 
 /// The value of an exact int that fits `i64`. No exception is made for one
@@ -1456,7 +1504,8 @@ fn small_int(number: &Bound<'_, PyInt>) -> Option<i64> {
 }
 
 /// The decimal text of an int past `i64`, as `json.dumps` writes it;
-/// `Stop::IntTooLong` past `walk.max_int_digits` digits, where `str()` raises.
+/// `Stop::IntTooLong` where `str()` raises under `walk.max_int_digits`
+/// (`str_refuses`).
 ///
 /// Not `str()`: CPython's decimal conversion checks for signals as it goes
 /// (running Python signal handlers, and from 3.12 a pending collection) and,
@@ -1480,8 +1529,14 @@ fn long_int_text(number: &Bound<'_, PyInt>, walk: Walk) -> Result<String, Stop> 
     };
     let digits = digits.strip_prefix("0x").ok_or_else(changed)?;
     let magnitude = num_bigint::BigUint::parse_bytes(digits.as_bytes(), 16).ok_or_else(changed)?;
+    let bits = magnitude.bits();
+    // Refused before the decimal form is made where str() refuses early too
+    // (an int far past the limit would otherwise take seconds to convert).
+    if str_refuses(bits, None, walk.max_int_digits, walk.ints) == Some(true) {
+        return Err(Stop::IntTooLong);
+    }
     let decimal = magnitude.to_str_radix(10);
-    if decimal.len() > walk.max_int_digits {
+    if str_refuses(bits, Some(decimal.len()), walk.max_int_digits, walk.ints) == Some(true) {
         return Err(Stop::IntTooLong);
     }
     Ok(if negative {
@@ -2253,6 +2308,11 @@ pub fn rows_to_batches<'py>(
                     Ok(built) => out.append(built.into_py(py)?)?,
                     Err(stop) => return stopped(stop, first),
                 }
+            }
+            // Letting the finished batch go may have freed a message that
+            // user code changed meanwhile, running its finalizer.
+            if own == Kind::Messages && !may_borrow() {
+                return give_up(not_normalised());
             }
         }
         let current = batch.get_or_insert_with(|| {

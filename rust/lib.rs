@@ -99,6 +99,7 @@ fn rows_to_arrow<'py>(
         arrow::Walk {
             max_depth: errors::nesting_limit("max_depth", max_depth)?,
             max_int_digits,
+            ints: arrow::IntRule::of(rows.py())?,
         },
         pass,
     )

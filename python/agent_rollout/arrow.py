@@ -736,6 +736,8 @@ def _native_batches(
                 found = unstorable_error(normalised[index:], index)
                 if found is not None:
                     raise found from None
+                if code_name == "int_too_long":
+                    fact = str(digits)  # the limit changed since (a signal handler's doing)
             raise row_error(code_name, index, segments, fact) from None
     return [batch_from_buffers(part) for part in parts]
 
