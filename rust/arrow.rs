@@ -1283,9 +1283,9 @@ pub fn read_file(
 // back on, so it is looked at again after each (`may_borrow`): on the
 // caller's rows the first pass then gives up and the row rules' copies are
 // walked instead; on those copies, which no one else holds, the collector is
-// switched off again until the call ends. What user code changes between a message's two
-// reads is found as a value that does not match its column (`Stop::Changed`):
-// the first pass gives up then too.
+// switched off again until the call ends. What user code changes between a
+// message's two reads is found as a value that does not match its column
+// (`Stop::Changed`): the first pass gives up then too.
 
 /// Why the fast walk over Python rows stopped.
 enum Stop {
