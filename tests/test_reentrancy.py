@@ -712,6 +712,13 @@ def test_engines_agree(name: str) -> None:
 # ---- the Arrow walk: references borrowed while the collector is off ----------------------
 
 
+def collector_on_at_every_allocation() -> None:
+    """Switch the collector on, collecting the young generation at every allocation
+    (``_collector_restored`` puts the caller's setting back after each test)."""
+    gc.set_threshold(1, 10**6, 10**6)
+    gc.enable()
+
+
 class Replacer:
     """Garbage in a cycle: when a collection frees it, its ``__del__`` replaces each int
     of the ``victims`` (dicts) with 0, freeing the ints."""
@@ -744,26 +751,18 @@ def test_arrow_walk_after_user_code_turns_the_collector_on(engine: str, where: s
     nested = [dict(message) for _ in range(3)]
     del big
 
-    def collector_on() -> None:
-        gc.set_threshold(1, 10**6, 10**6)
-        gc.enable()
-
     # The colliding key goes in first, so that looking "prompt" up meets it first.
     rows: list = [{}, {}]
-    key = colliding(rows[0 if where == "first row" else 1], "prompt", collector_on)
+    key = colliding(
+        rows[0 if where == "first row" else 1], "prompt", collector_on_at_every_allocation
+    )
     rows[0]["prompt"] = [{"role": "user", "content": "first"}]
     rows[1]["prompt"] = [message, {"role": "tool", "calls": nested}]
-    old = gc.get_threshold()
-    was = gc.isenabled()
     gc.collect()
     gc.disable()
     Replacer(message, *nested)
-    try:
-        armed({}, key)
-        table = arrow.rows_to_arrow(rows)
-    finally:
-        gc.set_threshold(*old)
-        gc.enable() if was else gc.disable()
+    key.armed = True
+    table = arrow.rows_to_arrow(rows)
     table.validate(full=True)
     got = arrow.arrow_to_rows(table)
     assert len(got) == 2
@@ -838,24 +837,14 @@ def test_arrow_walk_checks_the_collector_before_the_last_batch_is_read_again(
             first["deep"] = None
             second["deep"] = None
 
-    def collector_on() -> None:
-        gc.set_threshold(1, 10**6, 10**6)
-        gc.enable()
-
     rows: list = [{"prompt": [first]}, {}]
-    key = colliding(rows[1], "answer", collector_on)
+    key = colliding(rows[1], "answer", collector_on_at_every_allocation)
     rows[1]["prompt"] = [second]
-    old = gc.get_threshold()
-    was = gc.isenabled()
     gc.collect()
     gc.disable()
     Freer()
-    try:
-        armed({}, key)
-        table = arrow.rows_to_arrow(rows)
-    finally:
-        gc.set_threshold(*old)
-        gc.enable() if was else gc.disable()
+    key.armed = True
+    table = arrow.rows_to_arrow(rows)
     assert key.calls >= 1
     table.validate(full=True)
     got = [row["prompt"][0] for row in arrow.arrow_to_rows(table)]
