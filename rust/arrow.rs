@@ -23,7 +23,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::mpsc::Receiver;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -35,7 +34,7 @@ use crate::errors::{Code, Fault, Rule, Seg};
 use crate::files::{self, FileLimits, FileStats};
 use crate::json::{push_unescaped, py_float_repr, write_json_str, J};
 use crate::jsonl::{
-    self, ChunkResult, Event, LineFault, LineLimits, Row, Spare, Verbatim, VerbatimMessage, Waited,
+    self, ChunkResult, Event, LineFault, LineLimits, Row, Spare, Verbatim, VerbatimMessage,
     CHUNK_BYTES,
 };
 use crate::rows::GcPause;
@@ -1196,13 +1195,13 @@ pub fn read_file(
             fault,
         }
     };
-    let wait = |rx: Receiver<_>| py.detach(move || Waited::recv(rx));
+    let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
     jsonl::run(
         source,
         files::workers(),
         work,
-        wait,
+        released,
         tick,
         |event| -> Result<bool, Fault> {
             let mut result = match event {

@@ -8,7 +8,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use pyo3::ffi;
@@ -17,9 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use crate::errors::{nesting_limit, Code, Fault, Rule, Seg};
 use crate::json::{JsonLimits, J};
-use crate::jsonl::{
-    self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Spare, Waited,
-};
+use crate::jsonl::{self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Spare};
 use crate::rows::GcPause;
 
 /// The limits of one file run, made in Python (`agent_rollout._limits` holds
@@ -421,7 +418,7 @@ pub fn read_rows<'py>(
             |out: &mut Vec<Row<'static>>, row| out.push(row.into_owned()),
         )
     };
-    let wait = |rx: Receiver<_>| py.detach(move || Waited::recv(rx));
+    let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
     // Freeing the parsed rows is left to a thread of its own, off the path
     // of the thread that builds the Python objects.
@@ -431,7 +428,7 @@ pub fn read_rows<'py>(
         source,
         workers(),
         work,
-        wait,
+        released,
         tick,
         |event| -> Result<bool, Fault> {
             let mut result = match event {
@@ -694,14 +691,15 @@ pub fn normalise_file(
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
         };
-        let wait = Waited::recv;
+        // Already without the interpreter.
+        let released = |step: &mut (dyn FnMut() + Send)| step();
         let tick = check_signals;
         let sink_ref = &mut sink;
         let run = jsonl::run(
             source,
             workers(),
             work,
-            wait,
+            released,
             tick,
             |event| -> Result<bool, Fault> {
                 let result = match event {
