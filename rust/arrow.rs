@@ -1184,7 +1184,8 @@ pub fn read_file(
             |out: &mut ChunkArrow<'_>, text, ascii| out.add_verbatim(text, lines, ascii),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
         );
-        // Typed and built here, on the worker thread.
+        // Typed and built here, on the thread that parsed the chunk (a worker,
+        // or the calling thread without the interpreter).
         ChunkResult {
             row_lines,
             output: output.finish(),

@@ -1,6 +1,7 @@
 //! JSONL rollout files: the row rules over parsed JSON, and a pipeline that
-//! reads, parses and checks chunks of lines on worker threads while the
-//! caller's thread consumes the results in input order.
+//! reads, parses and checks chunks of lines on worker threads (and, at the
+//! start and end of a file, on the caller's thread) while the caller's thread
+//! consumes the results in input order.
 //!
 //! Order of checks for every line (the pure-Python twin keeps the same):
 //! line length, blank (skipped), row cap, UTF-8, JSON syntax, row rules.
@@ -1092,7 +1093,8 @@ where
     } = input;
     // However `run` ends (an error, a panic unwinding), the reader is told.
     let _stop_reading = StopOnDrop(stop_reading);
-    // Set once the reader has sent its last item: every chunk is in the queue.
+    // Set once the reader has returned: it sends nothing more (every chunk is
+    // in the queue, or it stopped early at a fault or a stop).
     let read_all = Arc::new(AtomicBool::new(false));
     let reader_done = Arc::clone(&read_all);
     thread::spawn(move || {
@@ -1120,12 +1122,13 @@ where
             chunks: &work_rx,
             work: &work,
             patience: FIRST_PATIENCE,
+            parsed_here: false,
             may_help: |next| next < FILL_CHUNKS || read_all.load(Ordering::Acquire),
         };
-        let outcome = consume_in_order(results, slot_tx, &mut released, &mut tick, &mut consume);
-        // However the consumer ended, the workers stop at their next look up.
-        stop.store(true, Ordering::Relaxed);
-        outcome
+        // However the consumer ends (a panic in `work` on this thread too),
+        // the workers stop at their next look up, so the scope can end.
+        let _stop_workers = SetOnDrop(&stop);
+        consume_in_order(results, slot_tx, &mut released, &mut tick, &mut consume)
     })
 }
 
@@ -1181,8 +1184,12 @@ struct Results<'a, T, W, S> {
     rx: Receiver<DoneBox<T>>,
     chunks: &'a Mutex<Receiver<Work>>,
     work: &'a W,
-    /// How long the next wait for a result lasts.
+    /// How long the next wait for a result lasts while the calling thread
+    /// may parse chunks (never shortened again: after nine empty waits it
+    /// is `TICK`).
     patience: Duration,
+    /// Whether the last `next` parsed a chunk on the calling thread.
+    parsed_here: bool,
 }
 
 impl<T, W, S> Results<'_, T, W, S>
@@ -1209,6 +1216,7 @@ where
             Err(_) => None,
         };
         if let Some(item) = item {
+            self.parsed_here = true;
             return Ok(do_work(item, self.work));
         }
         // A chunk may come before a worker is there to take it: look again soon.
@@ -1251,6 +1259,10 @@ where
         }
         let mut got = Err(RecvTimeoutError::Timeout);
         released(&mut || got = results.next(next));
+        if std::mem::take(&mut results.parsed_here) {
+            // A chunk parsed here can take a while: look for Ctrl-C after it.
+            tick()?;
+        }
         match got {
             Ok(done) => {
                 let id = match &done {
@@ -1267,6 +1279,15 @@ where
 
 /// A result on its way from a worker to the consumer (opaque to callers).
 pub struct DoneBox<T>(Done<T>);
+
+/// Sets its flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 struct StopOnDrop(Arc<AtomicBool>);
 
@@ -1318,6 +1339,7 @@ mod tests {
             chunks: &chunks,
             work: &rewrite,
             patience: FIRST_PATIENCE,
+            parsed_here: false,
             may_help: |next: u64| next == 3 && allowed.load(Ordering::Relaxed),
         };
         work_tx.send(chunk(3, "{\"prompt\": \"hi\"}\n")).unwrap();
@@ -1343,8 +1365,8 @@ mod tests {
 
     #[test]
     fn rows_come_out_in_input_order_whichever_thread_parsed_them() {
-        // Many small chunks (long lines: the chunk size stays at a line or two),
-        // one worker: the calling thread parses many of them itself.
+        // About 20 chunks (64 KiB growing to 1 MiB, 1 to 26 lines each), one
+        // worker: the calling thread parses some of them itself.
         let lines: Vec<String> = (0..400)
             .map(|i| format!("{{\"prompt\":\"{i:05}{}\"}}\n", "x".repeat(40_000)))
             .collect();
@@ -1355,11 +1377,21 @@ mod tests {
             max_bytes: u64::MAX,
             max_line_bytes: 1 << 20,
         };
+        let here = thread::current().id();
+        let parsed_by = Mutex::new(Vec::new());
+        let work = |data: &[u8]| {
+            parsed_by.lock().unwrap().push(thread::current().id());
+            if thread::current().id() != here {
+                // A slow worker: chunks wait in the queue for the calling thread.
+                thread::sleep(Duration::from_millis(5));
+            }
+            rewrite(data)
+        };
         let mut out = String::new();
         let done: Result<(), ()> = run(
             input,
             1,
-            rewrite,
+            work,
             |step: &mut (dyn FnMut() + Send)| step(),
             || Ok(()),
             |event| {
@@ -1372,6 +1404,11 @@ mod tests {
         );
         assert!(done.is_ok());
         assert_eq!(out, lines.concat());
+        let parsed_by = parsed_by.into_inner().unwrap();
+        assert!(
+            parsed_by.contains(&here),
+            "the calling thread parsed no chunk"
+        );
     }
 
     /// The full path's output line (or `None` for a refused line) and keys dropped.
