@@ -1271,8 +1271,14 @@ where
                 pending.insert(id, done);
             }
             Err(RecvTimeoutError::Timeout) => tick()?,
-            // Every worker is gone without an end marker: the reader died.
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            // Every worker is gone and every result is in, without an end
+            // marker: the reader thread died (a panic). The rows so far are
+            // not the whole input: an error, not a short success.
+            Err(RecvTimeoutError::Disconnected) => {
+                let died = io::Error::other("the reader thread stopped before the end of input");
+                consume(Event::Fail(ReadFault::Io(died)))?;
+                return Ok(());
+            }
         }
     }
 }
@@ -1409,6 +1415,50 @@ mod tests {
             parsed_by.contains(&here),
             "the calling thread parsed no chunk"
         );
+    }
+
+    /// Lines, then a panic where the next read would be.
+    struct PanicsAfter(Cursor<Vec<u8>>);
+
+    impl Read for PanicsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => panic!("a reader that fails in an unforeseen way"),
+                n => Ok(n),
+            }
+        }
+    }
+
+    #[test]
+    fn a_reader_thread_that_dies_is_an_error_not_a_short_success() {
+        let input = Input {
+            reader: Box::new(PanicsAfter(Cursor::new(b"{\"prompt\": \"a\"}\n".to_vec()))),
+            idle: Box::new(|| false),
+            stop: Arc::new(AtomicBool::new(false)),
+            max_bytes: u64::MAX,
+            max_line_bytes: 1 << 20,
+        };
+        let mut events = Vec::new();
+        let done: Result<(), String> = run(
+            input,
+            2,
+            rewrite,
+            |step: &mut (dyn FnMut() + Send)| step(),
+            || Ok(()),
+            |event| match event {
+                Event::Chunk(result) => {
+                    events.push(result.output);
+                    Ok(true)
+                }
+                Event::Fail(ReadFault::Io(err)) => Err(err.to_string()),
+                Event::Fail(_) => Err("another fault".into()),
+            },
+        );
+        assert_eq!(
+            done,
+            Err("the reader thread stopped before the end of input".into())
+        );
+        assert!(events.len() <= 1, "{events:?}");
     }
 
     /// The full path's output line (or `None` for a refused line) and keys dropped.
