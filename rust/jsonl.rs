@@ -1097,20 +1097,42 @@ where
     // in the queue, or it stopped early at a fault or a stop).
     let read_all = Arc::new(AtomicBool::new(false));
     let reader_done = Arc::clone(&read_all);
+    // What a panic in the reader said (a bug: the consumer raises it again).
+    let reader_panic: Arc<Mutex<Option<String>>> = Arc::default();
+    let reader_panicked = Arc::clone(&reader_panic);
     thread::spawn(move || {
-        reader(
-            source,
-            idle.as_ref(),
-            max_bytes,
-            max_line_bytes,
-            work_tx,
-            slot_rx,
-        );
+        // `work_tx` is dropped only after a panic is written down: the workers,
+        // then the consumer, see the channel close after that.
+        let sent = work_tx.clone();
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reader(
+                source,
+                idle.as_ref(),
+                max_bytes,
+                max_line_bytes,
+                sent,
+                slot_rx,
+            )
+        }));
+        if let Err(payload) = read {
+            let said = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if let Ok(mut slot) = reader_panicked.lock() {
+                *slot = Some(said);
+            }
+        }
         reader_done.store(true, Ordering::Release);
+        drop(work_tx);
     });
     let work_rx = Mutex::new(work_rx);
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
+        // However this ends (a panic in `work` on this thread, or in starting a
+        // worker), the workers stop at their next look up, so the scope can end.
+        let _stop_workers = SetOnDrop(&stop);
         for _ in 0..workers.max(1) {
             let done_tx = done_tx.clone();
             let (work_rx, work, stop) = (&work_rx, &work, &stop);
@@ -1125,10 +1147,19 @@ where
             parsed_here: false,
             may_help: |next| next < FILL_CHUNKS || read_all.load(Ordering::Acquire),
         };
-        // However the consumer ends (a panic in `work` on this thread too),
-        // the workers stop at their next look up, so the scope can end.
-        let _stop_workers = SetOnDrop(&stop);
-        consume_in_order(results, slot_tx, &mut released, &mut tick, &mut consume)
+        let ended = consume_in_order(results, slot_tx, &mut released, &mut tick, &mut consume)?;
+        if !ended {
+            // Every worker is gone and every result was consumed, with no end
+            // marker: a thread of the pipeline panicked. The rows so far are
+            // not the whole input, and this is a bug: raised as a panic (a
+            // worker's own panic is raised again when the scope joins it).
+            let said = reader_panic.lock().ok().and_then(|slot| slot.clone());
+            panic!(
+                "a thread reading or parsing the input stopped before its end{}",
+                said.map_or_else(String::new, |said| format!(" (the reader: {said})"))
+            );
+        }
+        Ok(())
     })
 }
 
@@ -1228,13 +1259,16 @@ where
     }
 }
 
+/// Hand the results to `consume` in input order until the end marker, or
+/// until `consume` says stop (`true` for both); `false` when every worker was
+/// gone and every result consumed before the end marker came.
 fn consume_in_order<T, W, S, C, E>(
     mut results: Results<'_, T, W, S>,
     slot_tx: SyncSender<()>,
     released: &mut impl FnMut(&mut (dyn FnMut() + Send)),
     tick: &mut impl FnMut() -> Result<(), E>,
     consume: &mut C,
-) -> Result<(), E>
+) -> Result<bool, E>
 where
     T: Send,
     W: Fn(&[u8]) -> ChunkResult<T> + Sync,
@@ -1249,11 +1283,11 @@ where
             let event = match done {
                 Done::Chunk(_, result) => Event::Chunk(result),
                 Done::Fail(_, fault) => Event::Fail(fault),
-                Done::End(_) => return Ok(()),
+                Done::End(_) => return Ok(true),
             };
             let _ = slot_tx.send(());
             if !consume(event)? {
-                return Ok(());
+                return Ok(true);
             }
             continue;
         }
@@ -1274,11 +1308,9 @@ where
             // Every worker is gone and every result is in, without an end
             // marker: the reader thread died (a panic). The rows so far are
             // not the whole input: an error, not a short success.
-            Err(RecvTimeoutError::Disconnected) => {
-                let died = io::Error::other("the reader thread stopped before the end of input");
-                consume(Event::Fail(ReadFault::Io(died)))?;
-                return Ok(());
-            }
+            // Every worker is gone and every result is in (a channel gives
+            // what was sent before it says so), without an end marker.
+            Err(RecvTimeoutError::Disconnected) => return Ok(false),
         }
     }
 }
@@ -1430,7 +1462,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_thread_that_dies_is_an_error_not_a_short_success() {
+    fn a_reader_thread_that_dies_is_raised_not_a_short_success() {
         let input = Input {
             reader: Box::new(PanicsAfter(Cursor::new(b"{\"prompt\": \"a\"}\n".to_vec()))),
             idle: Box::new(|| false),
@@ -1438,27 +1470,26 @@ mod tests {
             max_bytes: u64::MAX,
             max_line_bytes: 1 << 20,
         };
-        let mut events = Vec::new();
-        let done: Result<(), String> = run(
-            input,
-            2,
-            rewrite,
-            |step: &mut (dyn FnMut() + Send)| step(),
-            || Ok(()),
-            |event| match event {
-                Event::Chunk(result) => {
-                    events.push(result.output);
-                    Ok(true)
-                }
-                Event::Fail(ReadFault::Io(err)) => Err(err.to_string()),
-                Event::Fail(_) => Err("another fault".into()),
-            },
-        );
+        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: Result<(), ()> = run(
+                input,
+                2,
+                rewrite,
+                |step: &mut (dyn FnMut() + Send)| step(),
+                || Ok(()),
+                |_| Ok(true),
+            );
+        }));
+        let payload = raised.expect_err("the call ended as if the input had");
+        let said = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
         assert_eq!(
-            done,
-            Err("the reader thread stopped before the end of input".into())
+            said,
+            "a thread reading or parsing the input stopped before its end \
+             (the reader: a reader that fails in an unforeseen way)"
         );
-        assert!(events.len() <= 1, "{events:?}");
     }
 
     /// The full path's output line (or `None` for a refused line) and keys dropped.
