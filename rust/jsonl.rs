@@ -1097,9 +1097,10 @@ where
     // in the queue, or it stopped early at a fault or a stop).
     let read_all = Arc::new(AtomicBool::new(false));
     let reader_done = Arc::clone(&read_all);
-    // What a panic in the reader said (a bug: the consumer raises it again).
-    let reader_panic: Arc<Mutex<Option<String>>> = Arc::default();
-    let reader_panicked = Arc::clone(&reader_panic);
+    // What a panic in the reader or a worker said (a bug: the consumer raises
+    // it again, rather than wait for a result that will never come).
+    let panicked: Arc<Mutex<Option<String>>> = Arc::default();
+    let reader_panicked = Arc::clone(&panicked);
     thread::spawn(move || {
         // `work_tx` is dropped only after a panic is written down: the workers,
         // then the consumer, see the channel close after that.
@@ -1115,14 +1116,7 @@ where
             )
         }));
         if let Err(payload) = read {
-            let said = payload
-                .downcast_ref::<&str>()
-                .map(|text| (*text).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            if let Ok(mut slot) = reader_panicked.lock() {
-                *slot = Some(said);
-            }
+            note_panic(&reader_panicked, "the reader", payload.as_ref());
         }
         reader_done.store(true, Ordering::Release);
         drop(work_tx);
@@ -1135,8 +1129,17 @@ where
         let _stop_workers = SetOnDrop(&stop);
         for _ in 0..workers.max(1) {
             let done_tx = done_tx.clone();
-            let (work_rx, work, stop) = (&work_rx, &work, &stop);
-            scope.spawn(move || worker(work_rx, work, stop, &done_tx));
+            let (work_rx, work, stop, panicked) = (&work_rx, &work, &stop, &panicked);
+            scope.spawn(move || {
+                let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    worker(work_rx, work, stop, &done_tx);
+                }));
+                if let Err(payload) = parsed {
+                    // Written down before `done_tx` goes: the consumer sees it
+                    // at its next look, or once every worker is gone.
+                    note_panic(panicked, "a worker", payload.as_ref());
+                }
+            });
         }
         drop(done_tx);
         let results = Results {
@@ -1147,20 +1150,44 @@ where
             parsed_here: false,
             may_help: |next| next < FILL_CHUNKS || read_all.load(Ordering::Acquire),
         };
-        let ended = consume_in_order(results, slot_tx, &mut released, &mut tick, &mut consume)?;
+        let ended = consume_in_order(
+            results,
+            slot_tx,
+            &panicked,
+            &mut released,
+            &mut tick,
+            &mut consume,
+        )?;
         if !ended {
             // Every worker is gone and every result was consumed, with no end
-            // marker: a thread of the pipeline panicked. The rows so far are
-            // not the whole input, and this is a bug: raised as a panic (a
-            // worker's own panic is raised again when the scope joins it).
-            let said = reader_panic.lock().ok().and_then(|slot| slot.clone());
-            panic!(
-                "a thread reading or parsing the input stopped before its end{}",
-                said.map_or_else(String::new, |said| format!(" (the reader: {said})"))
-            );
+            // marker: a thread of the pipeline panicked.
+            raise_panic(&panicked);
         }
         Ok(())
     })
+}
+
+/// Write down what a pipeline thread's panic said (the first one counts).
+fn note_panic(slot: &Mutex<Option<String>>, who: &str, payload: &(dyn std::any::Any + Send)) {
+    let said = payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    if let Ok(mut slot) = slot.lock() {
+        slot.get_or_insert_with(|| format!("{who}: {said}"));
+    }
+}
+
+/// A pipeline thread panicked: the rows so far are not the whole input, and
+/// this is a bug. Raised as a panic on the calling thread (a
+/// `PanicException` in Python), naming what the thread's panic said.
+fn raise_panic(slot: &Mutex<Option<String>>) -> ! {
+    let said = slot.lock().ok().and_then(|slot| slot.clone());
+    panic!(
+        "a thread reading or parsing the input stopped before its end{}",
+        said.map_or_else(String::new, |said| format!(" ({said})"))
+    );
 }
 
 /// A worker thread: parse chunks until there are no more, or `stop`.
@@ -1265,6 +1292,7 @@ where
 fn consume_in_order<T, W, S, C, E>(
     mut results: Results<'_, T, W, S>,
     slot_tx: SyncSender<()>,
+    panicked: &Mutex<Option<String>>,
     released: &mut impl FnMut(&mut (dyn FnMut() + Send)),
     tick: &mut impl FnMut() -> Result<(), E>,
     consume: &mut C,
@@ -1304,7 +1332,13 @@ where
                 };
                 pending.insert(id, done);
             }
-            Err(RecvTimeoutError::Timeout) => tick()?,
+            Err(RecvTimeoutError::Timeout) => {
+                tick()?;
+                // A worker that panicked left a result that will never come.
+                if panicked.lock().is_ok_and(|slot| slot.is_some()) {
+                    raise_panic(panicked);
+                }
+            }
             // Every worker is gone and every result is in, without an end
             // marker: the reader thread died (a panic). The rows so far are
             // not the whole input: an error, not a short success.
@@ -1489,6 +1523,51 @@ mod tests {
             said,
             "a thread reading or parsing the input stopped before its end \
              (the reader: a reader that fails in an unforeseen way)"
+        );
+    }
+
+    #[test]
+    fn a_worker_that_panics_is_raised_not_waited_for() {
+        // About 50 chunks: past the first 16 the calling thread leaves them to
+        // the workers (the reader, 8 ahead at most, is not done). One worker
+        // panics once; the other lives on, so the channel stays open and the
+        // result that never comes is noticed at a wait's end.
+        let line = format!("{{\"prompt\":\"{}\"}}\n", "x".repeat(40_000));
+        let input = Input {
+            reader: Box::new(Cursor::new(line.repeat(1_200).into_bytes())),
+            idle: Box::new(|| false),
+            stop: Arc::new(AtomicBool::new(false)),
+            max_bytes: u64::MAX,
+            max_line_bytes: 1 << 20,
+        };
+        let here = thread::current().id();
+        let once = AtomicBool::new(false);
+        let work = |data: &[u8]| {
+            if thread::current().id() != here && !once.swap(true, Ordering::Relaxed) {
+                panic!("a worker's bug");
+            }
+            rewrite(data)
+        };
+        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: Result<(), ()> = run(
+                input,
+                2,
+                work,
+                |step: &mut (dyn FnMut() + Send)| step(),
+                || Ok(()),
+                |_| Ok(true),
+            );
+        }));
+        let payload = raised.expect_err("the call ended as if the input had");
+        let said = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            said.starts_with(
+                "a thread reading or parsing the input stopped before its end (a worker: "
+            ),
+            "{said}"
         );
     }
 
