@@ -1065,6 +1065,11 @@ const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 /// stop. The reader runs on a thread of its own that is never joined, so a
 /// source stalled in `read` cannot hold the caller; when `run` returns it
 /// sets `input.stop`, and the reader ends at its next look.
+///
+/// A panic in the reader or a worker (a bug) panics the calling thread, at
+/// its next wait's end or once every worker is gone, naming what it said;
+/// unless `consume` or `tick` ended the call with an error first (the first
+/// fault in input order, or Ctrl-C, is then what the caller gets).
 pub fn run<T, W, C, E>(
     input: Input,
     workers: usize,
@@ -1173,7 +1178,7 @@ fn note_panic(slot: &Mutex<Option<String>>, who: &str, payload: &(dyn std::any::
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
+        .unwrap_or_else(|| "a panic with no message".to_owned());
     if let Ok(mut slot) = slot.lock() {
         slot.get_or_insert_with(|| format!("{who}: {said}"));
     }
@@ -1339,9 +1344,6 @@ where
                     raise_panic(panicked);
                 }
             }
-            // Every worker is gone and every result is in, without an end
-            // marker: the reader thread died (a panic). The rows so far are
-            // not the whole input: an error, not a short success.
             // Every worker is gone and every result is in (a channel gives
             // what was sent before it says so), without an end marker.
             Err(RecvTimeoutError::Disconnected) => return Ok(false),
