@@ -1097,7 +1097,7 @@ where
         max_line_bytes,
     } = input;
     // However `run` ends (an error, a panic unwinding), the reader is told.
-    let _stop_reading = StopOnDrop(stop_reading);
+    let _stop_reading = SetOnDrop(&stop_reading);
     // Set once the reader has returned: it sends nothing more (every chunk is
     // in the queue, or it stopped early at a fault or a stop).
     let read_all = Arc::new(AtomicBool::new(false));
@@ -1110,7 +1110,7 @@ where
         // `work_tx` is dropped only after a panic is written down: the workers,
         // then the consumer, see the channel close after that.
         let sent = work_tx.clone();
-        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        noting_panic(&reader_panicked, "the reader", || {
             reader(
                 source,
                 idle.as_ref(),
@@ -1118,11 +1118,8 @@ where
                 max_line_bytes,
                 sent,
                 slot_rx,
-            )
-        }));
-        if let Err(payload) = read {
-            note_panic(&reader_panicked, "the reader", payload.as_ref());
-        }
+            );
+        });
         reader_done.store(true, Ordering::Release);
         drop(work_tx);
     });
@@ -1135,15 +1132,12 @@ where
         for _ in 0..workers.max(1) {
             let done_tx = done_tx.clone();
             let (work_rx, work, stop, panicked) = (&work_rx, &work, &stop, &panicked);
+            // A panic is written down before `done_tx` goes: the consumer
+            // sees it at its next look, or once every worker is gone.
             scope.spawn(move || {
-                let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    worker(work_rx, work, stop, &done_tx);
-                }));
-                if let Err(payload) = parsed {
-                    // Written down before `done_tx` goes: the consumer sees it
-                    // at its next look, or once every worker is gone.
-                    note_panic(panicked, "a worker", payload.as_ref());
-                }
+                noting_panic(panicked, "a worker", || {
+                    worker(work_rx, work, stop, &done_tx)
+                });
             });
         }
         drop(done_tx);
@@ -1172,16 +1166,24 @@ where
     })
 }
 
-/// Write down what a pipeline thread's panic said (the first one counts).
-fn note_panic(slot: &Mutex<Option<String>>, who: &str, payload: &(dyn std::any::Any + Send)) {
-    let said = payload
+/// Run `f` (a pipeline thread's body); if it panics, write down what the
+/// panic said in `slot` (the first one counts).
+fn noting_panic(slot: &Mutex<Option<String>>, who: &str, f: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        let said = panic_text(payload.as_ref());
+        if let Ok(mut slot) = slot.lock() {
+            slot.get_or_insert_with(|| format!("{who}: {said}"));
+        }
+    }
+}
+
+/// What a panic said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with no message".to_owned());
-    if let Ok(mut slot) = slot.lock() {
-        slot.get_or_insert_with(|| format!("{who}: {said}"));
-    }
+        .unwrap_or_else(|| "a panic with no message".to_owned())
 }
 
 /// A pipeline thread panicked: the rows so far are not the whole input, and
@@ -1363,14 +1365,6 @@ impl Drop for SetOnDrop<'_> {
     }
 }
 
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1392,6 +1386,37 @@ mod tests {
             String::new(),
             |_: &mut String, _: &str, _| None,
             |out: &mut String, row| write_row(&row, out),
+        )
+    }
+
+    /// `bytes` as a pipeline's input, with no limit that matters here.
+    fn input_of(bytes: Vec<u8>) -> Input {
+        Input {
+            reader: Box::new(Cursor::new(bytes)),
+            idle: Box::new(|| false),
+            stop: Arc::new(AtomicBool::new(false)),
+            max_bytes: u64::MAX,
+            max_line_bytes: 1 << 20,
+        }
+    }
+
+    /// What the panic of a run over `input` with two workers said (it fails
+    /// if the run ended without one).
+    fn panic_of(input: Input, work: impl Fn(&[u8]) -> ChunkResult<String> + Sync) -> String {
+        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _: Result<(), ()> = run(
+                input,
+                2,
+                work,
+                |step: &mut (dyn FnMut() + Send)| step(),
+                || Ok(()),
+                |_| Ok(true),
+            );
+        }));
+        panic_text(
+            raised
+                .expect_err("the call ended as if the input had")
+                .as_ref(),
         )
     }
 
@@ -1444,13 +1469,7 @@ mod tests {
         let lines: Vec<String> = (0..400)
             .map(|i| format!("{{\"prompt\":\"{i:05}{}\"}}\n", "x".repeat(40_000)))
             .collect();
-        let input = Input {
-            reader: Box::new(Cursor::new(lines.concat().into_bytes())),
-            idle: Box::new(|| false),
-            stop: Arc::new(AtomicBool::new(false)),
-            max_bytes: u64::MAX,
-            max_line_bytes: 1 << 20,
-        };
+        let input = input_of(lines.concat().into_bytes());
         let here = thread::current().id();
         let parsed_by = Mutex::new(Vec::new());
         let work = |data: &[u8]| {
@@ -1501,28 +1520,10 @@ mod tests {
     fn a_reader_thread_that_dies_is_raised_not_a_short_success() {
         let input = Input {
             reader: Box::new(PanicsAfter(Cursor::new(b"{\"prompt\": \"a\"}\n".to_vec()))),
-            idle: Box::new(|| false),
-            stop: Arc::new(AtomicBool::new(false)),
-            max_bytes: u64::MAX,
-            max_line_bytes: 1 << 20,
+            ..input_of(Vec::new())
         };
-        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _: Result<(), ()> = run(
-                input,
-                2,
-                rewrite,
-                |step: &mut (dyn FnMut() + Send)| step(),
-                || Ok(()),
-                |_| Ok(true),
-            );
-        }));
-        let payload = raised.expect_err("the call ended as if the input had");
-        let said = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
         assert_eq!(
-            said,
+            panic_of(input, rewrite),
             "a thread reading or parsing the input stopped before its end \
              (the reader: a reader that fails in an unforeseen way)"
         );
@@ -1535,13 +1536,7 @@ mod tests {
         // panics once; the other lives on, so the channel stays open and the
         // result that never comes is noticed at a wait's end.
         let line = format!("{{\"prompt\":\"{}\"}}\n", "x".repeat(40_000));
-        let input = Input {
-            reader: Box::new(Cursor::new(line.repeat(1_200).into_bytes())),
-            idle: Box::new(|| false),
-            stop: Arc::new(AtomicBool::new(false)),
-            max_bytes: u64::MAX,
-            max_line_bytes: 1 << 20,
-        };
+        let input = input_of(line.repeat(1_200).into_bytes());
         let here = thread::current().id();
         let once = AtomicBool::new(false);
         let work = |data: &[u8]| {
@@ -1550,21 +1545,7 @@ mod tests {
             }
             rewrite(data)
         };
-        let raised = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _: Result<(), ()> = run(
-                input,
-                2,
-                work,
-                |step: &mut (dyn FnMut() + Send)| step(),
-                || Ok(()),
-                |_| Ok(true),
-            );
-        }));
-        let payload = raised.expect_err("the call ended as if the input had");
-        let said = payload
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
+        let said = panic_of(input, work);
         assert!(
             said.starts_with(
                 "a thread reading or parsing the input stopped before its end (a worker: "
