@@ -24,10 +24,14 @@ One run, one process for the timings (a fresh process per file for peak memory):
   rounds: in each round every size takes its turn, the order turning round by
   round, and normalises its file as many times as make about the largest size's
   rows (100 calls of 10k rows, one of 1M), so that each size's figure covers
-  about the same rows and has as many samples (the best round counts); for
-  Parquet, beside it, pyarrow writing the same rows again with our writer's
-  settings, the same number of times (the floor's own rate at each
-  size: a file's fixed costs weigh on 10k rows there too). And from a fresh
+  about the same rows and has as many samples (the best round counts). Beside
+  it, the same number of times, each size's floors (a file's fixed costs weigh on
+  10k rows there too): for JSONL, copying the file on one thread; for Parquet,
+  pyarrow writing the same rows again with our writer's settings, and the same
+  rows parsed into Arrow alone (``read_rollout_table``), and parsed, then that
+  table written as ours: a file of one row group (10k rows) is parsed, then
+  encoded (a group on one thread, once its last row is in), so parse-then-write
+  is the rate it can reach; bigger files overlap the two. And from a fresh
   process per size, the first call's rows per second and peak RSS (goal: RSS at
   the largest size within 1.2x of 100k rows, and rows per second flat).
 
@@ -233,6 +237,7 @@ dest = os.path.join(os.path.dirname(warm), "rate-out." + suffix)
 if suffix == "parquet":
     import pyarrow.parquet as pq
     from _common import write_as_ours
+    from agent_rollout.arrow import read_rollout_table
 normalise_rollout_file(warm, dest, max_rows=10)
 os.unlink(dest)
 tables = {}
@@ -245,19 +250,33 @@ for rows, src in sources.items():
     os.unlink(dest)
 
 
-def rate(write, rows, calls):
-    # Rows per second of ``calls`` calls of ``write()``, each writing ``dest`` anew.
+def rate(write, rows, calls, writes=True):
+    # Rows per second of ``calls`` calls of ``write()``, each writing ``dest`` anew
+    # (when it ``writes``).
     spent = 0.0
     for _ in range(calls):
         start = time.perf_counter()
         write()
         spent += time.perf_counter() - start
-        os.unlink(dest)
+        if writes:
+            os.unlink(dest)
     return calls * rows / spent
+
+
+def copy(src):
+    # JSONL's floor at each size: the file read in 1 MiB pieces, each written to a
+    # new file beside ``dest`` that then takes its name, on one thread.
+    temp = dest + ".copy"
+    with open(src, "rb") as source, open(temp, "wb") as out:
+        while piece := source.read(1 << 20):
+            out.write(piece)
+    os.replace(temp, dest)
 
 
 ours = {rows: [] for rows in sources}
 floor = {rows: [] for rows in sources}
+parse = {rows: [] for rows in sources}
+serial = {rows: [] for rows in sources}
 sizes = sorted(sources)
 for turn in range(rounds):
     # Sizes take turns, the order turning each round: a slow spell of the
@@ -268,11 +287,23 @@ for turn in range(rounds):
         ours[rows].append(
             rate(lambda: normalise_rollout_file(src, dest, max_rows=10_000_000), rows, calls)
         )
-        if rows in tables:
+        if suffix == "parquet":
             table = tables[rows]
             floor[rows].append(rate(lambda: write_as_ours(table, dest), rows, calls))
+            # The same rows parsed into Arrow and written nowhere; and parsed, then
+            # that table written (what a file of one row group allows).
+            limit = 10_000_000
+            parse[rows].append(
+                rate(lambda: read_rollout_table(src, max_rows=limit), rows, calls, writes=False)
+            )
+            serial[rows].append(
+                rate(lambda: write_as_ours(read_rollout_table(src, max_rows=limit), dest),
+                     rows, calls)
+            )  # fmt: skip
+        else:
+            floor[rows].append(rate(lambda: copy(src), rows, calls))
         os.sync()  # untimed: no output's writeback falls into the next size's turn
-print(json.dumps({"ours": ours, "floor": floor}))
+print(json.dumps({"ours": ours, "floor": floor, "parse": parse, "serial": serial}))
 """
 
 
@@ -344,14 +375,35 @@ def print_scale(
             f"rows/s from {slowest:,.0f} to {fastest:,.0f} "
             f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
         )
-        if rates[suffix]["floor"].get(str(sizes[0])):
-            floor = {rows: max(rates[suffix]["floor"][str(rows)]) for rows in sizes}
+        floor = {rows: max(rates[suffix]["floor"][str(rows)]) for rows in sizes}
+        what = (
+            "pyarrow writing the same rows again (our writer's settings)"
+            if suffix == "parquet"
+            else "copying the file (1 MiB reads written to a new file that takes its name;"
+            " one thread)"
+        )
+        print(
+            f"    {what}, same rounds: "
+            + "; ".join(f"{rows:,}: {floor[rows]:,.0f}" for rows in sizes)
+            + f" rows/s (slowest {min(floor.values()) / max(floor.values()):.2f} of fastest);"
+            " its rows/s over ours, by size: "
+            + ", ".join(f"{floor[rows] / best[rows]:.2f}x" for rows in sizes)
+        )
+        if suffix == "parquet":
+            parse = {rows: max(rates[suffix]["parse"][str(rows)]) for rows in sizes}
+            serial = {rows: max(rates[suffix]["serial"][str(rows)]) for rows in sizes}
+            # A row group is encoded (on one thread) once its last row is parsed: a
+            # file of one group is parsed, then encoded. Parse, then write, is the
+            # rate that allows; bigger files overlap the two.
             print(
-                "    pyarrow writing the same rows again (our writer's settings), same rounds: "
-                + "; ".join(f"{rows:,}: {floor[rows]:,.0f}" for rows in sizes)
-                + f" rows/s (slowest {min(floor.values()) / max(floor.values()):.2f} of fastest);"
-                " ours per row over that write's, by size: "
-                + ", ".join(f"{floor[rows] / best[rows]:.2f}x" for rows in sizes)
+                "    the same rows parsed into Arrow, written nowhere (read_rollout_table),"
+                " same rounds: "
+                + "; ".join(f"{rows:,}: {parse[rows]:,.0f}" for rows in sizes)
+                + f" rows/s (slowest {min(parse.values()) / max(parse.values()):.2f} of"
+                " fastest); that parse, then that table written as ours: "
+                + "; ".join(f"{rows:,}: {serial[rows]:,.0f}" for rows in sizes)
+                + " rows/s; ours over parse-then-write, by size: "
+                + ", ".join(f"{best[rows] / serial[rows]:.2f}x" for rows in sizes)
             )
 
 
