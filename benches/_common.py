@@ -95,13 +95,14 @@ def new_file(path: Path) -> Callable[[], Any]:
     return lambda: path.unlink(missing_ok=True)
 
 
-def write_as_ours(table: Any, path: Path | str) -> None:
-    """Write the pyarrow ``table`` to ``path`` as our Parquet output is written
-    (``agent_rollout.arrow.parquet_writer``'s settings), in one row group."""
+def write_as_ours(table: Any, path: Path | str, group_rows: int | None = None) -> None:
+    """Write the pyarrow ``table`` to ``path`` with our Parquet writer's settings
+    (``agent_rollout.arrow.parquet_writer``), in row groups of ``group_rows`` rows
+    (``None``: pyarrow's default, one group up to 1,048,576 rows)."""
     from agent_rollout.arrow import parquet_writer
 
     writer = parquet_writer(str(path), table.schema)
-    writer.write_table(table, row_group_size=None)
+    writer.write_table(table, row_group_size=group_rows)
     writer.close()
 
 

@@ -19,21 +19,23 @@ One run, one process for the timings (a fresh process per file for peak memory):
 - JSONL -> JSONL vs reading the file's bytes (goal: within 2x), and, for
   reference, vs reading the bytes plus writing the output's bytes to a file;
 - scale: each file path on ``--scale`` rows. Rows per second in one process per
-  output format (after an untimed call on a 1-row file and one on each size's
-  file: imports and first-call set-up are not per-row costs), in ``--rounds``
-  rounds: in each round every size takes its turn, the order turning round by
-  round, and normalises its file as many times as make about the largest size's
-  rows (100 calls of 10k rows, one of 1M), so that each size's figure covers
-  about the same rows and has as many samples (the best round counts). Beside
-  it, the same number of times, each size's floors (a file's fixed costs weigh on
-  10k rows there too): for JSONL, copying the file on one thread; for Parquet,
-  pyarrow writing the same rows again with our writer's settings, and the same
-  rows parsed into Arrow alone (``read_rollout_table``), and parsed, then that
-  table written as ours: a file of one row group (10k rows) is parsed, then
-  encoded (a group on one thread, once its last row is in), so parse-then-write
-  is the rate it can reach; bigger files overlap the two. And from a fresh
-  process per size, the first call's rows per second and peak RSS (goal: RSS at
-  the largest size within 1.2x of 100k rows, and rows per second flat).
+  output format (after an untimed call on a 1-row file and one of every
+  contender on each size's file: imports and first-call set-up are not per-row
+  costs), in ``--rounds`` rounds: in each round every size takes its turn, and
+  within it every contender, the orders turning round by round; each contender
+  makes as many calls as make about the largest size's rows (100 calls of 10k
+  rows, one of 1M), so that each size's figure covers about the same rows and
+  has as many samples (the best round counts). The contenders are ours and
+  each size's floors (a file's fixed costs weigh on 10k rows there too): for
+  JSONL, copying the file on one thread; for Parquet, pyarrow writing the same
+  rows again with our writer's settings and row groups, the same rows parsed
+  into Arrow alone (``read_rollout_table``), and parsed, then that table
+  written as ours. A file of one row group (10k rows) is parsed, then encoded
+  (a group on one thread, once its last row is in): parse-then-write is about
+  the rate it can reach without encoding in parallel; on bigger files ours
+  overlaps the two. And from a fresh process per size, the first call's rows
+  per second and peak RSS (goal: RSS at the largest size within 1.2x of 100k
+  rows, and rows per second flat).
 
 The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
 bytes a row). Times are best of R after one warm-up call, each followed by the
@@ -234,33 +236,11 @@ suffix, rounds, per_round, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]
 sys.path.insert(0, sys.argv[5])
 sources = {int(rows): src for rows, src in zip(sys.argv[6::2], sys.argv[7::2])}
 dest = os.path.join(os.path.dirname(warm), "rate-out." + suffix)
+LIMIT = 10_000_000
 if suffix == "parquet":
     import pyarrow.parquet as pq
     from _common import write_as_ours
-    from agent_rollout.arrow import read_rollout_table
-normalise_rollout_file(warm, dest, max_rows=10)
-os.unlink(dest)
-tables = {}
-for rows, src in sources.items():
-    # One untimed call per size (for Parquet, its output is the table pyarrow
-    # writes again: the floor's own part at that size, with our writer's settings).
-    normalise_rollout_file(src, dest, max_rows=10_000_000)
-    if suffix == "parquet":
-        tables[rows] = pq.read_table(dest)
-    os.unlink(dest)
-
-
-def rate(write, rows, calls, writes=True):
-    # Rows per second of ``calls`` calls of ``write()``, each writing ``dest`` anew
-    # (when it ``writes``).
-    spent = 0.0
-    for _ in range(calls):
-        start = time.perf_counter()
-        write()
-        spent += time.perf_counter() - start
-        if writes:
-            os.unlink(dest)
-    return calls * rows / spent
+    from agent_rollout.arrow import ROW_GROUP_ROWS, read_rollout_table
 
 
 def copy(src):
@@ -273,37 +253,69 @@ def copy(src):
     os.replace(temp, dest)
 
 
-ours = {rows: [] for rows in sources}
-floor = {rows: [] for rows in sources}
-parse = {rows: [] for rows in sources}
-serial = {rows: [] for rows in sources}
+def contenders(rows, src, table):
+    # name -> (a call, whether it writes ``dest``). The floors write in our
+    # writer's settings and row groups (``ROW_GROUP_ROWS``: a 10k file is one).
+    ours = (lambda: normalise_rollout_file(src, dest, max_rows=LIMIT), True)
+    if suffix != "parquet":
+        return {"ours": ours, "floor": (lambda: copy(src), True)}
+    return {
+        "ours": ours,
+        # pyarrow writing the finished rows again.
+        "floor": (lambda: write_as_ours(table, dest, ROW_GROUP_ROWS), True),
+        # The same rows parsed into Arrow and written nowhere.
+        "parse": (lambda: read_rollout_table(src, max_rows=LIMIT), False),
+        # Parsed, then that table written: each group is encoded once the whole
+        # file is parsed (for a file of one group, what ours can do at best
+        # without encoding in parallel; it holds the whole table).
+        "serial": (
+            lambda: write_as_ours(read_rollout_table(src, max_rows=LIMIT), dest, ROW_GROUP_ROWS),
+            True,
+        ),
+    }
+
+
+def rate(call, writes, rows, calls):
+    # Rows per second of ``calls`` calls of ``call()``, each writing ``dest`` anew
+    # (when it ``writes``).
+    spent = 0.0
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        spent += time.perf_counter() - start
+        if writes:
+            os.unlink(dest)
+    return calls * rows / spent
+
+
+normalise_rollout_file(warm, dest, max_rows=10)
+os.unlink(dest)
+calls_of = {}
+for rows, src in sources.items():
+    table = None
+    if suffix == "parquet":
+        # Our output is the table pyarrow writes again (the floor's own part).
+        normalise_rollout_file(src, dest, max_rows=LIMIT)
+        table = pq.read_table(dest)
+        os.unlink(dest)
+    calls_of[rows] = contenders(rows, src, table)
+    for call, writes in calls_of[rows].values():
+        call()  # one untimed call each per size
+        if writes:
+            os.unlink(dest)
+
+got = {name: {rows: [] for rows in sources} for name in calls_of[min(sources)]}
 sizes = sorted(sources)
 for turn in range(rounds):
-    # Sizes take turns, the order turning each round: a slow spell of the
-    # machine falls on all of them.
+    # Sizes take turns, and so do the contenders of a size, the order turning
+    # each round: a slow spell of the machine falls on all of them.
     for rows in sizes[turn % len(sizes):] + sizes[:turn % len(sizes)]:
         calls = max(1, per_round // rows)
-        src = sources[rows]
-        ours[rows].append(
-            rate(lambda: normalise_rollout_file(src, dest, max_rows=10_000_000), rows, calls)
-        )
-        if suffix == "parquet":
-            table = tables[rows]
-            floor[rows].append(rate(lambda: write_as_ours(table, dest), rows, calls))
-            # The same rows parsed into Arrow and written nowhere; and parsed, then
-            # that table written (what a file of one row group allows).
-            limit = 10_000_000
-            parse[rows].append(
-                rate(lambda: read_rollout_table(src, max_rows=limit), rows, calls, writes=False)
-            )
-            serial[rows].append(
-                rate(lambda: write_as_ours(read_rollout_table(src, max_rows=limit), dest),
-                     rows, calls)
-            )  # fmt: skip
-        else:
-            floor[rows].append(rate(lambda: copy(src), rows, calls))
-        os.sync()  # untimed: no output's writeback falls into the next size's turn
-print(json.dumps({"ours": ours, "floor": floor, "parse": parse, "serial": serial}))
+        named = list(calls_of[rows].items())
+        for name, (call, writes) in named[turn % len(named):] + named[:turn % len(named)]:
+            got[name][rows].append(rate(call, writes, rows, calls))
+            os.sync()  # untimed: no output's writeback falls into the next one's time
+print(json.dumps(got))
 """
 
 
@@ -377,7 +389,7 @@ def print_scale(
         )
         floor = {rows: max(rates[suffix]["floor"][str(rows)]) for rows in sizes}
         what = (
-            "pyarrow writing the same rows again (our writer's settings)"
+            "pyarrow writing the same rows again (our writer's settings and row groups)"
             if suffix == "parquet"
             else "copying the file (1 MiB reads written to a new file that takes its name;"
             " one thread)"
