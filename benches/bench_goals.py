@@ -253,7 +253,7 @@ def copy(src):
     os.replace(temp, dest)
 
 
-def contenders(rows, src, table):
+def contenders(src, table):
     # name -> (a call, whether it writes ``dest``). The floors write in our
     # writer's settings and row groups (``ROW_GROUP_ROWS``: a 10k file is one).
     ours = (lambda: normalise_rollout_file(src, dest, max_rows=LIMIT), True)
@@ -298,7 +298,7 @@ for rows, src in sources.items():
         normalise_rollout_file(src, dest, max_rows=LIMIT)
         table = pq.read_table(dest)
         os.unlink(dest)
-    calls_of[rows] = contenders(rows, src, table)
+    calls_of[rows] = contenders(src, table)
     for call, writes in calls_of[rows].values():
         call()  # one untimed call each per size
         if writes:
@@ -370,8 +370,17 @@ def print_scale(
         " from a fresh process per size, the first call's rows/s and peak RSS:"
     )
     base = 100_000 if 100_000 in sizes else sizes[0]
+
+    def best_of(suffix: str, name: str) -> dict[int, float]:
+        # A contender's best round at each size, in rows/s.
+        return {rows: max(rates[suffix][name][str(rows)]) for rows in sizes}
+
+    def spread(by_size: dict[int, float]) -> float:
+        # The slowest size's rows/s over the fastest's.
+        return min(by_size.values()) / max(by_size.values())
+
     for suffix in ("jsonl", "parquet"):
-        best = {rows: max(rates[suffix]["ours"][str(rows)]) for rows in sizes}
+        best = best_of(suffix, "ours")
         cells = []
         for rows in sizes:
             got = first[(suffix, rows)]
@@ -387,7 +396,7 @@ def print_scale(
             f"rows/s from {slowest:,.0f} to {fastest:,.0f} "
             f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
         )
-        floor = {rows: max(rates[suffix]["floor"][str(rows)]) for rows in sizes}
+        floor = best_of(suffix, "floor")
         what = (
             "pyarrow writing the same rows again (our writer's settings and row groups)"
             if suffix == "parquet"
@@ -397,21 +406,20 @@ def print_scale(
         print(
             f"    {what}, same rounds: "
             + "; ".join(f"{rows:,}: {floor[rows]:,.0f}" for rows in sizes)
-            + f" rows/s (slowest {min(floor.values()) / max(floor.values()):.2f} of fastest);"
+            + f" rows/s (slowest {spread(floor):.2f} of fastest);"
             " its rows/s over ours, by size: "
             + ", ".join(f"{floor[rows] / best[rows]:.2f}x" for rows in sizes)
         )
         if suffix == "parquet":
-            parse = {rows: max(rates[suffix]["parse"][str(rows)]) for rows in sizes}
-            serial = {rows: max(rates[suffix]["serial"][str(rows)]) for rows in sizes}
+            parse, serial = best_of(suffix, "parse"), best_of(suffix, "serial")
             # A row group is encoded (on one thread) once its last row is parsed: a
-            # file of one group is parsed, then encoded. Parse, then write, is the
-            # rate that allows; bigger files overlap the two.
+            # file of one group is parsed, then encoded. Parse, then write, is about
+            # the rate that allows; bigger files overlap the two.
             print(
                 "    the same rows parsed into Arrow, written nowhere (read_rollout_table),"
                 " same rounds: "
                 + "; ".join(f"{rows:,}: {parse[rows]:,.0f}" for rows in sizes)
-                + f" rows/s (slowest {min(parse.values()) / max(parse.values()):.2f} of"
+                + f" rows/s (slowest {spread(parse):.2f} of"
                 " fastest); that parse, then that table written as ours: "
                 + "; ".join(f"{rows:,}: {serial[rows]:,.0f}" for rows in sizes)
                 + " rows/s; ours over parse-then-write, by size: "
