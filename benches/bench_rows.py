@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any, Union
 
 import msgspec
@@ -75,10 +76,7 @@ def main() -> int:
         ("system+user messages + answer + 1 extra key", message_rows),
     ):
         rows = make(args.rows)
-        times = {
-            name: best_settled(lambda fn=fn, rows=rows: fn(rows), args.repeat)
-            for name, fn in runners.items()
-        }
+        times = {name: best_settled(partial(fn, rows), args.repeat) for name, fn in runners.items()}
         print(f"\n## {shape}")
         print(
             f"{'contender':<22} {'call ms':>8} {'+gc0 ms':>8} {'vs reference':>13} "
@@ -87,7 +85,7 @@ def main() -> int:
         base = times.get("reference")
         msg = times["msgspec.convert"]
         for name, (call, settled) in times.items():
-            peak = peak_bytes(lambda fn=runners[name], rows=rows: fn(rows)) / 2**20
+            peak = peak_bytes(partial(runners[name], rows)) / 2**20
             ref = f"{base[1] / settled:.2f}x" if base else "-"
             print(
                 f"{name:<22} {call * 1e3:8.1f} {settled * 1e3:8.1f} {ref:>13} "
