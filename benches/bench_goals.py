@@ -33,9 +33,12 @@ One run, one process for the timings (a fresh process per file for peak memory):
   written as ours. A file of one row group (10k rows) is parsed, then encoded
   (a group on one thread, once its last row is in): parse-then-write is about
   the rate it can reach without encoding in parallel; on bigger files ours
-  overlaps the two. And from a fresh process per size, the first call's rows
-  per second and peak RSS (goal: RSS at the largest size within 1.2x of 100k
-  rows, and rows per second flat).
+  overlaps the two. Our calls are also timed one by one: each size's fastest
+  call and median call, in rows per second (on two CPUs a 10k-row call's time
+  depends on how its threads happen to be scheduled, not only on its work).
+  And from a fresh process per size, the first call's rows per second and peak
+  RSS (goal: RSS at the largest size within 1.2x of 100k rows, and rows per
+  second flat).
 
 The file is ``bench_jsonl.py``'s (two-message prompts with extra keys, about 450
 bytes a row). Times are best of R after one warm-up call, each followed by the
@@ -49,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -275,17 +279,17 @@ def contenders(src, table):
     }
 
 
-def rate(call, writes, rows, calls):
-    # Rows per second of ``calls`` calls of ``call()``, each writing ``dest`` anew
-    # (when it ``writes``).
-    spent = 0.0
+def timed(call, writes, calls):
+    # The seconds of each of ``calls`` calls of ``call()``, each writing ``dest``
+    # anew (when it ``writes``).
+    spent = []
     for _ in range(calls):
         start = time.perf_counter()
         call()
-        spent += time.perf_counter() - start
+        spent.append(time.perf_counter() - start)
         if writes:
             os.unlink(dest)
-    return calls * rows / spent
+    return spent
 
 
 normalise_rollout_file(warm, dest, max_rows=10)
@@ -305,6 +309,7 @@ for rows, src in sources.items():
             os.unlink(dest)
 
 got = {name: {rows: [] for rows in sources} for name in calls_of[min(sources)]}
+each_call = {rows: [] for rows in sources}  # ours: every timed call's seconds
 sizes = sorted(sources)
 for turn in range(rounds):
     # Sizes take turns, and so do the contenders of a size, the order turning
@@ -313,19 +318,28 @@ for turn in range(rounds):
         calls = max(1, per_round // rows)
         named = list(calls_of[rows].items())
         for name, (call, writes) in named[turn % len(named):] + named[:turn % len(named)]:
-            got[name][rows].append(rate(call, writes, rows, calls))
+            spent = timed(call, writes, calls)
+            got[name][rows].append(calls * rows / sum(spent))
+            if name == "ours":
+                each_call[rows] += spent
             os.sync()  # untimed: no output's writeback falls into the next one's time
-print(json.dumps(got))
+print(json.dumps({"rounds": got, "calls": each_call}))
 """
+
+
+# Output format -> contender -> size (as JSON keys are) -> rows per second of each round.
+Rates = dict[str, dict[str, dict[str, list[float]]]]
+# Output format -> size (as JSON keys are) -> the seconds of each of our timed calls.
+Calls = dict[str, dict[str, list[float]]]
 
 
 def scale(
     tmp: Path, sizes: list[int], rounds: int
-) -> tuple[dict[tuple[str, int], dict[str, float]], dict[str, dict[str, dict[str, list[float]]]]]:
+) -> tuple[dict[tuple[str, int], dict[str, float]], Rates, Calls]:
     """Each file path on each size: in a fresh process per size, the first call's
     seconds and peak RSS; and in one process per output format, rows per second,
     the sizes taking turns (``rounds`` rounds, each of about the largest size's
-    rows per size)."""
+    rows per size), with the time of each of our calls."""
     first = {}
     warm = tmp / "warm.jsonl"
     write_file(warm, 1)
@@ -336,7 +350,8 @@ def scale(
             dest = tmp / f"scale-out.{suffix}"
             first[(suffix, rows)] = fresh_call(src, dest, warm)
             dest.unlink()
-    rates = {}
+    rates: Rates = {}
+    calls: Calls = {}
     per_round = max(sizes)
     pairs = [str(part) for rows, src in sources.items() for part in (rows, src)]
     for suffix in ("jsonl", "parquet"):
@@ -345,10 +360,11 @@ def scale(
              str(Path(__file__).parent), *pairs],
             check=True, capture_output=True, text=True,
         )  # fmt: skip
-        rates[suffix] = json.loads(done.stdout)
+        got = json.loads(done.stdout)
+        rates[suffix], calls[suffix] = got["rounds"], got["calls"]
     for src in sources.values():
         src.unlink()
-    return first, rates
+    return first, rates, calls
 
 
 def print_table(rows: list[Row]) -> None:
@@ -359,7 +375,8 @@ def print_table(rows: list[Row]) -> None:
 
 def print_scale(
     first: dict[tuple[str, int], dict[str, float]],
-    rates: dict[str, dict[str, dict[str, list[float]]]],
+    rates: Rates,
+    calls: Calls,
     sizes: list[int],
     rounds: int,
 ) -> None:
@@ -395,6 +412,19 @@ def print_scale(
             f"    RSS at {sizes[-1]:,} rows: {top:.2f}x that of {base:,} (goal <= 1.2x); "
             f"rows/s from {slowest:,.0f} to {fastest:,.0f} "
             f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
+        )
+        # The same calls one by one: a size's fastest call, and its median one.
+        quickest = {rows: rows / min(calls[suffix][str(rows)]) for rows in sizes}
+        median = {rows: rows / statistics.median(calls[suffix][str(rows)]) for rows in sizes}
+        print(
+            "    ours call by call, same rounds: the fastest call "
+            + "; ".join(f"{rows:,}: {quickest[rows]:,.0f}" for rows in sizes)
+            + f" rows/s (slowest {spread(quickest):.2f} of fastest); the median call "
+            + "; ".join(
+                f"{rows:,}: {median[rows]:,.0f} ({len(calls[suffix][str(rows)])} calls)"
+                for rows in sizes
+            )
+            + f" rows/s (slowest {spread(median):.2f} of fastest)"
         )
         floor = best_of(suffix, "floor")
         what = (
