@@ -31,6 +31,32 @@ def load_reference() -> Any:
     return module
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """The machine's CPU time so far, in clock ticks: (all of it, the part the
+    hypervisor gave to other guests, "steal"), from /proc/stat; None where
+    there is no such file."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is within user)
+    ticks = [int(field) for field in fields[1:9]]
+    return sum(ticks), ticks[7]
+
+
+def stolen_since(before: tuple[int, int] | None) -> str:
+    """What share of the machine's CPU time the hypervisor took since ``before``
+    (a ``cpu_ticks()``): on a shared VM, a part a benchmark could not use."""
+    after = cpu_ticks()
+    if before is None or after is None or after[0] <= before[0]:
+        return "CPU time taken by the host: unknown (no /proc/stat)"
+    share = (after[1] - before[1]) / (after[0] - before[0])
+    return f"CPU time taken by the host meanwhile (steal, /proc/stat): {share:.1%}"
+
+
 def string_rows(n: int) -> list[dict]:
     return [
         {"prompt": f"What is {i} + {i}?", "answer": str(2 * i), "reward": 0.5, "id": i}

@@ -45,6 +45,11 @@ bytes a row). Times are best of R after one warm-up call, each followed by the
 young-generation collection it leaves (``_common.best_settled``); the contenders
 of a table row take turns, one call each per round. Every output is a new file
 (and, on a line of its own, JSONL replacing a file already on disk).
+
+The table and the scale part each end with the share of the machine's CPU time
+the hypervisor gave to other guests meanwhile (steal, from /proc/stat): on a
+shared VM, figures measured while it is more than a few percent are the host's
+load as much as ours.
 """
 
 from __future__ import annotations
@@ -67,9 +72,11 @@ import pyarrow.parquet as pq
 
 from _common import (
     best_settled,
+    cpu_ticks,
     fresh_call,
     message_rows,
     new_file,
+    stolen_since,
     string_rows,
     write_as_ours,
 )
@@ -474,6 +481,7 @@ def main() -> int:
         parser.error("--rounds and every --scale size must be at least 1")
     python = sys.version.split()[0]
     print(f"{n:,} rows, best of {args.repeat}; {os.cpu_count()} CPUs; Python {python}")
+    started = cpu_ticks()
     table = arrow_rows(n, args.repeat)
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp_name:
         tmp = Path(tmp_name)
@@ -484,8 +492,11 @@ def main() -> int:
         src.unlink()
         print()
         print_table(table)
+        print(stolen_since(started))
         if sizes:
+            started = cpu_ticks()
             print_scale(*scale(tmp, sizes, args.rounds), sizes, args.rounds)
+            print("  " + stolen_since(started))
     return 0
 
 
