@@ -31,10 +31,10 @@ def load_reference() -> Any:
     return module
 
 
-def cpu_ticks() -> tuple[int, int] | None:
+def cpu_ticks() -> tuple[int, int, int] | None:
     """The machine's CPU time so far, in clock ticks: (all of it, the part the
-    hypervisor gave to other guests, "steal"), from /proc/stat; None where
-    there is no such file."""
+    hypervisor gave to other guests, "steal", the part idle or waiting for
+    I/O), from /proc/stat; None where there is no such file."""
     try:
         with open("/proc/stat", encoding="ascii") as stat:
             fields = stat.readline().split()
@@ -44,17 +44,22 @@ def cpu_ticks() -> tuple[int, int] | None:
         return None
     # user nice system idle iowait irq softirq steal (guest time is within user)
     ticks = [int(field) for field in fields[1:9]]
-    return sum(ticks), ticks[7]
+    return sum(ticks), ticks[7], ticks[3] + ticks[4]
 
 
-def stolen_since(before: tuple[int, int] | None) -> str:
-    """What share of the machine's CPU time the hypervisor took since ``before``
-    (a ``cpu_ticks()``): on a shared VM, a part a benchmark could not use."""
+def stolen_since(before: tuple[int, int, int] | None) -> str:
+    """What share of the CPU time the machine's CPUs were not idle the hypervisor
+    took since ``before`` (a ``cpu_ticks()``): on a shared VM, time a benchmark
+    wanted and did not get. Idle CPUs are left out: they are hardly ever stolen
+    from, and would make the share look smaller than the loss."""
     after = cpu_ticks()
     if before is None or after is None or after[0] <= before[0]:
-        return "CPU time taken by the host: unknown (no /proc/stat)"
-    share = (after[1] - before[1]) / (after[0] - before[0])
-    return f"CPU time taken by the host meanwhile (steal, /proc/stat): {share:.1%}"
+        return "CPU time taken by the host: unknown"
+    busy = after[0] - before[0] - (after[2] - before[2])
+    share = (after[1] - before[1]) / busy if busy > 0 else 0.0
+    return (
+        f"CPU time taken by the host meanwhile (steal, of the busy time, /proc/stat): {share:.1%}"
+    )
 
 
 def string_rows(n: int) -> list[dict]:

@@ -34,8 +34,9 @@ One run, one process for the timings (a fresh process per file for peak memory):
   (a group on one thread, once its last row is in): parse-then-write is about
   the rate it can reach without encoding in parallel; on bigger files ours
   overlaps the two. Our calls are also timed one by one: each size's fastest
-  call and median call, in rows per second (on two CPUs a 10k-row call's time
-  depends on how its threads happen to be scheduled, not only on its work).
+  call and median call, in rows per second (a small size makes more calls, so
+  its fastest call is the best of more tries: a bias toward small sizes; on two
+  CPUs a 10k-row call's time varies from call to call).
   And from a fresh process per size, the first call's rows per second and peak
   RSS (goal: RSS at the largest size within 1.2x of 100k rows, and rows per
   second flat).
@@ -47,9 +48,9 @@ of a table row take turns, one call each per round. Every output is a new file
 (and, on a line of its own, JSONL replacing a file already on disk).
 
 The table and the scale part each end with the share of the machine's CPU time
-the hypervisor gave to other guests meanwhile (steal, from /proc/stat): on a
-shared VM, figures measured while it is more than a few percent are the host's
-load as much as ours.
+the hypervisor gave to other guests meanwhile (steal, from /proc/stat, as a
+share of the time the CPUs were not idle): on a shared VM, figures measured
+while it is more than a few percent are the host's load as much as ours.
 """
 
 from __future__ import annotations
@@ -286,7 +287,7 @@ def contenders(src, table):
     }
 
 
-def timed(call, writes, calls):
+def call_seconds(call, writes, calls):
     # The seconds of each of ``calls`` calls of ``call()``, each writing ``dest``
     # anew (when it ``writes``).
     spent = []
@@ -325,7 +326,7 @@ for turn in range(rounds):
         calls = max(1, per_round // rows)
         named = list(calls_of[rows].items())
         for name, (call, writes) in named[turn % len(named):] + named[:turn % len(named)]:
-            spent = timed(call, writes, calls)
+            spent = call_seconds(call, writes, calls)
             got[name][rows].append(calls * rows / sum(spent))
             if name == "ours":
                 each_call[rows] += spent
@@ -425,7 +426,10 @@ def print_scale(
         median = {rows: rows / statistics.median(calls[suffix][str(rows)]) for rows in sizes}
         print(
             "    ours call by call, same rounds: the fastest call "
-            + "; ".join(f"{rows:,}: {quickest[rows]:,.0f}" for rows in sizes)
+            + "; ".join(
+                f"{rows:,}: {quickest[rows]:,.0f} (of {len(calls[suffix][str(rows)])})"
+                for rows in sizes
+            )
             + f" rows/s (slowest {spread(quickest):.2f} of fastest); the median call "
             + "; ".join(
                 f"{rows:,}: {median[rows]:,.0f} ({len(calls[suffix][str(rows)])} calls)"
