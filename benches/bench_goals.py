@@ -422,19 +422,16 @@ def print_scale(
             f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
         )
         # The same calls one by one: a size's fastest call, and its median one.
-        quickest = {rows: rows / min(calls[suffix][str(rows)]) for rows in sizes}
-        median = {rows: rows / statistics.median(calls[suffix][str(rows)]) for rows in sizes}
+        each = {rows: calls[suffix][str(rows)] for rows in sizes}
+        quickest = {rows: rows / min(each[rows]) for rows in sizes}
+        median = {rows: rows / statistics.median(each[rows]) for rows in sizes}
         print(
-            "    ours call by call, same rounds: the fastest call "
-            + "; ".join(
-                f"{rows:,}: {quickest[rows]:,.0f} (of {len(calls[suffix][str(rows)])})"
-                for rows in sizes
-            )
+            "    ours call by call, same rounds ("
+            + "; ".join(f"{rows:,}: {len(each[rows])} calls" for rows in sizes)
+            + "): the fastest call "
+            + "; ".join(f"{rows:,}: {quickest[rows]:,.0f}" for rows in sizes)
             + f" rows/s (slowest {spread(quickest):.2f} of fastest); the median call "
-            + "; ".join(
-                f"{rows:,}: {median[rows]:,.0f} ({len(calls[suffix][str(rows)])} calls)"
-                for rows in sizes
-            )
+            + "; ".join(f"{rows:,}: {median[rows]:,.0f}" for rows in sizes)
             + f" rows/s (slowest {spread(median):.2f} of fastest)"
         )
         floor = best_of(suffix, "floor")
