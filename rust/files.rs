@@ -162,11 +162,11 @@ fn tick_ms() -> libc::c_int {
     libc::c_int::try_from(jsonl::TICK.as_millis()).unwrap_or(50)
 }
 
-/// An input descriptor read by the pipeline's reader thread. A read on a
-/// pipe, terminal or device first waits with `poll`, looking every `TICK` at
-/// `stop`: once the call that started the reader has ended, it gives up
-/// without reading another byte. A regular file never waits, so it is read
-/// straight.
+/// An input descriptor read by the pipeline. A read on a pipe, terminal or
+/// device (on the pipeline's reader thread) first waits with `poll`, looking
+/// every `TICK` at `stop`: once the call that started the reader has ended,
+/// it gives up without reading another byte. A regular file never waits, so
+/// it is read straight (by the pipeline's own threads).
 struct FdSource {
     file: File,
     stop: Arc<AtomicBool>,
@@ -199,14 +199,18 @@ impl Read for FdSource {
     }
 }
 
-fn is_regular(file: &File) -> bool {
-    file.metadata().is_ok_and(|m| m.file_type().is_file())
+/// The size of a regular file (`None` for a pipe, terminal or device).
+fn regular_size(file: &File) -> Option<u64> {
+    file.metadata()
+        .ok()
+        .filter(|m| m.file_type().is_file())
+        .map(|m| m.len())
 }
 
 /// Open a rollout file (`-`: descriptor 0). A path is opened non-blocking, so
 /// a named pipe no writer has opened yet does not block the open (nor hold
 /// the interpreter): the wait happens in the reader's `poll`, where it can be
-/// given up. Whether it is gzip is told by the reader thread.
+/// given up. Whether it is gzip is told by the pipeline's first read.
 pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Result<Input, Fault> {
     let opened = py.detach(|| {
         if path == "-" {
@@ -221,10 +225,11 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
     });
     let file = opened.map_err(|e| io_fault(Code::IoRead, &e))?;
     let stop = Arc::new(AtomicBool::new(false));
-    let waits = !is_regular(&file);
+    let file_size = regular_size(&file);
+    let waits = file_size.is_none();
     let fd = file.as_raw_fd();
     let idle: Box<dyn Fn() -> bool + Send> = if waits {
-        // Only called from the reader while it owns the open file.
+        // Only called from the reader thread while it owns the open file.
         Box::new(move || !poll_fd(fd, libc::POLLIN, 0).unwrap_or(true))
     } else {
         Box::new(|| false)
@@ -239,6 +244,7 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
         stop,
         max_bytes: limits.max_bytes,
         max_line_bytes: limits.max_line_bytes,
+        file_size,
     })
 }
 
