@@ -1008,9 +1008,13 @@ impl Chunker {
                 // The last chunks of a file are smaller: the threads finish
                 // together, rather than one parsing a whole chunk at the end
                 // while the others wait.
-                let left = size.saturating_sub(self.total) / TAIL_SHARE;
-                let left = usize::try_from(left).unwrap_or(usize::MAX);
-                self.chunk = self.chunk.min(left.max(FIRST_CHUNK_BYTES));
+                // Past the size the file had when opened (it grew, or its
+                // size says nothing, as in /proc), chunks are not held small.
+                let left = size.saturating_sub(self.total);
+                if left > 0 {
+                    let share = usize::try_from(left / TAIL_SHARE).unwrap_or(usize::MAX);
+                    self.chunk = self.chunk.min(share.max(FIRST_CHUNK_BYTES));
+                }
             }
         }
         if let Some(fault) = failure {
@@ -1523,7 +1527,11 @@ where
                 Done::Fail(_, fault) => Event::Fail(fault),
                 Done::End(_) => return Ok(true),
             };
-            let _ = slot_tx.send(());
+            // Never waits: a full channel means nothing is in flight, and this
+            // is the surplus slot of a fault or end marker that came out of
+            // the same step as a chunk (and took no slot of its own). Once
+            // the input is cut, nobody takes slots any more.
+            let _ = slot_tx.try_send(());
             if !consume(event)? {
                 return Ok(true);
             }
@@ -1771,6 +1779,20 @@ mod tests {
             assert!(size + line.len() > FIRST_CHUNK_BYTES, "{sizes:?}");
             left -= size;
         }
+        // A file that grew after it was opened: past its old size the chunks
+        // grow again.
+        let sizes = chunk_sizes(Input {
+            file_size: Some(1 << 20),
+            ..input_of(bytes.clone())
+        });
+        assert!(
+            sizes[..sizes.len() - 1]
+                .iter()
+                .rev()
+                .take(3)
+                .all(|&s| s + line.len() > CHUNK_BYTES),
+            "{sizes:?}"
+        );
         // Not a file (no size known): the chunks grow to CHUNK_BYTES and stay.
         let sizes = chunk_sizes(input_of(bytes));
         assert!(
@@ -1824,6 +1846,98 @@ mod tests {
                         (a worker: a reader that fails in an unforeseen way)",
             "{said}"
         );
+    }
+
+    /// Lines, then a read error where the end would be.
+    struct FailsAtTheEnd(Cursor<Vec<u8>>);
+
+    impl Read for FailsAtTheEnd {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.read(buf)? {
+                0 => Err(io::Error::other("the disk went away")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    /// What a run over `input` gave: the rows of each chunk, then how it
+    /// ended; `None` if it had not ended after 20 seconds (it hung).
+    fn events_of(input: Input, workers: usize) -> Option<(Vec<usize>, String)> {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut rows = Vec::new();
+            let ended: Result<(), String> = run(
+                input,
+                workers,
+                rewrite,
+                |step: &mut (dyn FnMut() + Send)| step(),
+                || Ok(()),
+                |event| match event {
+                    Event::Chunk(result) => {
+                        rows.push(result.output.lines().count());
+                        Ok(true)
+                    }
+                    Event::Fail(ReadFault::TooLarge) => Err("too large".into()),
+                    Event::Fail(ReadFault::LineTooLong) => Err("line too long".into()),
+                    Event::Fail(ReadFault::Gzip) => Err("gzip".into()),
+                    Event::Fail(ReadFault::Io(err)) => Err(err.to_string()),
+                },
+            );
+            let _ = tx.send((rows, ended.err().unwrap_or_else(|| "the end".into())));
+        });
+        rx.recv_timeout(Duration::from_secs(20)).ok()
+    }
+
+    #[test]
+    fn a_fault_after_whole_lines_ends_the_run_whoever_reads() {
+        // The chunk before the fault and the fault come out of one read; the
+        // consumer then hands back more slots than were taken.
+        use std::io::Write;
+        let two = b"{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}\n".to_vec();
+        let many = format!("{{\"prompt\":\"{}\"}}\n", "x".repeat(1_000))
+            .repeat(3_000)
+            .into_bytes();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip.write_all(&b"{\"prompt\":\"a\"}\n".repeat(100))
+            .unwrap();
+        let mut cut_short = gzip.finish().unwrap();
+        cut_short.pop();
+        for file in [false, true] {
+            for workers in [1, 2, 4] {
+                let size = |bytes: &[u8]| file.then_some(bytes.len() as u64);
+                let too_large = Input {
+                    max_bytes: 20,
+                    file_size: size(&two),
+                    ..input_of(two.clone())
+                };
+                let read_error = Input {
+                    reader: Box::new(FailsAtTheEnd(Cursor::new(many.clone()))),
+                    file_size: size(&many),
+                    ..input_of(Vec::new())
+                };
+                let bad_gzip = Input {
+                    file_size: size(&cut_short),
+                    ..input_of(cut_short.clone())
+                };
+                let case = format!("a file: {file}, {workers} workers");
+                assert_eq!(
+                    events_of(too_large, workers),
+                    Some((vec![1], "too large".into())),
+                    "{case}"
+                );
+                let (rows, ended) = events_of(read_error, workers).expect(&case);
+                assert_eq!(
+                    (rows.iter().sum::<usize>(), ended.as_str()),
+                    (3_000, "the disk went away"),
+                    "{case}"
+                );
+                assert_eq!(
+                    events_of(bad_gzip, workers),
+                    Some((vec![100], "gzip".into())),
+                    "{case}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ rules both engines share:
 
 Problems of the input as a whole (bad gzip, more than ``max_bytes`` bytes, a
 read error) are raised after the whole lines before them, as the Rust
-engine's reader thread reports them. Every message comes from
+engine's chunker reports them. Every message comes from
 ``agent_rollout._errors`` with the file and line (and column) in front.
 """
 
@@ -289,7 +289,7 @@ def read_lines(opened: Opened, limits: FileLimits, tally: Tally, source: str) ->
 
     Problems of the input as a whole (bad gzip, more than ``max_bytes`` bytes,
     an ``OSError``) are raised after the block of the whole lines read before
-    them, as the Rust reader thread reports them after the chunks before.
+    them, as the Rust chunker reports them after the chunks before.
     Counts lines, blank lines and bytes on ``tally``; does not close the input.
     """
     max_rows = limits.max_rows
