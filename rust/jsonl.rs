@@ -1154,7 +1154,8 @@ impl Cutting {
         };
         slot?;
         // Once the slot is taken, the chunk is cut even by a thread that may
-        // not wait: the lock is held at most for one chunk's reads.
+        // not wait: the lock is held for one chunk's reads (for a long line,
+        // until its newline, up to `max_line_bytes`).
         let mut state = self.lock_state(true)?;
         let CutState {
             chunker,
@@ -1271,9 +1272,9 @@ const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 ///
 /// Who reads (see `Chunks`): a regular file (`input.file_size`) is read by
 /// whichever of these threads needs its next chunk, so no thread only reads
-/// and a chunk is parsed where it was just read; on 10k-row files that was
-/// 3-6% faster at the median than a reader thread (paired runs, December
-/// 2026). Any other input, whose reads may wait, is read on a thread of its
+/// and a chunk is parsed where it was just read; with the shrinking last
+/// chunks, 10k-row files took 0.90-0.95x the time they took with a reader
+/// thread (paired runs, December 2026; docs/benchmarks.md, tenth round). Any other input, whose reads may wait, is read on a thread of its
 /// own that is never joined, so a source stalled in `read` cannot hold the
 /// caller; when `run` returns it sets `input.stop`, and that reader ends at
 /// its next look.
@@ -1530,7 +1531,7 @@ where
             // Never waits: a full channel means nothing is in flight, and this
             // is the surplus slot of a fault or end marker that came out of
             // the same step as a chunk (and took no slot of its own). Once
-            // the input is cut, nobody takes slots any more.
+            // the input is cut, a slot taken cuts nothing.
             let _ = slot_tx.try_send(());
             if !consume(event)? {
                 return Ok(true);
@@ -1758,7 +1759,7 @@ mod tests {
     }
 
     #[test]
-    fn a_files_last_chunks_shrink_so_the_threads_end_together() {
+    fn a_files_last_chunks_shrink_to_a_quarter_of_what_is_left() {
         // 8 MiB of 1 KiB lines.
         let line = format!("{{\"prompt\":\"{}\"}}\n", "x".repeat(1_024 - 15));
         let bytes = line.repeat(8 << 10).into_bytes();
@@ -1834,9 +1835,11 @@ mod tests {
     fn a_file_whose_read_panics_is_raised_whichever_thread_read_it() {
         // Cut by the calling thread (the first chunk), the panic is its own;
         // by a worker, the worker's, raised by the calling thread.
+        let line = b"{\"prompt\": \"a\"}\n".to_vec();
         let input = Input {
-            reader: Box::new(PanicsAfter(Cursor::new(b"{\"prompt\": \"a\"}\n".to_vec()))),
-            ..file_of(Vec::new())
+            file_size: Some(line.len() as u64),
+            reader: Box::new(PanicsAfter(Cursor::new(line))),
+            ..input_of(Vec::new())
         };
         let said = panic_of(input, rewrite);
         assert!(
@@ -1936,6 +1939,175 @@ mod tests {
                     Some((vec![100], "gzip".into())),
                     "{case}"
                 );
+            }
+        }
+    }
+
+    /// A run over `input`, stopping at the first fault as the file readers
+    /// do: the output written, then how it ended (the fault's kind and its
+    /// line from the start, 0-based); `None` if it hung for 20 seconds. Of a
+    /// line over the limit only the line is told: the reader or the rules
+    /// find it, depending on where the chunks were cut, and both give the
+    /// user the same error.
+    fn ending_of(input: Input, workers: usize) -> Option<(String, String)> {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut out = String::new();
+            let mut lines = 0u64;
+            let ended: Result<(), String> = run(
+                input,
+                workers,
+                rewrite,
+                |step: &mut (dyn FnMut() + Send)| step(),
+                || Ok(()),
+                |event| match event {
+                    Event::Chunk(result) => {
+                        out.push_str(&result.output);
+                        let at = lines;
+                        lines += result.lines;
+                        match result.fault {
+                            None => Ok(true),
+                            Some(LineFault::TooLong { line, .. }) => {
+                                Err(format!("line too long at {}", at + line))
+                            }
+                            Some(LineFault::Row { line, .. }) => {
+                                Err(format!("row at {}", at + line))
+                            }
+                            Some(LineFault::Syntax { line, .. }) => {
+                                Err(format!("syntax at {}", at + line))
+                            }
+                            Some(LineFault::Utf8 { line, .. }) => {
+                                Err(format!("utf-8 at {}", at + line))
+                            }
+                        }
+                    }
+                    Event::Fail(ReadFault::LineTooLong) => Err(format!("line too long at {lines}")),
+                    Event::Fail(ReadFault::TooLarge) => Err(format!("too large at {lines}")),
+                    Event::Fail(ReadFault::Gzip) => Err(format!("gzip at {lines}")),
+                    Event::Fail(ReadFault::Io(err)) => Err(format!("{err} at {lines}")),
+                },
+            );
+            let _ = tx.send((out, ended.err().unwrap_or_else(|| "the end".into())));
+        });
+        rx.recv_timeout(Duration::from_secs(20)).ok()
+    }
+
+    #[test]
+    fn a_file_cut_by_the_threads_ends_as_one_read_by_a_reader_thread() {
+        let row = |i: usize| format!("{{\"prompt\":\"{i:04}{}\"}}\n", "x".repeat(i % 700));
+        let rows: String = (0..3_000).map(row).collect();
+        let long = format!(
+            "{{\"prompt\":\"{}\"}}\n",
+            "y".repeat(LIMITS.max_line_bytes + 10)
+        );
+        let cases: Vec<(&str, Vec<u8>, u64)> = vec![
+            ("empty", Vec::new(), u64::MAX),
+            (
+                "one line, no newline",
+                b"{\"prompt\":\"a\"}".to_vec(),
+                u64::MAX,
+            ),
+            ("blank lines only", b"\n\n  \n\n".to_vec(), u64::MAX),
+            ("rows", rows.clone().into_bytes(), u64::MAX),
+            (
+                "rows, no last newline",
+                rows.trim_end().as_bytes().to_vec(),
+                u64::MAX,
+            ),
+            (
+                "a long line first",
+                format!("{long}{rows}").into_bytes(),
+                u64::MAX,
+            ),
+            (
+                "a long line in the middle",
+                format!("{rows}{long}{rows}").into_bytes(),
+                u64::MAX,
+            ),
+            (
+                "a long line last",
+                format!("{rows}{long}").into_bytes(),
+                u64::MAX,
+            ),
+            (
+                "a bad row in the middle",
+                format!("{rows}[1]\n{rows}").into_bytes(),
+                u64::MAX,
+            ),
+        ];
+        // The byte limit at a line's end, and one byte either side of it.
+        let at = rows
+            .match_indices('\n')
+            .nth(1_500)
+            .map_or(0, |(i, _)| i as u64 + 1);
+        let limited = [at - 1, at, at + 1];
+        let cases = cases.into_iter().chain(
+            limited
+                .iter()
+                .map(|&max| ("the byte limit", rows.clone().into_bytes(), max)),
+        );
+        for (name, bytes, max_bytes) in cases {
+            for workers in [1, 2, 4] {
+                let read = ending_of(
+                    Input {
+                        max_bytes,
+                        ..input_of(bytes.clone())
+                    },
+                    workers,
+                )
+                .expect(name);
+                let cut = ending_of(
+                    Input {
+                        max_bytes,
+                        ..file_of(bytes.clone())
+                    },
+                    workers,
+                )
+                .expect(name);
+                assert!(
+                    read == cut,
+                    "{name}, {workers} workers: {} against {}",
+                    read.1,
+                    cut.1
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_consumer_that_stops_early_ends_the_run_whoever_reads() {
+        let line = format!("{{\"prompt\":\"{}\"}}\n", "x".repeat(2_000));
+        let bytes = line.repeat(6_000).into_bytes();
+        for file in [false, true] {
+            for workers in [1, 4] {
+                for after in [1, 2, 8, 14] {
+                    let input = if file {
+                        file_of(bytes.clone())
+                    } else {
+                        input_of(bytes.clone())
+                    };
+                    let (tx, rx) = mpsc::channel();
+                    thread::spawn(move || {
+                        let mut seen = 0;
+                        let done: Result<(), ()> = run(
+                            input,
+                            workers,
+                            rewrite,
+                            |step: &mut (dyn FnMut() + Send)| step(),
+                            || Ok(()),
+                            |_| {
+                                seen += 1;
+                                Ok(seen < after)
+                            },
+                        );
+                        let _ = tx.send((done.is_ok(), seen));
+                    });
+                    assert_eq!(
+                        rx.recv_timeout(Duration::from_secs(20)).ok(),
+                        Some((true, after)),
+                        "a file: {file}, {workers} workers, stopped after {after}"
+                    );
+                }
             }
         }
     }
