@@ -1007,9 +1007,9 @@ impl Chunker {
             if let Some(size) = self.size {
                 // The last chunks of a file are smaller: the threads finish
                 // together, rather than one parsing a whole chunk at the end
-                // while the others wait.
-                // Past the size the file had when opened (it grew, or its
-                // size says nothing, as in /proc), chunks are not held small.
+                // while the others wait. Past the size the file had when
+                // opened (it grew, or its size says nothing, as in /proc),
+                // chunks are not held small.
                 let left = size.saturating_sub(self.total);
                 if left > 0 {
                     let share = usize::try_from(left / TAIL_SHARE).unwrap_or(usize::MAX);
@@ -1086,23 +1086,29 @@ impl Chunks {
     /// be no more.
     fn take(&self, wait: bool) -> Result<Work, RecvTimeoutError> {
         match self {
-            Chunks::Sent(rx) => {
-                if wait {
-                    match rx.lock() {
-                        Ok(rx) => rx.recv_timeout(TICK),
-                        Err(_) => Err(RecvTimeoutError::Disconnected),
-                    }
-                } else {
-                    match rx.try_lock() {
-                        Ok(rx) => rx.try_recv().map_err(|err| match err {
-                            TryRecvError::Empty => RecvTimeoutError::Timeout,
-                            TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-                        }),
-                        Err(_) => Err(RecvTimeoutError::Timeout),
-                    }
-                }
-            }
+            Chunks::Sent(rx) => receive(rx, wait),
             Chunks::Cut(cutting) => cutting.take(wait),
+        }
+    }
+}
+
+/// What a receiver shared by several threads gives: with `wait`, waiting at
+/// most `TICK` (then `Timeout`); without, `Timeout` at once when nothing is
+/// in or another thread holds the receiver. `Disconnected` when the senders
+/// are gone (or a thread panicked holding the receiver).
+fn receive<T>(rx: &Mutex<Receiver<T>>, wait: bool) -> Result<T, RecvTimeoutError> {
+    if wait {
+        match rx.lock() {
+            Ok(rx) => rx.recv_timeout(TICK),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        }
+    } else {
+        match rx.try_lock() {
+            Ok(rx) => rx.try_recv().map_err(|err| match err {
+                TryRecvError::Empty => RecvTimeoutError::Timeout,
+                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            }),
+            Err(_) => Err(RecvTimeoutError::Timeout),
         }
     }
 }
@@ -1138,21 +1144,7 @@ impl Cutting {
                 return Err(RecvTimeoutError::Disconnected);
             }
         }
-        let slot = if wait {
-            match self.slots.lock() {
-                Ok(slots) => slots.recv_timeout(TICK),
-                Err(_) => Err(RecvTimeoutError::Disconnected),
-            }
-        } else {
-            match self.slots.try_lock() {
-                Ok(slots) => slots.try_recv().map_err(|err| match err {
-                    TryRecvError::Empty => RecvTimeoutError::Timeout,
-                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-                }),
-                Err(_) => Err(RecvTimeoutError::Timeout),
-            }
-        };
-        slot?;
+        receive(&self.slots, wait)?;
         // Once the slot is taken, the chunk is cut even by a thread that may
         // not wait: the lock is held for one chunk's reads (for a long line,
         // until its newline, up to `max_line_bytes`).
@@ -1274,8 +1266,9 @@ const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 /// whichever of these threads needs its next chunk, so no thread only reads
 /// and a chunk is parsed where it was just read; with the shrinking last
 /// chunks, 10k-row files took 0.90-0.95x the time they took with a reader
-/// thread (paired runs, December 2026; docs/benchmarks.md, tenth round). Any other input, whose reads may wait, is read on a thread of its
-/// own that is never joined, so a source stalled in `read` cannot hold the
+/// thread (paired runs, December 2026; docs/benchmarks.md, tenth round).
+/// Any other input, whose reads may wait, is read on a thread of its own
+/// that is never joined, so a source stalled in `read` cannot hold the
 /// caller; when `run` returns it sets `input.stop`, and that reader ends at
 /// its next look.
 ///
@@ -1863,34 +1856,6 @@ mod tests {
         }
     }
 
-    /// What a run over `input` gave: the rows of each chunk, then how it
-    /// ended; `None` if it had not ended after 20 seconds (it hung).
-    fn events_of(input: Input, workers: usize) -> Option<(Vec<usize>, String)> {
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            let mut rows = Vec::new();
-            let ended: Result<(), String> = run(
-                input,
-                workers,
-                rewrite,
-                |step: &mut (dyn FnMut() + Send)| step(),
-                || Ok(()),
-                |event| match event {
-                    Event::Chunk(result) => {
-                        rows.push(result.output.lines().count());
-                        Ok(true)
-                    }
-                    Event::Fail(ReadFault::TooLarge) => Err("too large".into()),
-                    Event::Fail(ReadFault::LineTooLong) => Err("line too long".into()),
-                    Event::Fail(ReadFault::Gzip) => Err("gzip".into()),
-                    Event::Fail(ReadFault::Io(err)) => Err(err.to_string()),
-                },
-            );
-            let _ = tx.send((rows, ended.err().unwrap_or_else(|| "the end".into())));
-        });
-        rx.recv_timeout(Duration::from_secs(20)).ok()
-    }
-
     #[test]
     fn a_fault_after_whole_lines_ends_the_run_whoever_reads() {
         // The chunk before the fault and the fault come out of one read; the
@@ -1923,20 +1888,23 @@ mod tests {
                     ..input_of(cut_short.clone())
                 };
                 let case = format!("a file: {file}, {workers} workers");
+                // The rows written, and the fault at the line after them.
+                let rows_then = |input, workers| {
+                    ending_of(input, workers).map(|(out, ended)| (out.lines().count(), ended))
+                };
                 assert_eq!(
-                    events_of(too_large, workers),
-                    Some((vec![1], "too large".into())),
+                    rows_then(too_large, workers),
+                    Some((1, "too large at 1".into())),
                     "{case}"
                 );
-                let (rows, ended) = events_of(read_error, workers).expect(&case);
                 assert_eq!(
-                    (rows.iter().sum::<usize>(), ended.as_str()),
-                    (3_000, "the disk went away"),
+                    rows_then(read_error, workers),
+                    Some((3_000, "the disk went away at 3000".into())),
                     "{case}"
                 );
                 assert_eq!(
-                    events_of(bad_gzip, workers),
-                    Some((vec![100], "gzip".into())),
+                    rows_then(bad_gzip, workers),
+                    Some((100, "gzip at 100".into())),
                     "{case}"
                 );
             }
