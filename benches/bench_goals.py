@@ -36,7 +36,9 @@ One run, one process for the timings (a fresh process per file for peak memory):
   overlaps the two. Our calls are also timed one by one: each size's fastest
   call and median call, in rows per second (a small size makes more calls, so
   its fastest call is the best of more tries: a bias toward small sizes; on two
-  CPUs a 10k-row call's time varies from call to call).
+  CPUs a 10k-row call's time varies from call to call). Each contender's CPU
+  time per 10k rows at each size, in user code and in the kernel (every thread
+  of the process, over its timed calls), says where a size's extra time goes.
   And from a fresh process per size, the first call's rows per second and peak
   RSS (goal: RSS at the largest size within 1.2x of 100k rows, and rows per
   second flat).
@@ -242,7 +244,7 @@ def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
 
 
 RATE_SCRIPT = """
-import json, os, sys, time
+import json, os, resource, sys, time
 from agent_rollout import normalise_rollout_file
 suffix, rounds, per_round, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, sys.argv[5])
@@ -287,14 +289,19 @@ def contenders(src, table):
     }
 
 
-def call_seconds(call, writes, calls):
+def call_seconds(call, writes, calls, cpu):
     # The seconds of each of ``calls`` calls of ``call()``, each writing ``dest``
-    # anew (when it ``writes``).
+    # anew (when it ``writes``); the CPU seconds the process's threads spent in the
+    # calls, in user code and in the kernel, are added to ``cpu``.
     spent = []
     for _ in range(calls):
+        before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         call()
         spent.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu[0] += after.ru_utime - before.ru_utime
+        cpu[1] += after.ru_stime - before.ru_stime
         if writes:
             os.unlink(dest)
     return spent
@@ -317,6 +324,8 @@ for rows, src in sources.items():
             os.unlink(dest)
 
 got = {name: {rows: [] for rows in sources} for name in calls_of[min(sources)]}
+# Contender -> size -> [user seconds, kernel seconds, rows] over every timed call.
+cpu = {name: {rows: [0.0, 0.0, 0] for rows in sources} for name in got}
 each_call = {rows: [] for rows in sources}  # ours: every timed call's seconds
 sizes = sorted(sources)
 for turn in range(rounds):
@@ -326,12 +335,13 @@ for turn in range(rounds):
         calls = max(1, per_round // rows)
         named = list(calls_of[rows].items())
         for name, (call, writes) in named[turn % len(named):] + named[:turn % len(named)]:
-            spent = call_seconds(call, writes, calls)
+            spent = call_seconds(call, writes, calls, cpu[name][rows])
+            cpu[name][rows][2] += calls * rows
             got[name][rows].append(calls * rows / sum(spent))
             if name == "ours":
                 each_call[rows] += spent
             os.sync()  # untimed: no output's writeback falls into the next one's time
-print(json.dumps({"rounds": got, "calls": each_call}))
+print(json.dumps({"rounds": got, "calls": each_call, "cpu": cpu}))
 """
 
 
@@ -339,15 +349,19 @@ print(json.dumps({"rounds": got, "calls": each_call}))
 Rates = dict[str, dict[str, dict[str, list[float]]]]
 # Output format -> size (as JSON keys are) -> the seconds of each of our timed calls.
 Calls = dict[str, dict[str, list[float]]]
+# Output format -> contender -> size (as JSON keys are) -> [user seconds, kernel
+# seconds, rows] over its timed calls (every thread of the process).
+Cpu = dict[str, dict[str, dict[str, list[float]]]]
 
 
 def scale(
     tmp: Path, sizes: list[int], rounds: int
-) -> tuple[dict[tuple[str, int], dict[str, float]], Rates, Calls]:
+) -> tuple[dict[tuple[str, int], dict[str, float]], Rates, Calls, Cpu]:
     """Each file path on each size: in a fresh process per size, the first call's
     seconds and peak RSS; and in one process per output format, rows per second,
     the sizes taking turns (``rounds`` rounds, each of about the largest size's
-    rows per size), with the time of each of our calls."""
+    rows per size), with the time of each of our calls and each contender's CPU
+    time in user code and in the kernel."""
     first = {}
     warm = tmp / "warm.jsonl"
     write_file(warm, 1)
@@ -360,6 +374,7 @@ def scale(
             dest.unlink()
     rates: Rates = {}
     calls: Calls = {}
+    cpu: Cpu = {}
     per_round = max(sizes)
     pairs = [str(part) for rows, src in sources.items() for part in (rows, src)]
     for suffix in ("jsonl", "parquet"):
@@ -369,10 +384,10 @@ def scale(
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         got = json.loads(done.stdout)
-        rates[suffix], calls[suffix] = got["rounds"], got["calls"]
+        rates[suffix], calls[suffix], cpu[suffix] = got["rounds"], got["calls"], got["cpu"]
     for src in sources.values():
         src.unlink()
-    return first, rates, calls
+    return first, rates, calls, cpu
 
 
 def print_table(rows: list[Row]) -> None:
@@ -385,6 +400,7 @@ def print_scale(
     first: dict[tuple[str, int], dict[str, float]],
     rates: Rates,
     calls: Calls,
+    cpu: Cpu,
     sizes: list[int],
     rounds: int,
 ) -> None:
@@ -462,6 +478,17 @@ def print_scale(
                 + "; ".join(f"{rows:,}: {serial[rows]:,.0f}" for rows in sizes)
                 + " rows/s; ours over parse-then-write, by size: "
                 + ", ".join(f"{best[rows] / serial[rows]:.2f}x" for rows in sizes)
+            )
+        # Where a size's time goes: CPU per 10k rows, in user code and in the kernel
+        # (file creation, page cache, thread starts and wake-ups), every round.
+        for name in ("ours", "floor"):
+            used = {rows: cpu[suffix][name][str(rows)] for rows in sizes}
+            print(
+                f"    CPU per 10k rows, user + kernel, {name}: "
+                + "; ".join(
+                    f"{rows:,}: {1e7 * user / done:.2f} + {1e7 * kernel / done:.2f} ms"
+                    for rows, (user, kernel, done) in used.items()
+                )
             )
 
 
