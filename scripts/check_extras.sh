@@ -10,6 +10,8 @@ set -euo pipefail
 DIST=$(cd "${1:?usage: check_extras.sh DIST}" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-extras.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+# Compiled bytecode (where it is written at all) goes with these venvs.
+export PYTHONPYCACHEPREFIX="$WORK/pycache"
 wheel=$(ls "$DIST"/agent_rollout-*-cp310-abi3-manylinux2014_x86_64*.whl)
 UV=${UV:-uv}
 export LITELLM_LOCAL_MODEL_COST_MAP=True

@@ -14,6 +14,8 @@ PYTHON=${2:-python3}
 sdist=$(ls "$DIST"/agent_rollout-*.tar.gz)
 work=$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-offline.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# Compiled bytecode (where it is written at all) goes with this venv.
+export PYTHONPYCACHEPREFIX="$work/pycache"
 
 "$PYTHON" -m venv "$work/venv"
 py="$work/venv/bin/python"

@@ -26,6 +26,9 @@
 set -euo pipefail
 DIST=$(cd "${1:?usage: test_wheels.sh DIST [WORKDIR]}" && pwd)
 WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-wheels.XXXXXX")}
+# Compiled bytecode (where it is written at all) stays with these venvs, in WORK: a cache
+# shared with other runs would keep every run's copy under a path never used again.
+export PYTHONPYCACHEPREFIX="$WORK/pycache"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 UV=${UV:-uv}
 PYTHONS=${PYTHONS:-"3.10 3.11 3.12 3.13"}
