@@ -1275,7 +1275,9 @@ const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 /// A panic in the reader or a worker (a bug) panics the calling thread, at
 /// its next wait's end or once every worker is gone, naming what it said;
 /// unless `consume` or `tick` ended the call with an error first (the first
-/// fault in input order, or Ctrl-C, is then what the caller gets).
+/// fault in input order, or Ctrl-C, is then what the caller gets). A panic
+/// while the calling thread cuts or parses a chunk itself is raised at once,
+/// in the same words, naming the first pipeline thread that panicked.
 pub fn run<T, W, C, E>(
     input: Input,
     workers: usize,
@@ -1360,6 +1362,7 @@ where
             work: &work,
             patience: FIRST_PATIENCE,
             parsed_here: false,
+            panicked: &panicked,
             may_help: |next| next < FILL_CHUNKS || read_all.load(Ordering::Acquire),
         };
         let ended = consume_in_order(
@@ -1383,10 +1386,15 @@ where
 /// panic said in `slot` (the first one counts).
 fn noting_panic(slot: &Mutex<Option<String>>, who: &str, f: impl FnOnce()) {
     if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        let said = panic_text(payload.as_ref());
-        if let Ok(mut slot) = slot.lock() {
-            slot.get_or_insert_with(|| format!("{who}: {said}"));
-        }
+        note_panic(slot, who, payload.as_ref());
+    }
+}
+
+/// Write down in `slot` what `who`'s panic said, unless one is there already.
+fn note_panic(slot: &Mutex<Option<String>>, who: &str, payload: &(dyn std::any::Any + Send)) {
+    let said = panic_text(payload);
+    if let Ok(mut slot) = slot.lock() {
+        slot.get_or_insert_with(|| format!("{who}: {said}"));
     }
 }
 
@@ -1460,6 +1468,8 @@ struct Results<'a, T, W, S> {
     patience: Duration,
     /// Whether the last `next` parsed a chunk on the calling thread.
     parsed_here: bool,
+    /// Where a pipeline thread's panic is written down.
+    panicked: &'a Mutex<Option<String>>,
 }
 
 impl<T, W, S> Results<'_, T, W, S>
@@ -1481,9 +1491,22 @@ where
             return self.rx.recv_timeout(TICK).map(|DoneBox(done)| done);
         }
         // A worker waiting for a chunk holds the lock: then none is waiting.
-        if let Ok(item) = self.chunks.take(false) {
-            self.parsed_here = true;
-            return Ok(do_work(item, self.work));
+        // Cutting a file's chunk and parsing it here is a worker's work, and
+        // a panic in it is raised as a worker's is, naming this thread.
+        let (chunks, work) = (self.chunks, self.work);
+        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            chunks.take(false).ok().map(|item| do_work(item, work))
+        }));
+        match taken {
+            Ok(Some(done)) => {
+                self.parsed_here = true;
+                return Ok(done);
+            }
+            Ok(None) => {}
+            Err(payload) => {
+                note_panic(self.panicked, "the calling thread", payload.as_ref());
+                raise_panic(self.panicked);
+            }
         }
         // A chunk may come before a worker is there to take it: look again soon.
         let got = self.rx.recv_timeout(self.patience);
@@ -1639,12 +1662,14 @@ mod tests {
         let (_done_tx, done_rx) = mpsc::channel::<DoneBox<String>>();
         let chunks = Chunks::Sent(Mutex::new(work_rx));
         let allowed = AtomicBool::new(false);
+        let panicked = Mutex::new(None);
         let mut results = Results {
             rx: done_rx,
             chunks: &chunks,
             work: &rewrite,
             patience: FIRST_PATIENCE,
             parsed_here: false,
+            panicked: &panicked,
             may_help: |next: u64| next == 3 && allowed.load(Ordering::Relaxed),
         };
         work_tx.send(chunk(3, "{\"prompt\": \"hi\"}\n")).unwrap();
@@ -1826,20 +1851,38 @@ mod tests {
 
     #[test]
     fn a_file_whose_read_panics_is_raised_whichever_thread_read_it() {
-        // Cut by the calling thread (the first chunk), the panic is its own;
-        // by a worker, the worker's, raised by the calling thread.
-        let line = b"{\"prompt\": \"a\"}\n".to_vec();
-        let input = Input {
-            file_size: Some(line.len() as u64),
-            reader: Box::new(PanicsAfter(Cursor::new(line))),
-            ..input_of(Vec::new())
-        };
-        let said = panic_of(input, rewrite);
+        // Cut by the calling thread (the first chunk) or by a worker, the
+        // panic is raised by the calling thread, naming the one that read.
+        for _ in 0..20 {
+            let line = b"{\"prompt\": \"a\"}\n".to_vec();
+            let input = Input {
+                file_size: Some(line.len() as u64),
+                reader: Box::new(PanicsAfter(Cursor::new(line))),
+                ..input_of(Vec::new())
+            };
+            let said = panic_of(input, rewrite);
+            let who = ["the calling thread", "a worker"].into_iter().find(|who| {
+                said == format!(
+                    "a thread reading or parsing the input stopped before its end \
+                     ({who}: a reader that fails in an unforeseen way)"
+                )
+            });
+            // Which thread read is up to the scheduler: either is named.
+            assert!(who.is_some(), "not the pipeline's panic: {said}");
+        }
+    }
+
+    #[test]
+    fn a_chunk_that_panics_on_the_calling_thread_is_raised_naming_it() {
+        // The first chunks are parsed by the calling thread where no worker
+        // took them: with no workers started yet, the first is its own.
+        let input = input_of(b"{\"prompt\": \"a\"}\n".to_vec());
+        let said = panic_of(input, |_: &[u8]| -> ChunkResult<String> {
+            panic!("a parser that fails in an unforeseen way")
+        });
         assert!(
-            said == "a reader that fails in an unforeseen way"
-                || said
-                    == "a thread reading or parsing the input stopped before its end \
-                        (a worker: a reader that fails in an unforeseen way)",
+            said.starts_with("a thread reading or parsing the input stopped before its end (")
+                && said.ends_with(": a parser that fails in an unforeseen way)"),
             "{said}"
         );
     }
