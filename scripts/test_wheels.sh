@@ -137,3 +137,8 @@ for version in $PYTHONS; do
     fi
     echo "  CPython $version: $((SECONDS - start)) s"
 done
+# Everything passed: a work folder made here goes, with its venvs and bytecode (one that
+# failed is kept, and its log named above; one given as WORKDIR is the caller's).
+if [[ -z "${2:-}" ]]; then
+    rm -rf "$WORK"
+fi
