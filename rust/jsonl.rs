@@ -1382,19 +1382,19 @@ where
     })
 }
 
-/// Run `f` (a pipeline thread's body); if it panics, write down what the
-/// panic said in `slot` (the first one counts).
-fn noting_panic(slot: &Mutex<Option<String>>, who: &str, f: impl FnOnce()) {
-    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        note_panic(slot, who, payload.as_ref());
-    }
-}
-
-/// Write down in `slot` what `who`'s panic said, unless one is there already.
-fn note_panic(slot: &Mutex<Option<String>>, who: &str, payload: &(dyn std::any::Any + Send)) {
-    let said = panic_text(payload);
-    if let Ok(mut slot) = slot.lock() {
-        slot.get_or_insert_with(|| format!("{who}: {said}"));
+/// Run `f` (a pipeline thread's work) and give what it returned; if it
+/// panics, write down what the panic said in `slot` (the first one counts)
+/// and give `None`.
+fn noting_panic<R>(slot: &Mutex<Option<String>>, who: &str, f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            let said = panic_text(payload.as_ref());
+            if let Ok(mut slot) = slot.lock() {
+                slot.get_or_insert_with(|| format!("{who}: {said}"));
+            }
+            None
+        }
     }
 }
 
@@ -1494,19 +1494,16 @@ where
         // Cutting a file's chunk and parsing it here is a worker's work, and
         // a panic in it is raised as a worker's is, naming this thread.
         let (chunks, work) = (self.chunks, self.work);
-        let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let taken = noting_panic(self.panicked, "the calling thread", || {
             chunks.take(false).ok().map(|item| do_work(item, work))
-        }));
+        });
         match taken {
-            Ok(Some(done)) => {
+            Some(Some(done)) => {
                 self.parsed_here = true;
                 return Ok(done);
             }
-            Ok(None) => {}
-            Err(payload) => {
-                note_panic(self.panicked, "the calling thread", payload.as_ref());
-                raise_panic(self.panicked);
-            }
+            Some(None) => {}
+            None => raise_panic(self.panicked),
         }
         // A chunk may come before a worker is there to take it: look again soon.
         let got = self.rx.recv_timeout(self.patience);
