@@ -66,7 +66,8 @@ output_dir: runs/{index}
 
 
 def our_command() -> list[str]:
-    script = shutil.which("agent-rollout")
+    script = shutil.which("agent-rollout", path=str(Path(sys.executable).parent))
+    script = script or shutil.which("agent-rollout")
     if script:
         return [script, "check"]
     if importlib.util.find_spec("agent_rollout.cli") and importlib.util.find_spec(
@@ -90,13 +91,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="runs per tool and case")
     options = parser.parse_args()
-    theirs = shutil.which("check-jsonschema")
+    # The one installed beside this interpreter first (a venv run without activating it).
+    theirs = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
+    theirs = theirs or shutil.which("check-jsonschema")
     if theirs is None:
         raise SystemExit("check-jsonschema is not installed: pip install check-jsonschema")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
     ours = our_command()
     with tempfile.TemporaryDirectory() as tmp:
+        # Both tools' processes read compiled bytecode, as a user's do: with
+        # PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every
+        # call would compile every module it imports, and the warm-up below
+        # would warm nothing. The bytecode goes to a cache of the run's own
+        # unless one is set, never beside the sources.
+        if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+            print("PYTHONDONTWRITEBYTECODE is cleared for both tools' processes")
+        env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tmp) / "pycache"))
         files = []
         for index in range(100):
             path = Path(tmp) / f"config-{index:03d}.yaml"
