@@ -22,7 +22,8 @@
 #      scripts/compare_wheels.py proves; `make test` runs every module on the twin too).
 # The extras [art] and [openenv] are not installed: their tests skip (make test runs them).
 # Hypothesis runs its quick profile here (make test runs the thorough one). Venvs are made
-# and filled by uv (UV, default: uv on PATH), from its cache.
+# and filled by uv (UV, default: uv on PATH), from its cache, each in the background while
+# the version before it is tested.
 set -euo pipefail
 DIST=$(cd "${1:?usage: test_wheels.sh DIST [WORKDIR]}" && pwd)
 WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-wheels.XXXXXX")}
@@ -106,15 +107,46 @@ run_tests() {  # $1 venv python, $2 version, $3 which wheel, $4 what, then the t
     tail -n 1 "$log"
 }
 
+prepare() {  # $1 version: a fresh venv in WORK with the platform wheel and its [test] extra
+    local base venv="$WORK/venv-$1"
+    base=$(find_python "$1")
+    rm -rf "$venv"
+    "$UV" venv --quiet --python "$base" "$venv"
+    "$UV" pip install --quiet --python "$venv/bin/python" "$platform_wheel[test]"
+}
+# The venvs are made one after the other in the background, each while the tests of the
+# one before it run (uv mostly waits on the disk and its cache); each version waits for
+# its own. A venv whose making failed stops the run with that job's output.
+(
+    for version in $PYTHONS; do
+        status=0
+        prepare "$version" >"$WORK/prepare-$version.log" 2>&1 || status=$?
+        echo "$status" >"$WORK/prepare-$version.status"
+    done
+) &
+preparing=$!
+trap 'kill "$preparing" 2>/dev/null || true' EXIT
+prepared() {  # $1 version: wait for its venv; fail with the job's output if it was not made
+    while [[ ! -s "$WORK/prepare-$1.status" ]]; do
+        if ! kill -0 "$preparing" 2>/dev/null && [[ ! -s "$WORK/prepare-$1.status" ]]; then
+            echo "test_wheels: the venv for CPython $1 was never made" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+    if [[ $(cat "$WORK/prepare-$1.status") != 0 ]]; then
+        cat "$WORK/prepare-$1.log" >&2
+        echo "test_wheels: making the venv for CPython $1 failed" >&2
+        return 1
+    fi
+}
+
 for version in $PYTHONS; do
     start=$SECONDS
     base=$(find_python "$version")
-    venv="$WORK/venv-$version"
-    rm -rf "$venv"
     echo "== CPython $version ($base)"
-    "$UV" venv --quiet --python "$base" "$venv"
-    py="$venv/bin/python"
-    "$UV" pip install --quiet --python "$py" "$platform_wheel[test]"
+    prepared "$version"
+    py="$WORK/venv-$version/bin/python"
     (cd "$WORK" && "$py" -c "$CHECK_INSTALL" rust)
     if [[ " $FULL_PYTHONS " == *" $version "* ]]; then
         run_tests "$py" "$version" platform "full suite" tests
@@ -137,6 +169,7 @@ for version in $PYTHONS; do
     fi
     echo "  CPython $version: $((SECONDS - start)) s"
 done
+wait "$preparing"
 # Everything passed: a work folder made here goes, with its venvs and bytecode (one that
 # failed is kept, and its log named above; one given as WORKDIR is the caller's).
 if [[ -z "${2:-}" ]]; then
