@@ -96,18 +96,25 @@ def main() -> None:
     theirs = theirs or shutil.which("check-jsonschema")
     if theirs is None:
         raise SystemExit("check-jsonschema is not installed: pip install check-jsonschema")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
+    theirs_env = dict(os.environ)
     ours = our_command()
     with tempfile.TemporaryDirectory() as tmp:
         # Both tools' processes read compiled bytecode, as a user's do: with
         # PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every
         # call would compile every module it imports, and the warm-up below
         # would warm nothing. The bytecode goes to a cache of the run's own
-        # unless one is set, never beside the sources.
-        if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        # unless one is set (an empty value counts as none, as for Python),
+        # never beside the sources.
+        if theirs_env.pop("PYTHONDONTWRITEBYTECODE", ""):
             print("PYTHONDONTWRITEBYTECODE is cleared for both tools' processes")
-        env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tmp) / "pycache"))
+        if not theirs_env.get("PYTHONPYCACHEPREFIX"):
+            theirs_env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        print(f"bytecode cache: {theirs_env['PYTHONPYCACHEPREFIX']}")
+        # Ours runs this checkout's package, whichever command starts it.
+        env = dict(theirs_env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO / "python"), env.get("PYTHONPATH")])
+        )
         files = []
         for index in range(100):
             path = Path(tmp) / f"config-{index:03d}.yaml"
@@ -117,7 +124,7 @@ def main() -> None:
             path.write_text(text, encoding="utf-8")
             files.append(str(path))
         shown = [ours[0], "-c", "<harness>", "check"] if "-c" in ours else ours
-        print(f"ours:   {' '.join(shown)}")
+        print(f"ours:   {' '.join(shown)} (agent_rollout from {REPO / 'python'})")
         print(f"theirs: {theirs} --schemafile {SCHEMA.relative_to(REPO)}")
         print(f"{options.runs} runs each, alternating; median (min) wall time per call\n")
         print(f"{'files':>5}  {'agent-rollout':>16}  {'check-jsonschema':>18}  {'ratio':>6}")
@@ -126,10 +133,10 @@ def main() -> None:
             mine: list[float] = []
             other: list[float] = []
             timed([*ours, *batch], env)  # warm the file cache and .pyc files once
-            timed([theirs, "--schemafile", str(SCHEMA), *batch], env)
+            timed([theirs, "--schemafile", str(SCHEMA), *batch], theirs_env)
             for _ in range(options.runs):
                 mine.append(timed([*ours, *batch], env))
-                other.append(timed([theirs, "--schemafile", str(SCHEMA), *batch], env))
+                other.append(timed([theirs, "--schemafile", str(SCHEMA), *batch], theirs_env))
             a, b = statistics.median(mine), statistics.median(other)
             print(
                 f"{count:>5}  {a * 1000:>8.0f} ms ({min(mine) * 1000:.0f})"

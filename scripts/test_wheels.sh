@@ -22,8 +22,8 @@
 #      scripts/compare_wheels.py proves; `make test` runs every module on the twin too).
 # The extras [art] and [openenv] are not installed: their tests skip (make test runs them).
 # Hypothesis runs its quick profile here (make test runs the thorough one). Venvs are made
-# and filled by uv (UV, default: uv on PATH), from its cache, each in the background while
-# the version before it is tested.
+# and filled by uv (UV, default: uv on PATH), from its cache, one after another in the
+# background from the start, ahead of the tests.
 set -euo pipefail
 DIST=$(cd "${1:?usage: test_wheels.sh DIST [WORKDIR]}" && pwd)
 WORK=${2:-$(mktemp -d "${TMPDIR:-/tmp}/agent_rollout-wheels.XXXXXX")}
@@ -109,14 +109,21 @@ run_tests() {  # $1 venv python, $2 version, $3 which wheel, $4 what, then the t
 
 prepare() {  # $1 version: a fresh venv in WORK with the platform wheel and its [test] extra
     local base venv="$WORK/venv-$1"
-    base=$(find_python "$1")
-    rm -rf "$venv"
-    "$UV" venv --quiet --python "$base" "$venv"
+    base=$(find_python "$1") || return
+    rm -rf "$venv" || return
+    "$UV" venv --quiet --python "$base" "$venv" || return
     "$UV" pip install --quiet --python "$venv/bin/python" "$platform_wheel[test]"
 }
-# The venvs are made one after the other in the background, each while the tests of the
-# one before it run (uv mostly waits on the disk and its cache); each version waits for
-# its own. A venv whose making failed stops the run with that job's output.
+# Each version once, in the order given.
+# shellcheck disable=SC2086
+PYTHONS=$(printf '%s\n' $PYTHONS | awk 'NF && !seen[$0]++' | tr '\n' ' ')
+# The venvs are made one after another in the background from the start, ahead of the
+# tests (uv mostly waits on the disk and its cache); each version's tests wait for its
+# venv. Status files of an earlier run in the same WORK are cleared first. The job has a
+# process group of its own (job control on for its start), so a run that stops early
+# stops uv with it.
+rm -f "$WORK"/prepare-*.status "$WORK"/prepare-*.log
+set -m
 (
     for version in $PYTHONS; do
         status=0
@@ -125,18 +132,19 @@ prepare() {  # $1 version: a fresh venv in WORK with the platform wheel and its 
     done
 ) &
 preparing=$!
-trap 'kill "$preparing" 2>/dev/null || true' EXIT
+set +m
+trap 'kill -- -"$preparing" 2>/dev/null || true' EXIT
 prepared() {  # $1 version: wait for its venv; fail with the job's output if it was not made
     while [[ ! -s "$WORK/prepare-$1.status" ]]; do
         if ! kill -0 "$preparing" 2>/dev/null && [[ ! -s "$WORK/prepare-$1.status" ]]; then
-            echo "test_wheels: the venv for CPython $1 was never made" >&2
+            echo "test_wheels: the venv for CPython $1 was never made (work folder: $WORK)" >&2
             return 1
         fi
         sleep 0.2
     done
     if [[ $(cat "$WORK/prepare-$1.status") != 0 ]]; then
         cat "$WORK/prepare-$1.log" >&2
-        echo "test_wheels: making the venv for CPython $1 failed" >&2
+        echo "test_wheels: making the venv for CPython $1 failed (log: $WORK/prepare-$1.log)" >&2
         return 1
     fi
 }
@@ -170,6 +178,7 @@ for version in $PYTHONS; do
     echo "  CPython $version: $((SECONDS - start)) s"
 done
 wait "$preparing"
+trap - EXIT
 # Everything passed: a work folder made here goes, with its venvs and bytecode (one that
 # failed is kept, and its log named above; one given as WORKDIR is the caller's).
 if [[ -z "${2:-}" ]]; then
