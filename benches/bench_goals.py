@@ -27,8 +27,11 @@ One run, one process for the timings (a fresh process per file for peak memory):
   rows, one of 1M), so that each size's figure covers about the same rows and
   has as many samples (the best round counts). The contenders are ours and
   each size's floors (a file's fixed costs weigh on 10k rows there too): for
-  JSONL, copying the file on one thread; for Parquet, pyarrow writing the same
-  rows again with our writer's settings and row groups, the same rows parsed
+  JSONL, copying the file on one thread, and, as a floor of the machine's own
+  for using both CPUs in one call, two threads (one started per call) hashing the
+  file's halves, whose median call is compared with its fastest as ours is; for
+  Parquet, pyarrow writing the same rows again with our writer's settings and row
+  groups, the same rows parsed
   into Arrow alone (``read_rollout_table``), and parsed, then that table
   written as ours. A file of one row group (10k rows) is parsed, then encoded
   (a group on one thread, once its last row is in): parse-then-write is about
@@ -244,7 +247,7 @@ def file_rows(src: Path, tmp: Path, n: int, repeat: int) -> list[Row]:
 
 
 RATE_SCRIPT = """
-import json, os, resource, sys, time
+import hashlib, json, os, resource, sys, threading, time
 from agent_rollout import normalise_rollout_file
 suffix, rounds, per_round, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 sys.path.insert(0, sys.argv[5])
@@ -267,12 +270,35 @@ def copy(src):
     os.replace(temp, dest)
 
 
+def split(src):
+    # Whether this machine lets one call of a size use both CPUs: the file's bytes
+    # read at once, a thread started for this call hashing one half (sha256 lets go of
+    # the GIL) while the calling thread hashes the other, three passes each, joined.
+    # Like ours, a thread is started per call; unlike ours, the work is split once.
+    with open(src, "rb") as source:
+        data = memoryview(source.read())
+    half = len(data) // 2
+
+    def passes(part):
+        for _ in range(3):
+            hashlib.sha256(part).digest()
+
+    other = threading.Thread(target=passes, args=(data[half:],))
+    other.start()
+    passes(data[:half])
+    other.join()
+
+
 def contenders(src, table):
     # name -> (a call, whether it writes ``dest``). The floors write in our
     # writer's settings and row groups (``ROW_GROUP_ROWS``: a 10k file is one).
     ours = (lambda: normalise_rollout_file(src, dest, max_rows=LIMIT), True)
     if suffix != "parquet":
-        return {"ours": ours, "floor": (lambda: copy(src), True)}
+        return {
+            "ours": ours,
+            "floor": (lambda: copy(src), True),
+            "split": (lambda: split(src), False),
+        }
     return {
         "ours": ours,
         # pyarrow writing the finished rows again.
@@ -326,7 +352,8 @@ for rows, src in sources.items():
 got = {name: {rows: [] for rows in sources} for name in calls_of[min(sources)]}
 # Contender -> size -> [user seconds, kernel seconds, rows] over every timed call.
 cpu = {name: {rows: [0.0, 0.0, 0] for rows in sources} for name in got}
-each_call = {rows: [] for rows in sources}  # ours: every timed call's seconds
+# Ours and the two-thread split: every timed call's seconds.
+each_call = {name: {rows: [] for rows in sources} for name in ("ours", "split")}
 sizes = sorted(sources)
 for turn in range(rounds):
     # Sizes take turns, and so do the contenders of a size, the order turning
@@ -338,8 +365,8 @@ for turn in range(rounds):
             spent = call_seconds(call, writes, calls, cpu[name][rows])
             cpu[name][rows][2] += calls * rows
             got[name][rows].append(calls * rows / sum(spent))
-            if name == "ours":
-                each_call[rows] += spent
+            if name in each_call:
+                each_call[name][rows] += spent
             os.sync()  # untimed: no output's writeback falls into the next one's time
 print(json.dumps({"rounds": got, "calls": each_call, "cpu": cpu}))
 """
@@ -347,8 +374,9 @@ print(json.dumps({"rounds": got, "calls": each_call, "cpu": cpu}))
 
 # Output format -> contender -> size (as JSON keys are) -> rows per second of each round.
 Rates = dict[str, dict[str, dict[str, list[float]]]]
-# Output format -> size (as JSON keys are) -> the seconds of each of our timed calls.
-Calls = dict[str, dict[str, list[float]]]
+# Output format -> contender ("ours", and for JSONL "split") -> size (as JSON keys are)
+# -> the seconds of each timed call.
+Calls = dict[str, dict[str, dict[str, list[float]]]]
 # Output format -> contender -> size (as JSON keys are) -> [user seconds, kernel
 # seconds, rows] over its timed calls (every thread of the process).
 Cpu = dict[str, dict[str, dict[str, list[float]]]]
@@ -384,7 +412,8 @@ def scale(
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         got = json.loads(done.stdout)
-        rates[suffix], calls[suffix], cpu[suffix] = got["rounds"], got["calls"], got["cpu"]
+        rates[suffix], cpu[suffix] = got["rounds"], got["cpu"]
+        calls[suffix] = got["calls"]
     for src in sources.values():
         src.unlink()
     return first, rates, calls, cpu
@@ -438,7 +467,7 @@ def print_scale(
             f"(slowest {slowest / fastest:.2f} of fastest; goal: flat)"
         )
         # The same calls one by one: a size's fastest call, and its median one.
-        each = {rows: calls[suffix][str(rows)] for rows in sizes}
+        each = {rows: calls[suffix]["ours"][str(rows)] for rows in sizes}
         quickest = {rows: rows / min(each[rows]) for rows in sizes}
         median = {rows: rows / statistics.median(each[rows]) for rows in sizes}
         print(
@@ -464,6 +493,25 @@ def print_scale(
             " its rows/s over ours, by size: "
             + ", ".join(f"{floor[rows] / best[rows]:.2f}x" for rows in sizes)
         )
+        if suffix == "jsonl":
+            # The machine's own two-thread floor: its rows/s by size, and how far a
+            # size's median call is from its fastest, against ours.
+            two = best_of(suffix, "split")
+            times = {rows: calls[suffix]["split"][str(rows)] for rows in sizes}
+            print(
+                "    two threads hashing the file's halves (a thread started per call;"
+                " sha256, 3 passes), same rounds: "
+                + "; ".join(f"{rows:,}: {two[rows]:,.0f}" for rows in sizes)
+                + f" rows/s (slowest {spread(two):.2f} of fastest); median call over"
+                " fastest, by size, split: "
+                + ", ".join(
+                    f"{statistics.median(times[rows]) / min(times[rows]):.2f}" for rows in sizes
+                )
+                + "; ours: "
+                + ", ".join(
+                    f"{statistics.median(each[rows]) / min(each[rows]):.2f}" for rows in sizes
+                )
+            )
         if suffix == "parquet":
             parse, serial = best_of(suffix, "parse"), best_of(suffix, "serial")
             # A row group is encoded (on one thread) once its last row is parsed: a
