@@ -1198,9 +1198,10 @@ pub fn read_file(
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
+    let workers = files::workers(source.file_size);
     jsonl::run(
         source,
-        files::workers(),
+        workers,
         work,
         released,
         tick,

@@ -112,17 +112,30 @@ fn io_fault(code: Code, err: &io::Error) -> Fault {
     Fault::input(code, Some(fact))
 }
 
-/// Worker threads for a file: the CPUs this process may use, 1 to 4. Asked
-/// once: on Linux `available_parallelism` reads the cgroup files in /proc
-/// and /sys each time, which cost several milliseconds a call here (measured
-/// on a 10k-row file: a fixed cost as large as the parsing itself).
-pub(crate) fn workers() -> usize {
-    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *WORKERS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 4)
-    })
+/// Worker threads for an input of `file_size` bytes (a regular file's; `None`
+/// for any other input): the CPUs this process may use, 1 to 4; one fewer for
+/// a regular file of at most `jsonl::HELPED_FILE_BYTES`, which the calling
+/// thread parses as well, where a worker per CPU beside it would put more
+/// threads to parsing than there are CPUs (on 1 to 4 CPUs; never fewer than
+/// one worker). The CPU count is asked once: on Linux `available_parallelism`
+/// reads the cgroup files in /proc and /sys each time, which cost several
+/// milliseconds a call here (measured on a 10k-row file: a fixed cost as large
+/// as the parsing itself).
+pub(crate) fn workers(file_size: Option<u64>) -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    workers_for(cpus, file_size)
+}
+
+/// `workers` for a machine of `cpus` CPUs.
+fn workers_for(cpus: usize, file_size: Option<u64>) -> usize {
+    let workers = cpus.clamp(1, 4);
+    match file_size {
+        Some(size) if size <= jsonl::HELPED_FILE_BYTES && workers >= cpus && workers > 1 => {
+            workers - 1
+        }
+        _ => workers,
+    }
 }
 
 // ---- descriptors ---------------------------------------------------------------------------
@@ -430,9 +443,10 @@ pub fn read_rows<'py>(
     // of the thread that builds the Python objects.
     let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
     let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
+    let workers = workers(source.file_size);
     let outcome = jsonl::run(
         source,
-        workers(),
+        workers,
         work,
         released,
         tick,
@@ -701,9 +715,10 @@ pub fn normalise_file(
         let released = |step: &mut (dyn FnMut() + Send)| step();
         let tick = check_signals;
         let sink_ref = &mut sink;
+        let workers = workers(source.file_size);
         let run = jsonl::run(
             source,
-            workers(),
+            workers,
             work,
             released,
             tick,
@@ -742,6 +757,37 @@ pub fn normalise_file(
         Err(fault) => {
             sink.abandon();
             Err(fault)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers_for;
+    use crate::jsonl::HELPED_FILE_BYTES;
+
+    #[test]
+    fn a_small_regular_file_gets_one_worker_fewer_only_where_cpus_are_short() {
+        let small = Some(HELPED_FILE_BYTES);
+        let big = Some(HELPED_FILE_BYTES + 1);
+        // (CPUs, file size) -> workers: the calling thread counts as a parsing
+        // thread of a small regular file, where a worker per CPU beside it
+        // would be one thread too many.
+        let cases = [
+            (1, small, 1),
+            (1, None, 1),
+            (2, small, 1),
+            (2, Some(0), 1),
+            (2, big, 2),
+            (2, None, 2),
+            (4, small, 3),
+            (4, big, 4),
+            (5, small, 4),
+            (16, small, 4),
+            (16, None, 4),
+        ];
+        for (cpus, size, want) in cases {
+            assert_eq!(workers_for(cpus, size), want, "{cpus} CPUs, {size:?} bytes");
         }
     }
 }

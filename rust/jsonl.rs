@@ -1253,6 +1253,18 @@ const FIRST_PATIENCE: Duration = Duration::from_micros(100);
 /// before regular files were cut by the pipeline's threads themselves.)
 const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 
+/// A regular file of at most this many bytes is parsed by the calling thread
+/// as well for most of its chunks (its first `FILL_CHUNKS`, and the last ones
+/// once it is all read), so that thread counts as one of its parsing threads
+/// (`files::workers`): with a worker per CPU beside it, one more thread
+/// parses than there are CPUs, and the scheduler's time slices, a few
+/// milliseconds, are as long as a call on such a file; a thread preempted
+/// while it holds the next chunk to write holds up the call. Paired runs on 2
+/// CPUs (December 2026; docs/benchmarks.md, twelfth round), one worker
+/// against two, mean call: 0.888x on 4.5 MB (faster in 9 of 10 rounds),
+/// 0.948x on 9 MB, 0.969x on 13.5 MB, 1.132x on 22 MB and 1.40x on 45 MB.
+pub(crate) const HELPED_FILE_BYTES: u64 = 12 << 20;
+
 /// Read `input` in chunks, run `work` on them on worker threads, and hand the
 /// results to `consume` in input order on the calling thread. While its next
 /// result is not in, the calling thread may parse a waiting chunk itself
