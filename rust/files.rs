@@ -112,22 +112,28 @@ fn io_fault(code: Code, err: &io::Error) -> Fault {
     Fault::input(code, Some(fact))
 }
 
-/// Worker threads for an input of `file_size` bytes (a regular file's; `None`
-/// for any other input): the CPUs this process may use, 1 to 4; one fewer for
-/// a regular file of at most `jsonl::HELPED_FILE_BYTES`, which the calling
-/// thread parses as well, where a worker per CPU beside it would put more
-/// threads to parsing than there are CPUs (on 1 to 4 CPUs; never fewer than
+/// Worker threads for `input`: the CPUs this process may use, 1 to 4; one
+/// fewer for a regular file of at most `jsonl::HELPED_FILE_BYTES` that is not
+/// gzip (a gzip file's size says nothing of how much JSONL it holds), which the
+/// calling thread parses as well, where a worker per CPU beside it would put
+/// more threads to parsing than there are CPUs (2 to 4 CPUs; never fewer than
 /// one worker). The CPU count is asked once: on Linux `available_parallelism`
 /// reads the cgroup files in /proc and /sys each time, which cost several
 /// milliseconds a call here (measured on a 10k-row file: a fixed cost as large
 /// as the parsing itself).
-pub(crate) fn workers(file_size: Option<u64>) -> usize {
+pub(crate) fn workers(input: &Input) -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    workers_for(cpus, file_size)
+    let plain_size = if input.looks_gzip {
+        None
+    } else {
+        input.file_size
+    };
+    workers_for(cpus, plain_size)
 }
 
-/// `workers` for a machine of `cpus` CPUs.
+/// `workers` for a machine of `cpus` CPUs and an input of `file_size` bytes of
+/// JSONL (a regular file's, not gzip; `None` for any other input).
 fn workers_for(cpus: usize, file_size: Option<u64>) -> usize {
     let workers = cpus.clamp(1, 4);
     match file_size {
@@ -240,6 +246,10 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
     let stop = Arc::new(AtomicBool::new(false));
     let file_size = regular_size(&file);
     let waits = file_size.is_none();
+    // A regular file's first two bytes, read at its start without moving its
+    // offset (the pipeline still reads them first); off the interpreter, as
+    // any read of the file.
+    let looks_gzip = file_size.is_some() && py.detach(|| starts_with(&file, &jsonl::GZIP_MAGIC));
     let fd = file.as_raw_fd();
     let idle: Box<dyn Fn() -> bool + Send> = if waits {
         // Only called from the reader thread while it owns the open file.
@@ -258,7 +268,25 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
         max_bytes: limits.max_bytes,
         max_line_bytes: limits.max_line_bytes,
         file_size,
+        looks_gzip,
     })
+}
+
+/// Whether `file` starts with `prefix`, read at offset 0 with `pread` (the
+/// file's offset does not move); a read that fails or falls short says no.
+fn starts_with(file: &File, prefix: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut head = vec![0u8; prefix.len()];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read_at(&mut head[got..], got as u64) {
+            Ok(0) => return false,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    head == prefix
 }
 
 fn check_signals() -> Result<(), Fault> {
@@ -443,7 +471,7 @@ pub fn read_rows<'py>(
     // of the thread that builds the Python objects.
     let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
     let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
-    let workers = workers(source.file_size);
+    let workers = workers(&source);
     let outcome = jsonl::run(
         source,
         workers,
@@ -715,7 +743,7 @@ pub fn normalise_file(
         let released = |step: &mut (dyn FnMut() + Send)| step();
         let tick = check_signals;
         let sink_ref = &mut sink;
-        let workers = workers(source.file_size);
+        let workers = workers(&source);
         let run = jsonl::run(
             source,
             workers,
@@ -763,8 +791,58 @@ pub fn normalise_file(
 
 #[cfg(test)]
 mod tests {
-    use super::workers_for;
-    use crate::jsonl::HELPED_FILE_BYTES;
+    use super::{starts_with, workers, workers_for};
+    use crate::jsonl::{Input, GZIP_MAGIC, HELPED_FILE_BYTES};
+    use std::io::{Cursor, Read, Seek, Write};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn input(file_size: Option<u64>, looks_gzip: bool) -> Input {
+        Input {
+            reader: Box::new(Cursor::new(Vec::new())),
+            idle: Box::new(|| false),
+            stop: Arc::new(AtomicBool::new(false)),
+            max_bytes: u64::MAX,
+            max_line_bytes: 1 << 20,
+            file_size,
+            looks_gzip,
+        }
+    }
+
+    #[test]
+    fn a_gzip_files_size_is_not_taken_for_its_jsonl() {
+        // However many CPUs this machine has, a small gzip file gets what an
+        // input of unknown size gets; a small plain file never gets more.
+        let unknown = workers(&input(None, false));
+        assert_eq!(workers(&input(Some(1 << 20), true)), unknown);
+        assert!(workers(&input(Some(1 << 20), false)) <= unknown);
+        assert_eq!(workers(&input(Some(HELPED_FILE_BYTES + 1), false)), unknown);
+    }
+
+    #[test]
+    fn starts_with_reads_the_head_without_moving_the_offset() {
+        let dir = std::env::temp_dir().join(format!("agent-rollout-head-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let cases: [(&[u8], bool); 4] = [
+            (&[0x1f, 0x8b, 8, 0], true),
+            (&[0x1f, 0x8b], true),
+            (&[0x1f], false),
+            (b"{\"prompt\": \"x\"}\n", false),
+        ];
+        for (i, (bytes, want)) in cases.into_iter().enumerate() {
+            let path = dir.join(format!("{i}"));
+            std::fs::File::create(&path)
+                .and_then(|mut f| f.write_all(bytes))
+                .expect("a test file");
+            let mut file = std::fs::File::open(&path).expect("open");
+            assert_eq!(starts_with(&file, &GZIP_MAGIC), want, "{bytes:?}");
+            assert_eq!(file.stream_position().expect("position"), 0, "{bytes:?}");
+            let mut all = Vec::new();
+            file.read_to_end(&mut all).expect("read");
+            assert_eq!(all, bytes);
+        }
+        std::fs::remove_dir_all(&dir).expect("cleaned up");
+    }
 
     #[test]
     fn a_small_regular_file_gets_one_worker_fewer_only_where_cpus_are_short() {

@@ -128,6 +128,10 @@ pub struct Input {
     /// pipeline has no reader thread of its own (its threads cut chunks in
     /// turn), and its chunks shrink toward the file's end.
     pub file_size: Option<u64>,
+    /// Whether a regular file's first bytes are gzip's (`GZIP_MAGIC`), read
+    /// without moving its offset when opened: then `file_size` says nothing of
+    /// how many bytes of JSONL it holds (`files::workers`).
+    pub looks_gzip: bool,
 }
 
 // ---- the row rules over JSON -------------------------------------------------------------
@@ -738,6 +742,9 @@ struct Decoded {
 }
 
 /// Look at the first two bytes: gzip's magic number means a gzip stream.
+/// The first two bytes of every gzip member (RFC 1952).
+pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
 fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
     let mut magic = [0u8; 2];
     let mut got = 0;
@@ -750,7 +757,7 @@ fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
         }
     }
     let joined = Cursor::new(magic[..got].to_vec()).chain(raw);
-    if got == 2 && magic == [0x1f, 0x8b] {
+    if got == 2 && magic == GZIP_MAGIC {
         Ok(Decoded {
             source: Box::new(GzipMembers::new(BufReader::new(joined))),
             gzip: true,
@@ -1315,6 +1322,7 @@ where
         max_bytes,
         max_line_bytes,
         file_size,
+        looks_gzip: _,
     } = input;
     // However `run` ends (an error, a panic unwinding), a reader thread is told.
     let _stop_reading = SetOnDrop(&stop_reading);
@@ -1635,6 +1643,7 @@ mod tests {
             max_bytes: u64::MAX,
             max_line_bytes: 1 << 20,
             file_size: None,
+            looks_gzip: false,
         }
     }
 
