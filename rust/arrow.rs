@@ -1198,7 +1198,7 @@ pub fn read_file(
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
-    let workers = files::workers(&source);
+    let workers = files::workers();
     jsonl::run(
         source,
         workers,

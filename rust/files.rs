@@ -112,24 +112,42 @@ fn io_fault(code: Code, err: &io::Error) -> Fault {
     Fault::input(code, Some(fact))
 }
 
-/// Worker threads for `input`: the CPUs this process may use, 1 to 4; one
-/// fewer for a regular file of at most `jsonl::HELPED_FILE_BYTES` that is not
-/// gzip (a gzip file's size says nothing of how much JSONL it holds), which the
-/// calling thread parses as well, where a worker per CPU beside it would put
-/// more threads to parsing than there are CPUs (2 to 4 CPUs; never fewer than
-/// one worker). The CPU count is asked once: on Linux `available_parallelism`
-/// reads the cgroup files in /proc and /sys each time, which cost several
-/// milliseconds a call here (measured on a 10k-row file: a fixed cost as large
-/// as the parsing itself).
-pub(crate) fn workers(input: &Input) -> usize {
+/// Worker threads for a file's pipeline: the CPUs this process may use, 1 to
+/// 4. Asked once: on Linux `available_parallelism` reads the cgroup files in
+/// /proc and /sys each time, which cost several milliseconds a call here
+/// (measured on a 10k-row file: a fixed cost as large as the parsing itself).
+pub(crate) fn workers() -> usize {
+    workers_for(cpus(), None)
+}
+
+/// Worker threads for JSONL -> JSONL (`normalise_file`) on `input`: as
+/// `workers`, but one fewer for a regular file of at most
+/// `jsonl::HELPED_FILE_BYTES` bytes of JSONL, which the calling thread parses
+/// as well, where a worker per CPU beside it would put more threads to
+/// parsing than there are CPUs (2 to 4 CPUs; never fewer than one worker, so
+/// on one CPU the worker and the calling thread still share it). Only this
+/// path: `read_rollout_jsonl`, `read_rollout_table` and Parquet were no faster
+/// with one worker on 10k rows (docs/benchmarks.md, twelfth round). The size
+/// is the file's when opened: one that grows while it is read keeps the count
+/// it started with.
+pub(crate) fn workers_writing_jsonl(input: &Input) -> usize {
+    workers_for(cpus(), plain_size(input))
+}
+
+/// The CPUs this process may use, asked once.
+fn cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let plain_size = if input.looks_gzip {
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The bytes of JSONL `input` holds, where its size tells them: a regular
+/// file's size, unless it is gzip (a compressed size says nothing of them).
+fn plain_size(input: &Input) -> Option<u64> {
+    if input.looks_gzip {
         None
     } else {
         input.file_size
-    };
-    workers_for(cpus, plain_size)
+    }
 }
 
 /// `workers` for a machine of `cpus` CPUs and an input of `file_size` bytes of
@@ -246,10 +264,10 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
     let stop = Arc::new(AtomicBool::new(false));
     let file_size = regular_size(&file);
     let waits = file_size.is_none();
-    // A regular file's first two bytes, read at its start without moving its
-    // offset (the pipeline still reads them first); off the interpreter, as
-    // any read of the file.
-    let looks_gzip = file_size.is_some() && py.detach(|| starts_with(&file, &jsonl::GZIP_MAGIC));
+    // A regular file's next two bytes, read without moving its offset (the
+    // pipeline still reads them first); off the interpreter, as any read of
+    // the file.
+    let looks_gzip = file_size.is_some() && py.detach(|| next_bytes_are(&file, &jsonl::GZIP_MAGIC));
     let fd = file.as_raw_fd();
     let idle: Box<dyn Fn() -> bool + Send> = if waits {
         // Only called from the reader thread while it owns the open file.
@@ -272,14 +290,19 @@ pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Re
     })
 }
 
-/// Whether `file` starts with `prefix`, read at offset 0 with `pread` (the
-/// file's offset does not move); a read that fails or falls short says no.
-fn starts_with(file: &File, prefix: &[u8]) -> bool {
+/// Whether the next bytes of `file` (at its current offset: standard input
+/// may have been read from already) are `prefix`, read with `pread` so that
+/// the offset does not move; a read that fails or falls short says no.
+fn next_bytes_are(file: &File, prefix: &[u8]) -> bool {
+    use std::io::Seek;
     use std::os::unix::fs::FileExt;
+    let Ok(at) = (&*file).stream_position() else {
+        return false;
+    };
     let mut head = vec![0u8; prefix.len()];
     let mut got = 0;
     while got < head.len() {
-        match file.read_at(&mut head[got..], got as u64) {
+        match file.read_at(&mut head[got..], at + got as u64) {
             Ok(0) => return false,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -471,7 +494,7 @@ pub fn read_rows<'py>(
     // of the thread that builds the Python objects.
     let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
     let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
-    let workers = workers(&source);
+    let workers = workers();
     let outcome = jsonl::run(
         source,
         workers,
@@ -743,7 +766,7 @@ pub fn normalise_file(
         let released = |step: &mut (dyn FnMut() + Send)| step();
         let tick = check_signals;
         let sink_ref = &mut sink;
-        let workers = workers(&source);
+        let workers = workers_writing_jsonl(&source);
         let run = jsonl::run(
             source,
             workers,
@@ -791,11 +814,44 @@ pub fn normalise_file(
 
 #[cfg(test)]
 mod tests {
-    use super::{starts_with, workers, workers_for};
+    use super::{next_bytes_are, plain_size, workers_for};
     use crate::jsonl::{Input, GZIP_MAGIC, HELPED_FILE_BYTES};
     use std::io::{Cursor, Read, Seek, Write};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+
+    #[test]
+    fn a_small_regular_file_gets_one_worker_fewer_only_where_cpus_are_short() {
+        let small = Some(HELPED_FILE_BYTES);
+        let big = Some(HELPED_FILE_BYTES + 1);
+        // (CPUs, bytes of JSONL) -> workers: the calling thread counts as a
+        // parsing thread of a small regular file, where a worker per CPU
+        // beside it would be one thread too many.
+        let cases = [
+            (1, small, 1),
+            (1, None, 1),
+            (2, small, 1),
+            (2, Some(0), 1),
+            (2, big, 2),
+            (2, None, 2),
+            (3, small, 2),
+            (3, big, 3),
+            (4, small, 3),
+            (4, big, 4),
+            (5, small, 4),
+            (16, small, 4),
+            (16, None, 4),
+        ];
+        for (cpus, size, want) in cases {
+            assert_eq!(workers_for(cpus, size), want, "{cpus} CPUs, {size:?} bytes");
+        }
+    }
+
+    #[test]
+    fn the_helped_size_is_the_first_sixteen_chunks() {
+        // 64 + 128 + 256 + 512 KiB, then twelve chunks of 1 MiB.
+        assert_eq!(HELPED_FILE_BYTES, (960 << 10) + (12 << 20));
+    }
 
     fn input(file_size: Option<u64>, looks_gzip: bool) -> Input {
         Input {
@@ -811,61 +867,41 @@ mod tests {
 
     #[test]
     fn a_gzip_files_size_is_not_taken_for_its_jsonl() {
-        // However many CPUs this machine has, a small gzip file gets what an
-        // input of unknown size gets; a small plain file never gets more.
-        let unknown = workers(&input(None, false));
-        assert_eq!(workers(&input(Some(1 << 20), true)), unknown);
-        assert!(workers(&input(Some(1 << 20), false)) <= unknown);
-        assert_eq!(workers(&input(Some(HELPED_FILE_BYTES + 1), false)), unknown);
+        assert_eq!(plain_size(&input(Some(1 << 20), true)), None);
+        assert_eq!(plain_size(&input(Some(1 << 20), false)), Some(1 << 20));
+        assert_eq!(plain_size(&input(None, false)), None);
     }
 
     #[test]
-    fn starts_with_reads_the_head_without_moving_the_offset() {
+    fn the_next_bytes_are_read_where_the_offset_is_and_it_stays() {
         let dir = std::env::temp_dir().join(format!("agent-rollout-head-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
-        let cases: [(&[u8], bool); 4] = [
-            (&[0x1f, 0x8b, 8, 0], true),
-            (&[0x1f, 0x8b], true),
-            (&[0x1f], false),
-            (b"{\"prompt\": \"x\"}\n", false),
+        // (the file, bytes read before the look, whether gzip's magic is next)
+        let cases: [(&[u8], usize, bool); 6] = [
+            (&[0x1f, 0x8b, 8, 0], 0, true),
+            (&[0x1f, 0x8b], 0, true),
+            (&[0x1f], 0, false),
+            (b"{\"prompt\": \"x\"}\n", 0, false),
+            (&[b'x', 0x1f, 0x8b, 8], 1, true),
+            (&[0x1f, 0x8b, 8, 0], 1, false),
         ];
-        for (i, (bytes, want)) in cases.into_iter().enumerate() {
+        for (i, (bytes, skip, want)) in cases.into_iter().enumerate() {
             let path = dir.join(format!("{i}"));
             std::fs::File::create(&path)
                 .and_then(|mut f| f.write_all(bytes))
                 .expect("a test file");
             let mut file = std::fs::File::open(&path).expect("open");
-            assert_eq!(starts_with(&file, &GZIP_MAGIC), want, "{bytes:?}");
-            assert_eq!(file.stream_position().expect("position"), 0, "{bytes:?}");
-            let mut all = Vec::new();
-            file.read_to_end(&mut all).expect("read");
-            assert_eq!(all, bytes);
+            file.read_exact(&mut vec![0u8; skip]).expect("skip");
+            assert_eq!(
+                next_bytes_are(&file, &GZIP_MAGIC),
+                want,
+                "{bytes:?} after {skip}"
+            );
+            assert_eq!(file.stream_position().expect("position"), skip as u64);
+            let mut rest = Vec::new();
+            file.read_to_end(&mut rest).expect("read");
+            assert_eq!(rest, bytes[skip..]);
         }
         std::fs::remove_dir_all(&dir).expect("cleaned up");
-    }
-
-    #[test]
-    fn a_small_regular_file_gets_one_worker_fewer_only_where_cpus_are_short() {
-        let small = Some(HELPED_FILE_BYTES);
-        let big = Some(HELPED_FILE_BYTES + 1);
-        // (CPUs, file size) -> workers: the calling thread counts as a parsing
-        // thread of a small regular file, where a worker per CPU beside it
-        // would be one thread too many.
-        let cases = [
-            (1, small, 1),
-            (1, None, 1),
-            (2, small, 1),
-            (2, Some(0), 1),
-            (2, big, 2),
-            (2, None, 2),
-            (4, small, 3),
-            (4, big, 4),
-            (5, small, 4),
-            (16, small, 4),
-            (16, None, 4),
-        ];
-        for (cpus, size, want) in cases {
-            assert_eq!(workers_for(cpus, size), want, "{cpus} CPUs, {size:?} bytes");
-        }
     }
 }

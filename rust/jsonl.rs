@@ -741,10 +741,10 @@ struct Decoded {
     gzip: bool,
 }
 
-/// Look at the first two bytes: gzip's magic number means a gzip stream.
 /// The first two bytes of every gzip member (RFC 1952).
 pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// Look at the first two bytes: gzip's magic number means a gzip stream.
 fn decompress_if_gzip(mut raw: Box<dyn Read + Send>) -> io::Result<Decoded> {
     let mut magic = [0u8; 2];
     let mut got = 0;
@@ -1260,17 +1260,33 @@ const FIRST_PATIENCE: Duration = Duration::from_micros(100);
 /// before regular files were cut by the pipeline's threads themselves.)
 const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 
-/// A regular file of at most this many bytes is parsed by the calling thread
-/// as well for most of its chunks (its first `FILL_CHUNKS`, and the last ones
-/// once it is all read), so that thread counts as one of its parsing threads
-/// (`files::workers`): with a worker per CPU beside it, one more thread
-/// parses than there are CPUs, and the scheduler's time slices, a few
-/// milliseconds, are as long as a call on such a file; a thread preempted
-/// while it holds the next chunk to write holds up the call. Paired runs on 2
-/// CPUs (December 2026; docs/benchmarks.md, twelfth round), one worker
-/// against two, mean call: 0.888x on 4.5 MB (faster in 9 of 10 rounds),
-/// 0.948x on 9 MB, 0.969x on 13.5 MB, 1.132x on 22 MB and 1.40x on 45 MB.
-pub(crate) const HELPED_FILE_BYTES: u64 = 12 << 20;
+/// The bytes of a file's first `FILL_CHUNKS` chunks (64 KiB, doubling to
+/// `CHUNK_BYTES`): about 12.9 MiB. A regular file (not gzip) of at most this
+/// many bytes is parsed by the calling thread as well for most of its chunks
+/// (those first ones, and the last ones once it is all read), so that thread
+/// counts as one of its parsing threads (`files::workers_writing_jsonl`):
+/// with a worker per CPU beside it, one more thread parses than there are
+/// CPUs. Likely cost, not traced: a thread preempted while it holds the next
+/// chunk to write holds up the whole call, for a time slice of a few
+/// milliseconds, as long as a call on a 4.5 MB file. Paired runs of JSONL ->
+/// JSONL on 2 CPUs (December 2026; docs/benchmarks.md, twelfth round), one
+/// worker against two, mean call: 0.888x on 4.5 MB (faster in 9 of 10
+/// rounds), 0.948x on 9 MB, 0.969x on 13.5 MB, 1.132x on 22 MB, 1.40x on 45 MB.
+pub(crate) const HELPED_FILE_BYTES: u64 = {
+    let mut total = 0;
+    let mut chunk = FIRST_CHUNK_BYTES;
+    let mut taken = 0;
+    while taken < FILL_CHUNKS {
+        total += chunk as u64;
+        chunk = if chunk * 2 < CHUNK_BYTES {
+            chunk * 2
+        } else {
+            CHUNK_BYTES
+        };
+        taken += 1;
+    }
+    total
+};
 
 /// Read `input` in chunks, run `work` on them on worker threads, and hand the
 /// results to `consume` in input order on the calling thread. While its next
