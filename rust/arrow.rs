@@ -1198,10 +1198,9 @@ pub fn read_file(
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
-    let workers = files::workers();
     jsonl::run(
         source,
-        workers,
+        files::workers(),
         work,
         released,
         tick,

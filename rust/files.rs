@@ -494,10 +494,9 @@ pub fn read_rows<'py>(
     // of the thread that builds the Python objects.
     let (drop_tx, drop_rx) = std::sync::mpsc::channel::<Vec<Row<'static>>>();
     let dropper = std::thread::spawn(move || drop_rx.into_iter().for_each(drop));
-    let workers = workers();
     let outcome = jsonl::run(
         source,
-        workers,
+        workers(),
         work,
         released,
         tick,

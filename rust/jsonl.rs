@@ -130,7 +130,7 @@ pub struct Input {
     pub file_size: Option<u64>,
     /// Whether a regular file's first bytes are gzip's (`GZIP_MAGIC`), read
     /// without moving its offset when opened: then `file_size` says nothing of
-    /// how many bytes of JSONL it holds (`files::workers`).
+    /// how many bytes of JSONL it holds (`files::workers_writing_jsonl`).
     pub looks_gzip: bool,
 }
 
