@@ -471,6 +471,46 @@ def test_an_interrupt_as_the_jsonl_temporary_is_made(
     assert interrupted_on_create and os.listdir(work) == []
 
 
+def test_a_second_interrupt_while_the_temporary_is_closed_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C stops the rows; a second one lands in the flush that closing the
+    temporary file does (CPython checks for signals after each write of a flush)."""
+    import builtins
+
+    real_open = builtins.open
+    closes: list[str] = []
+
+    class InterruptedOnClose:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def write(self, data: bytes) -> int:
+            return int(self.handle.write(data))
+
+        def close(self) -> None:
+            self.handle.close()  # flushed and closed; then the signal's exception
+            closes.append(self.handle.name)
+            raise KeyboardInterrupt
+
+    def watched(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(file, mode, *args, **kwargs)
+        return InterruptedOnClose(handle) if mode == "xb" else handle
+
+    monkeypatch.setattr(_files, "open", watched, raising=False)
+
+    def rows() -> Iterator[dict]:
+        for _ in range(5000):
+            yield {"prompt": "q"}
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        write_canonical(rows(), str(out))
+    assert len(closes) == 1 and closes[0].endswith(".tmp")
+    assert os.listdir(tmp_path) == []
+
+
 def test_an_interrupt_as_the_parquet_temporary_is_made(
     engine: str, src: Path, tmp_path: Path, interrupted_on_create: list[str]
 ) -> None:

@@ -243,14 +243,22 @@ class Output:
                 os.replace(self.temp, self.dest)
 
     def abandon(self) -> None:
-        """Close quietly (a full disk fails again) and remove the temporary file, if any."""
-        if self.file is not None:
-            try:
-                self.file.close()
-            except OSError:
-                pass  # already failing: the first error is the one reported
-        if self.temp is not None:
-            remove_temp(self.temp)
+        """Close quietly (a full disk fails again) and remove the temporary file, if any.
+
+        The file is removed however closing ends: closing flushes what is
+        buffered, and CPython checks for signals after each write of a flush,
+        so a second Ctrl-C (or a SIGTERM) landing there raises out of
+        ``close``.
+        """
+        try:
+            if self.file is not None:
+                try:
+                    self.file.close()
+                except OSError:
+                    pass  # already failing: the first error is the one reported
+        finally:
+            if self.temp is not None:
+                remove_temp(self.temp)
 
 
 # ---- the file an output replaces ---------------------------------------------------------
