@@ -339,14 +339,17 @@ def _local(device: int) -> bool:
     """Whether ``device`` holds a filesystem of ``LOCAL_FILESYSTEMS``."""
     wanted = f"{os.major(device)}:{os.minor(device)}"
     try:
+        # Read whole, then searched: no loop inside the ``with`` (see "Cleanup around
+        # loops" in docs/architecture.md).
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
-            for line in mounts:
-                fields = line.split(" ", 3)
-                if len(fields) > 2 and fields[2] == wanted:
-                    kind = line.partition(" - ")[2].split(" ", 1)[0]
-                    return kind in LOCAL_FILESYSTEMS
+            lines = mounts.read().splitlines()
     except OSError:
-        pass
+        return False
+    for line in lines:
+        fields = line.split(" ", 3)
+        if len(fields) > 2 and fields[2] == wanted:
+            kind = line.partition(" - ")[2].split(" ", 1)[0]
+            return kind in LOCAL_FILESYSTEMS
     return False
 
 

@@ -378,13 +378,20 @@ def read_values(
     shown = source_name(path) if source is None else source
     opened = open_jsonl(path)
     try:
-        for block in read_lines(opened, limits, Tally(), shown):
-            for line_no, content in block.lines:
-                yield line_no, decode(content, line_no, shown, limits.max_rows)
-            if block.fault is not None:
-                raise block.fault
+        # The loop is in a function of its own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        yield from _values(opened, limits, shown)
     finally:
         opened.stream.close()
+
+
+def _values(opened: Opened, limits: FileLimits, shown: str) -> Iterator[tuple[int, Any]]:
+    """``read_values`` on an input already open."""
+    for block in read_lines(opened, limits, Tally(), shown):
+        for line_no, content in block.lines:
+            yield line_no, decode(content, line_no, shown, limits.max_rows)
+        if block.fault is not None:
+            raise block.fault
 
 
 # ---- the row pipeline, in Python -----------------------------------------------------------
@@ -492,20 +499,30 @@ def write_rows(
 ) -> int:
     """``write_canonical`` to a destination already resolved (``shown`` names it in errors)."""
     output = Output(where, shown)  # nothing made yet: open() below, in the try
-    encode = _json.dumps
-    written = 0
     try:
         output.open()
-        for count, row in enumerate(rows, start=1):
-            data = (encode(row) + "\n").encode("utf-8")
-            output.write(data)
-            written += len(data)
-            if on_row is not None and count % 1024 == 0:
-                on_row(count)
+        # The loop is in a function of its own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        written = _write_each(rows, output, on_row)
         output.commit()
     except BaseException:
         output.abandon()  # also when the final rename failed
         raise
+    return written
+
+
+def _write_each(
+    rows: Iterable[dict], output: Output, on_row: Optional[Callable[[int], object]]
+) -> int:
+    """Write ``rows`` to ``output`` as JSONL lines; return the bytes written."""
+    encode = _json.dumps
+    written = 0
+    for count, row in enumerate(rows, start=1):
+        data = (encode(row) + "\n").encode("utf-8")
+        output.write(data)
+        written += len(data)
+        if on_row is not None and count % 1024 == 0:
+            on_row(count)
     return written
 
 

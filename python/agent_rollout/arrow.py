@@ -51,6 +51,7 @@ from agent_rollout import _engine, _json, _jsonl, _rows
 from agent_rollout._errors import JSON_REASONS, from_native_file, row_error
 from agent_rollout._files import (
     Destination,
+    Opened,
     Output,
     naming,
     path_text,
@@ -1123,25 +1124,43 @@ def file_batches(
         return _engine.file_counts(stats)
     opened = _jsonl.open_jsonl(src)
     tally = Tally()
-    builder = TableBuilder(prompt_kind, batch_rows, batch_bytes)
     try:
-        index = 0
-        batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True)
-        for batch in batches:
-            with _rows.GcPause():
-                for row, line in zip(batch, tally.batch_lines, strict=True):
-                    builder.add(row, index, line=line, source=source)
-                    index += 1
-            while builder.batches:
-                on_batch(builder.batches.pop(0))
-        builder.flush()
-        while builder.batches:
-            on_batch(builder.batches.pop(0))
+        # The loops are in a function of their own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        _batches_of(opened, limits, tally, source, prompt_kind, on_batch, progress, batch_rows,
+                    batch_bytes)  # fmt: skip
     finally:
         opened.stream.close()
     return FileCounts(
         tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, 0
     )
+
+
+def _batches_of(
+    opened: Opened,
+    limits: FileLimits,
+    tally: Tally,
+    source: str,
+    prompt_kind: str,
+    on_batch: Callable[[pa.RecordBatch], object],
+    progress: Optional[Progress],
+    batch_rows: Optional[int],
+    batch_bytes: Optional[int],
+) -> None:
+    """``file_batches`` on the twin, from an input already open."""
+    builder = TableBuilder(prompt_kind, batch_rows, batch_bytes)
+    index = 0
+    batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True)
+    for batch in batches:
+        with _rows.GcPause():
+            for row, line in zip(batch, tally.batch_lines, strict=True):
+                builder.add(row, index, line=line, source=source)
+                index += 1
+        while builder.batches:
+            on_batch(builder.batches.pop(0))
+    builder.flush()
+    while builder.batches:
+        on_batch(builder.batches.pop(0))
 
 
 def read_rollout_table(
@@ -1406,8 +1425,9 @@ class ParquetSink:
         output = self.output = Output(self.where, self.dest)
         output.open()
         with open(self.path, "rb") as spooled:
-            while chunk := spooled.read(1 << 20):
-                output.write(chunk)
+            # The loop is in a function of its own: see "Cleanup around loops" in
+            # docs/architecture.md.
+            _copy(spooled, output)
         output.commit()
         self._remove_spool()
         return size
@@ -1440,6 +1460,12 @@ class ParquetSink:
                 remove_temp(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
         return failed
+
+
+def _copy(spooled: Any, output: Output) -> None:
+    """The rest of ``spooled`` (a binary file) written to ``output``."""
+    while chunk := spooled.read(1 << 20):
+        output.write(chunk)
 
 
 def write_parquet(

@@ -111,10 +111,13 @@ def input_position(path: str) -> Position:
                 if fd is None:
                     return None
                 fd_found[:] = [fd]
+            # Read whole, then searched: no loop inside the ``with`` (see "Cleanup
+            # around loops" in docs/architecture.md).
             with open(f"/proc/self/fdinfo/{fd_found[0]}", encoding="ascii") as info:
-                for line in info:
-                    if line.startswith("pos:"):
-                        return int(line.split()[1])
+                lines = info.read().splitlines()
+            for line in lines:
+                if line.startswith("pos:"):
+                    return int(line.split()[1])
         except (OSError, ValueError):
             return None
         return None

@@ -421,9 +421,19 @@ def _compose_yaml(text: str, kit: _YamlKit, plain: set[int]) -> Any:
     name may be given once, as PyYAML's composer requires. The ids of plain
     scalars whose tag was resolved (not written) go to ``plain``.
     """
+    loader = kit.loader(text)
+    try:
+        # The loop is in a function of its own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        return _compose_events(loader, kit, plain)
+    finally:
+        loader.dispose()
+
+
+def _compose_events(loader: Any, kit: _YamlKit, plain: set[int]) -> Any:
+    """``_compose_yaml``'s work, on a loader its caller disposes of."""
     from yaml import events, nodes
 
-    loader = kit.loader(text)
     anchors: dict[str, Any] = {}
     named: dict[str, Pos] = {}
     stack: list[list[Any]] = []  # [node, anchor, pending mapping key]
@@ -455,62 +465,57 @@ def _compose_yaml(text: str, kit: _YamlKit, plain: set[int]) -> Any:
             )
         named[event.anchor] = at
 
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, events.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    raise ParseProblem(
-                        (event.start_mark.line + 1, event.start_mark.column + 1),
-                        "expected a single YAML document, found another one here",
-                    )
-            elif isinstance(event, events.AliasEvent):
-                if event.anchor not in anchors:
-                    raise ParseProblem(
-                        (event.start_mark.line + 1, event.start_mark.column + 1),
-                        f"alias *{event.anchor} names no complete anchor "
-                        "(undefined, or a node that would contain itself)",
-                    )
-                attach(anchors[event.anchor])
-            elif isinstance(event, events.ScalarEvent):
-                tag = event.tag
-                if event.anchor is not None:
-                    name_anchor(event)
-                if tag is None or tag == "!":
-                    tag = loader.resolve(nodes.ScalarNode, event.value, event.implicit)
-                node = nodes.ScalarNode(
-                    tag, event.value, event.start_mark, event.end_mark, event.style
+    while loader.check_event():
+        event = loader.get_event()
+        if isinstance(event, events.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise ParseProblem(
+                    (event.start_mark.line + 1, event.start_mark.column + 1),
+                    "expected a single YAML document, found another one here",
                 )
-                if event.tag is None and not event.style:  # libyaml: "", PyYAML: None
-                    plain.add(id(node))
-                if event.anchor is not None:
-                    anchors[event.anchor] = node
-                attach(node)
-            elif isinstance(event, events.CollectionStartEvent):
-                if len(stack) >= MAX_NESTING_DEPTH:
-                    raise ParseProblem(
-                        (event.start_mark.line + 1, event.start_mark.column + 1),
-                        f"nested deeper than {MAX_NESTING_DEPTH} levels",
-                    )
-                if event.anchor is not None:
-                    name_anchor(event)
-                is_map = isinstance(event, events.MappingStartEvent)
-                kind = nodes.MappingNode if is_map else nodes.SequenceNode
-                tag = event.tag
-                if tag is None or tag == "!":
-                    tag = loader.resolve(kind, None, event.implicit)
-                stack.append(
-                    [kind(tag, [], event.start_mark, None, event.flow_style), event.anchor, None]
+        elif isinstance(event, events.AliasEvent):
+            if event.anchor not in anchors:
+                raise ParseProblem(
+                    (event.start_mark.line + 1, event.start_mark.column + 1),
+                    f"alias *{event.anchor} names no complete anchor "
+                    "(undefined, or a node that would contain itself)",
                 )
-            elif isinstance(event, events.CollectionEndEvent):
-                node, anchor, _ = stack.pop()
-                node.end_mark = event.end_mark
-                if anchor is not None:
-                    anchors[anchor] = node
-                attach(node)
-    finally:
-        loader.dispose()
+            attach(anchors[event.anchor])
+        elif isinstance(event, events.ScalarEvent):
+            tag = event.tag
+            if event.anchor is not None:
+                name_anchor(event)
+            if tag is None or tag == "!":
+                tag = loader.resolve(nodes.ScalarNode, event.value, event.implicit)
+            node = nodes.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+            if event.tag is None and not event.style:  # libyaml: "", PyYAML: None
+                plain.add(id(node))
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+            attach(node)
+        elif isinstance(event, events.CollectionStartEvent):
+            if len(stack) >= MAX_NESTING_DEPTH:
+                raise ParseProblem(
+                    (event.start_mark.line + 1, event.start_mark.column + 1),
+                    f"nested deeper than {MAX_NESTING_DEPTH} levels",
+                )
+            if event.anchor is not None:
+                name_anchor(event)
+            is_map = isinstance(event, events.MappingStartEvent)
+            kind = nodes.MappingNode if is_map else nodes.SequenceNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = loader.resolve(kind, None, event.implicit)
+            stack.append(
+                [kind(tag, [], event.start_mark, None, event.flow_style), event.anchor, None]
+            )
+        elif isinstance(event, events.CollectionEndEvent):
+            node, anchor, _ = stack.pop()
+            node.end_mark = event.end_mark
+            if anchor is not None:
+                anchors[anchor] = node
+            attach(node)
     return root
 
 

@@ -180,6 +180,17 @@ def health(base_url: str, timeout_s: float) -> bool:
     return isinstance(body, dict) and body.get("status") == "healthy"
 
 
+def _wait_for_start(server: Any, thread: threading.Thread, base_url: str, timeout_s: float) -> None:
+    """Return once the drill server answers its health check (``serve_drill_env``)."""
+    deadline = time.monotonic() + timeout_s
+    while not (server.started and health(base_url, timeout_s=1.0)):
+        if not thread.is_alive():
+            raise RuntimeError(f"drill server at {base_url} stopped during start-up")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"drill server at {base_url} not ready after {timeout_s:.0f} s")
+        time.sleep(0.02)
+
+
 @contextmanager
 def serve_drill_env(
     host: str = "127.0.0.1",
@@ -221,15 +232,9 @@ def serve_drill_env(
     )
     thread.start()
     try:
-        deadline = time.monotonic() + startup_timeout_s
-        while not (server.started and health(base_url, timeout_s=1.0)):
-            if not thread.is_alive():
-                raise RuntimeError(f"drill server at {base_url} stopped during start-up")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"drill server at {base_url} not ready after {startup_timeout_s:.0f} s"
-                )
-            time.sleep(0.02)
+        # The loop is in a function of its own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        _wait_for_start(server, thread, base_url, startup_timeout_s)
         yield base_url
     finally:
         server.should_exit = True
