@@ -143,8 +143,9 @@ def _code_objects(code: types.CodeType) -> dict[str, list[types.CodeType]]:
 def uncovered_back_edges(code: types.CodeType) -> list[int]:
     """Lines of the loop-closing jumps (which check for signals) no handler covers; a
     jump with no line of its own counts on the line of the loop head it jumps to."""
-    listing = list(dis.Bytecode(code))
-    entries = dis.Bytecode(code).exception_entries  # type: ignore[attr-defined]  # 3.11+
+    bytecode = dis.Bytecode(code)
+    listing = list(bytecode)
+    entries = bytecode.exception_entries  # type: ignore[attr-defined]  # 3.11+
     line_at: dict[int, int] = {}
     line = code.co_firstlineno
     for ins in listing:

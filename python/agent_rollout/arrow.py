@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import shutil
 import stat
 import tempfile
 from collections import deque
@@ -1425,9 +1426,9 @@ class ParquetSink:
         output = self.output = Output(self.where, self.dest)
         output.open()
         with open(self.path, "rb") as spooled:
-            # The loop is in a function of its own: see "Cleanup around loops" in
-            # docs/architecture.md.
-            _copy(spooled, output)
+            # The copy's loop runs in a function of its own: see "Cleanup around
+            # loops" in docs/architecture.md.
+            shutil.copyfileobj(spooled, output, 1 << 20)
         output.commit()
         self._remove_spool()
         return size
@@ -1460,12 +1461,6 @@ class ParquetSink:
                 remove_temp(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
         return failed
-
-
-def _copy(spooled: Any, output: Output) -> None:
-    """The rest of ``spooled`` (a binary file) written to ``output``."""
-    while chunk := spooled.read(1 << 20):
-        output.write(chunk)
 
 
 def write_parquet(
