@@ -126,15 +126,32 @@ def new_file(path: Path) -> Callable[[], Any]:
     return lambda: path.unlink(missing_ok=True)
 
 
-def write_as_ours(table: Any, path: Path | str, group_rows: int | None = None) -> None:
+def write_as_ours(
+    table: Any, path: Path | str, group_rows: int | None = None, groups: list[int] | None = None
+) -> None:
     """Write the pyarrow ``table`` to ``path`` with our Parquet writer's settings
     (``agent_rollout.arrow.parquet_writer``), in row groups of ``group_rows`` rows
-    (``None``: pyarrow's default, one group up to 1,048,576 rows)."""
+    (``None``: pyarrow's default, one group up to 1,048,576 rows), or, given
+    ``groups``, in row groups of those sizes, in order (``row_groups`` of a file)."""
     from agent_rollout.arrow import parquet_writer
 
     writer = parquet_writer(str(path), table.schema)
-    writer.write_table(table, row_group_size=group_rows)
+    if groups is None:
+        writer.write_table(table, row_group_size=group_rows)
+    else:
+        start = 0
+        for rows in groups:
+            writer.write_table(table.slice(start, rows), row_group_size=rows)
+            start += rows
     writer.close()
+
+
+def row_groups(path: Path | str) -> list[int]:
+    """The rows of each row group of the Parquet file at ``path``, in order."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    return [meta.row_group(group).num_rows for group in range(meta.num_row_groups)]
 
 
 def median_of(fn: Callable[[], Any], repeat: int) -> float:
