@@ -9,8 +9,8 @@ One run, one process for the timings (a fresh process per file for peak memory):
   ``to_dataset`` vs ``datasets.Dataset.from_list(rows)``, for str prompts,
   two-message prompts and four-message tool-call prompts (goal: 3x faster);
   the rows carry keys our row rules drop (``reward`` and ``id``, or ``meta``),
-  which ``from_pylist`` converts too: for reference, also vs ``from_pylist`` of
-  the same rows cut to ``prompt`` and ``answer``;
+  which ``from_pylist`` converts too: for reference, the same rows cut to
+  ``prompt`` and ``answer`` (outside the timing), ours against ``from_pylist``;
 - JSONL -> zstd Parquet (``normalise_rollout_file``) vs its floor, reading the
   file's bytes plus ``pq.write_table`` of the finished table with the same
   compression (goal: within 1.5x), and vs pyarrow's own pipeline,
@@ -169,6 +169,7 @@ def shape_rows(shape: str, rows: list[dict], repeat: int) -> list[Row]:
             "ours": (lambda: rows_to_arrow(rows, max_rows=n), None),
             "anchor": (lambda: pa.Table.from_pylist(rows), None),
             "kept": (lambda: pa.Table.from_pylist(kept), None),
+            "ours_kept": (lambda: rows_to_arrow(kept, max_rows=n), None),
             "dataset": (lambda: to_dataset(rows, max_rows=n), None),
             "from_list": (lambda: datasets.Dataset.from_list(rows), None),
         },
@@ -178,8 +179,8 @@ def shape_rows(shape: str, rows: list[dict], repeat: int) -> list[Row]:
     return [
         (f"rows -> Arrow, {shape}", ours, "pa.Table.from_pylist", anchor,
          f"{anchor / ours:.2f}x faster", ">= 3x faster"),
-        (f"rows -> Arrow, {shape}", ours, "from_pylist, prompt + answer only", got["kept"],
-         f"{got['kept'] / ours:.2f}x faster", "(not a goal)"),
+        ("  the same, prompt + answer only", got["ours_kept"], "pa.Table.from_pylist", got["kept"],
+         f"{got['kept'] / got['ours_kept']:.2f}x faster", "(not a goal)"),
         (f"to_dataset, {shape}", dataset, "Dataset.from_list", from_list,
          f"{from_list / dataset:.2f}x faster", ">= 3x faster"),
     ]  # fmt: skip
