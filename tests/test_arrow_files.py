@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -463,6 +464,43 @@ def test_parquet_into_a_named_pipe_is_written_and_counted(tmp_path: Path, engine
     assert report.bytes_out == len(received[0]) > 0
     table = pq.read_table(pa.BufferReader(received[0]))
     assert table.num_rows == len(MESSAGE_ROWS)
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@pytest.mark.parametrize("bad_line", [1, 3])
+def test_parquet_into_a_named_pipe_that_fails_ends_the_readers_input(
+    tmp_path: Path, engine_name: str, bad_line: int
+) -> None:
+    """A run that fails (on its first line, or after rows were read) still opens and
+    closes a named pipe it writes to, as JSONL output does: its reader gets the end of
+    its input, with nothing in it, instead of waiting for a writer for ever."""
+    import threading
+
+    lines = [json.dumps(row) for row in MESSAGE_ROWS[:3]]
+    lines.insert(bad_line - 1, "not json")
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fifo = tmp_path / "out.parquet"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            received.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    kind, report = outcome_on(engine_name, normalise_rollout_file, src, fifo)
+    reader.join(timeout=30)
+    if reader.is_alive():  # release it, so the test fails rather than hangs
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=30)
+        pytest.fail("the reader of the named pipe was left waiting")
+    assert kind == "error"
+    assert report[1].startswith(f"{src}:{bad_line}:1: invalid JSON"), report
+    assert received == [b""]
+    assert fifo.is_fifo()
     assert temp_files(tmp_path) == []
 
 

@@ -1219,7 +1219,10 @@ class ParquetSink:
     the sink rewrite the row groups already written, one at a time, under the
     wider schema. A regular file is written to the ``Output``'s temporary file;
     a device, pipe or descriptor gets the finished file, spooled to a private
-    temporary file first (written Parquet cannot be widened in a stream).
+    temporary file first (written Parquet cannot be widened in a stream). Such a
+    destination is opened by ``start``, before the input is read, as for JSONL
+    output: whatever then fails, ``abandon`` closes it, so a reader waiting on a
+    named pipe gets the end of its input instead of waiting for ever.
 
     A full row group is encoded, compressed and written on a thread of its own
     (pyarrow lets go of the GIL there) while the Rust reader parses the next
@@ -1251,6 +1254,15 @@ class ParquetSink:
         self.stopping = False  # interrupted: the groups not yet begun are not written
         self.in_line = False  # no thread takes groups: each is written on the caller's
 
+    def start(self) -> None:
+        """Open a destination that is not a regular file (a pipe, device or descriptor):
+        written in place, it is held from the start; a regular file's temporary is made
+        on the first rows, so that a bad source is reported before anything is made."""
+        if self.where.kind != "file":
+            # Held before open() makes it: abandon() finds whatever an interrupt leaves.
+            self.output = Output(self.where, self.dest)
+            self.output.open()
+
     def add(self, batch: pa.RecordBatch) -> None:
         if self.schema is None:
             self._open(batch.schema)
@@ -1266,8 +1278,9 @@ class ParquetSink:
             self._write_pending()
 
     def _open(self, schema: pa.Schema) -> None:
-        # Made on the first rows, so a bad source is reported before the
-        # destination is touched (as for JSONL output).
+        # Made on the first rows, so a bad source is reported before a regular
+        # destination's temporary file is made (as for JSONL output); a stream was
+        # opened by start().
         # Each Output is held before open() makes its file: abandon() finds
         # whatever an interrupt leaves half made.
         if self.where.kind == "file":
@@ -1420,11 +1433,11 @@ class ParquetSink:
         with naming(self.dest):
             self.writer.close()
             size = os.path.getsize(self.path)
-        if self.output is not None:
+        assert self.output is not None  # made by _open (a file) or start (written in place)
+        if self.spool is None:
             self.output.commit()
             return size
-        output = self.output = Output(self.where, self.dest)
-        output.open()
+        output = self.output
         with open(self.path, "rb") as spooled:
             # The copy's loop runs in a function of its own: see "Cleanup around
             # loops" in docs/architecture.md.
@@ -1486,6 +1499,7 @@ def write_parquet(
     prompt_kind = check_prompt_kind(prompt_kind)
     sink = ParquetSink(where, dest)
     try:
+        sink.start()
         # The twin's batches are row groups already (the Rust engine's are chunks).
         counts = file_batches(
             src, limits, prompt_kind, sink.add, progress, None, ROW_GROUP_ROWS, ROW_GROUP_BYTES
