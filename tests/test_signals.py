@@ -20,7 +20,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -28,7 +28,8 @@ from typing import Optional
 import pytest
 
 from agent_rollout import normalise_rollout_file, read_rollout_jsonl
-from support import ENGINES, SMALL_ROW, FifoFeeder, cli_argv, cli_env, temp_files
+from agent_rollout._errors import Terminated
+from support import ENGINES, SMALL_ROW, FifoFeeder, cli_argv, cli_env, temp_files, use_engine
 
 ROW = b'{"prompt":"a"}\n'
 
@@ -139,6 +140,99 @@ def test_a_handler_the_caller_set_is_left_alone(engine: str, tmp_path: Path) -> 
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL  # restored after the call
+
+
+# ---- a SIGTERM whose exception is lost -------------------------------------------------------
+#
+# Our handler runs in whatever Python code the main thread is in, and some code drops
+# exceptions (a finaliser, an extension function that cannot raise: a hostile review
+# saw pyarrow's first import of pandas, inside a schema widening, drop it, and the run
+# then put its output in place and exited 0). A progress callback that swallows the
+# ``Terminated`` stands in for such code here.
+
+
+def swallowing(signum: int) -> Callable[[int, int, int], None]:
+    """A progress callback that, on its first call, takes ``signum`` (our handler runs
+    inside ``raise_signal``) and drops the exception it raises."""
+    sent: list[bool] = []
+
+    def progress(rows: int, lines: int, bytes_in: int) -> None:
+        if not sent:
+            sent.append(True)
+            try:
+                signal.raise_signal(signum)
+            except Terminated:
+                pass
+
+    return progress
+
+
+@pytest.mark.parametrize(("engine_name", "suffix"), [
+    ("python", "jsonl"), ("python", "parquet"), ("rust", "parquet"),
+])  # fmt: skip
+def test_a_lost_sigterm_still_keeps_the_output_from_its_place(
+    tmp_path: Path, engine_name: str, suffix: str
+) -> None:
+    """Where our Python code puts the output in place, a signal whose exception was lost
+    is raised there instead: the destination keeps its old content."""
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        pytest.skip("SIGTERM has a handler in this process")
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 3000)
+    out = tmp_path / f"out.{suffix}"
+    out.write_bytes(b"old content\n")
+    with use_engine(engine_name), pytest.raises(Terminated) as caught:
+        normalise_rollout_file(src, out, progress=swallowing(signal.SIGTERM))
+    assert caught.value.code == 128 + signal.SIGTERM
+    assert out.read_bytes() == b"old content\n"
+    assert temp_files(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.parametrize("name", [name for name, _ in TERMINATING])
+def test_a_lost_signal_is_sent_again_when_the_block_ends(name: str) -> None:
+    """The Rust engine puts JSONL output in place itself: there, and in any block that
+    ends without the exception, the signal is sent again once the default action is
+    back, and the process ends as that signal ends it."""
+    script = f"""
+        import signal, sys
+        from agent_rollout._errors import Terminated
+        from agent_rollout._files import signals_end_cleanly
+
+        with signals_end_cleanly():
+            try:
+                signal.raise_signal(signal.{name})
+            except Terminated:
+                print("dropped", flush=True)
+        print("still running", flush=True)
+    """
+    done = subprocess.run(python_argv(script), capture_output=True, env=cli_env(), timeout=60)
+    assert done.returncode == -getattr(signal, name), done.stderr
+    assert done.stdout == b"dropped\n"
+
+
+def test_the_rust_engines_jsonl_run_ends_by_a_lost_signal(tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROW * 3000)
+    out = tmp_path / "out.jsonl"
+    script = f"""
+        import signal
+        from agent_rollout import normalise_rollout_file
+        from agent_rollout._errors import Terminated
+
+        def progress(rows, lines, bytes_in):
+            try:
+                signal.raise_signal(signal.SIGTERM)
+            except Terminated:
+                pass
+
+        normalise_rollout_file({str(src)!r}, {str(out)!r}, progress=progress)
+        print("still running", flush=True)
+    """
+    done = subprocess.run(python_argv(script), capture_output=True, env=cli_env("rust"), timeout=60)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert done.stdout == b""
+    assert temp_files(tmp_path) == []
 
 
 # ---- a named pipe nobody opens ---------------------------------------------------------------

@@ -236,7 +236,9 @@ class Output:
             raise named(err, self.shown) from None
 
     def commit(self) -> None:
-        """Close the output; a temporary file takes the destination's place."""
+        """Close the output; a temporary file takes the destination's place. A SIGTERM
+        or SIGHUP whose exception was lost raises here instead (``signals_end_cleanly``)."""
+        raise_if_terminated()
         with naming(self.shown):
             self.file.close()
             if self.temp is not None:
@@ -375,9 +377,25 @@ _TERMINATING = tuple(
 )
 
 
+_RECEIVED: list[int] = []
+"""The SIGTERMs and SIGHUPs our handler took during the outermost ``signals_end_cleanly``
+now open, oldest first. Its ``Terminated`` can be lost on the way out: a handler runs
+in whatever Python code the main thread is in, and some code drops exceptions (a
+finaliser the collector runs, an extension function that cannot raise, such as
+pyarrow's first import of pandas). ``Output.commit`` and the block's end look here."""
+
+
 def _terminate(signum: int, frame: object) -> None:
     del frame
+    _RECEIVED.append(signum)
     raise Terminated(signum)
+
+
+def raise_if_terminated() -> None:
+    """Raise ``Terminated`` for a SIGTERM or SIGHUP our handler took on this (the main)
+    thread while output was written, should its own exception have been lost."""
+    if _RECEIVED and threading.current_thread() is threading.main_thread():
+        raise Terminated(_RECEIVED[0])
 
 
 @contextmanager
@@ -390,21 +408,38 @@ def signals_end_cleanly() -> Iterator[None]:
     ``SystemExit`` (status 128 + signal number): cleanup runs on the way out,
     and an uncaught one ends the process with the status a shell reports for
     a process the signal killed. Handlers the caller set are left alone.
+
+    Should a signal's ``Terminated`` be lost in code that drops exceptions, the
+    signal is still honoured: ``Output.commit`` raises it instead of putting the
+    output in place, and if the block ends without it, the signal is sent again
+    once the default action is back (the process ends as it would have had the
+    signal come just after the block).
     """
     installed: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
+        if not any(signal.getsignal(signum) is _terminate for signum in _TERMINATING):
+            _RECEIVED.clear()  # the outermost block: what came before is not ours
         for signum in _TERMINATING:
             try:
                 if signal.getsignal(signum) == signal.SIG_DFL:
                     installed[signum] = signal.signal(signum, _terminate)
             except (OSError, ValueError):  # pragma: no cover - not settable here
                 pass
+    delivered = False
     try:
         yield
+    except Terminated:
+        delivered = True
+        raise
     finally:
         for signum, previous in installed.items():
             if signal.getsignal(signum) is _terminate:
                 signal.signal(signum, previous)
+        if installed and _RECEIVED:
+            lost = _RECEIVED[0]
+            _RECEIVED.clear()
+            if not delivered and signal.getsignal(lost) == signal.SIG_DFL:
+                signal.raise_signal(lost)
 
 
 # ---- input ----------------------------------------------------------------------------------
