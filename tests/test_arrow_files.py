@@ -23,6 +23,7 @@ from agent_rollout import normalise_rollout_file, read_rollout_jsonl
 from support import (
     ENGINES,
     Cli,
+    cli_env,
     outcome_on,
     row_strategy,
     temp_files,
@@ -472,8 +473,8 @@ def test_parquet_into_a_named_pipe_is_written_and_counted(tmp_path: Path, engine
 def test_parquet_into_a_named_pipe_that_fails_ends_the_readers_input(
     tmp_path: Path, engine_name: str, bad_line: int
 ) -> None:
-    """A run that fails (on its first line, or after rows were read) still opens and
-    closes a named pipe it writes to, as JSONL output does: its reader gets the end of
+    """A run that fails (on its first line, or after rows were read) lets a reader
+    already waiting on the named pipe it was to write go: the reader gets the end of
     its input, with nothing in it, instead of waiting for a writer for ever."""
     import threading
 
@@ -491,6 +492,12 @@ def test_parquet_into_a_named_pipe_that_fails_ends_the_readers_input(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    # Until the reader waits in open() for a writer (Linux names that wait).
+    deadline = time.monotonic() + 20
+    wchan = Path(f"/proc/self/task/{reader.native_id}/wchan")
+    while wchan.read_text() != "wait_for_partner":
+        assert time.monotonic() < deadline, "the reader never waited for a writer"
+        time.sleep(0.005)
     kind, report = outcome_on(engine_name, normalise_rollout_file, src, fifo)
     reader.join(timeout=30)
     if reader.is_alive():  # release it, so the test fails rather than hangs
@@ -502,6 +509,28 @@ def test_parquet_into_a_named_pipe_that_fails_ends_the_readers_input(
     assert received == [b""]
     assert fifo.is_fifo()
     assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_parquet_into_a_named_pipe_reports_a_missing_source_first(
+    tmp_path: Path, engine_name: str
+) -> None:
+    """As for JSONL output, the source is opened before the destination: a missing
+    source is reported at once, not after waiting for a reader of the pipe."""
+    fifo = tmp_path / "out.parquet"
+    os.mkfifo(fifo)
+    missing = tmp_path / "missing.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_rollout", "normalise", str(missing), "-o", str(fifo)],
+        capture_output=True,
+        env=cli_env(engine_name),
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr  # an input that cannot be opened: I/O
+    assert done.stderr.decode() == (
+        f"agent-rollout normalise: [Errno 2] No such file or directory: '{missing}'\n"
+    )
+    assert fifo.is_fifo()
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)

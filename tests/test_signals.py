@@ -167,37 +167,78 @@ def swallowing(signum: int) -> Callable[[int, int, int], None]:
     return progress
 
 
-@pytest.mark.parametrize(("engine_name", "suffix"), [
-    ("python", "jsonl"), ("python", "parquet"), ("rust", "parquet"),
-])  # fmt: skip
-def test_a_lost_sigterm_still_keeps_the_output_from_its_place(
-    tmp_path: Path, engine_name: str, suffix: str
-) -> None:
-    """Where our Python code puts the output in place, a signal whose exception was lost
-    is raised there instead: the destination keeps its old content."""
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_a_lost_sigterm_ends_the_run_there(tmp_path: Path, engine_name: str, suffix: str) -> None:
+    """A signal whose exception was lost is raised again right after the callback that
+    dropped it: the run reads no further, the destination keeps its old content, and
+    the next call runs as if nothing had happened."""
     src = tmp_path / "rows.jsonl"
-    src.write_bytes(ROW * 3000)
+    src.write_bytes(ROW * 90_000)  # 1.3 MB: several chunks, a progress call each
     out = tmp_path / f"out.{suffix}"
     out.write_bytes(b"old content\n")
+    calls: list[int] = []
+    drop = swallowing(signal.SIGTERM)
+
+    def progress(rows: int, lines: int, bytes_in: int) -> None:
+        calls.append(rows)
+        drop(rows, lines, bytes_in)
+
     # Our handler goes in only over the default action; the test runner may have its
     # own (a pytest-xdist worker does): the default is put back for the call.
     runners = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        with use_engine(engine_name), pytest.raises(Terminated) as caught:
-            normalise_rollout_file(src, out, progress=swallowing(signal.SIGTERM))
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        with use_engine(engine_name):
+            with pytest.raises(Terminated) as caught:
+                normalise_rollout_file(src, out, progress=progress)
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+            assert out.read_bytes() == b"old content\n"
+            assert temp_files(tmp_path) == []
+            report = normalise_rollout_file(src, out)  # nothing left over from the first
     finally:
         signal.signal(signal.SIGTERM, runners)
     assert caught.value.code == 128 + signal.SIGTERM
-    assert out.read_bytes() == b"old content\n"
-    assert temp_files(tmp_path) == []
+    assert len(calls) == 1
+    assert report.rows == 90_000
+
+
+def test_a_signal_the_caller_turned_into_its_own_error_is_not_sent_again() -> None:
+    """The caller's code took the ``Terminated`` and raised its own exception from it:
+    the signal reached the caller, so it is not sent again."""
+    script = """
+        import os, signal, tempfile
+        from agent_rollout import normalise_rollout_file
+        from agent_rollout._errors import Terminated
+
+        class HostAbort(Exception):
+            pass
+
+        def progress(rows, lines, bytes_in):
+            try:
+                signal.raise_signal(signal.SIGTERM)
+            except Terminated as exc:
+                raise HostAbort("stopping") from exc
+
+        folder = tempfile.mkdtemp()
+        src = os.path.join(folder, "rows.jsonl")
+        with open(src, "wb") as f:
+            f.write(b'{"prompt":"a"}\\n' * 1000)
+        try:
+            normalise_rollout_file(src, os.path.join(folder, "out.jsonl"), progress=progress)
+        except HostAbort:
+            print("the caller's error", flush=True)
+        print("still running", flush=True)
+    """
+    done = subprocess.run(python_argv(script), capture_output=True, env=cli_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"the caller's error\nstill running\n"
 
 
 @pytest.mark.parametrize("name", [name for name, _ in TERMINATING])
 def test_a_lost_signal_is_sent_again_when_the_block_ends(name: str) -> None:
-    """The Rust engine puts JSONL output in place itself: there, and in any block that
-    ends without the exception, the signal is sent again once the default action is
-    back, and the process ends as that signal ends it."""
+    """A block that ends with neither the exception nor one raised from it sends the
+    signal again once the default action is back: the process ends as that signal ends
+    it."""
     script = f"""
         import signal, sys
         from agent_rollout._errors import Terminated
@@ -213,30 +254,6 @@ def test_a_lost_signal_is_sent_again_when_the_block_ends(name: str) -> None:
     done = subprocess.run(python_argv(script), capture_output=True, env=cli_env(), timeout=60)
     assert done.returncode == -getattr(signal, name), done.stderr
     assert done.stdout == b"dropped\n"
-
-
-def test_the_rust_engines_jsonl_run_ends_by_a_lost_signal(tmp_path: Path) -> None:
-    src = tmp_path / "rows.jsonl"
-    src.write_bytes(ROW * 3000)
-    out = tmp_path / "out.jsonl"
-    script = f"""
-        import signal
-        from agent_rollout import normalise_rollout_file
-        from agent_rollout._errors import Terminated
-
-        def progress(rows, lines, bytes_in):
-            try:
-                signal.raise_signal(signal.SIGTERM)
-            except Terminated:
-                pass
-
-        normalise_rollout_file({str(src)!r}, {str(out)!r}, progress=progress)
-        print("still running", flush=True)
-    """
-    done = subprocess.run(python_argv(script), capture_output=True, env=cli_env("rust"), timeout=60)
-    assert done.returncode == -signal.SIGTERM, done.stderr
-    assert done.stdout == b""
-    assert temp_files(tmp_path) == []
 
 
 # ---- a named pipe nobody opens ---------------------------------------------------------------

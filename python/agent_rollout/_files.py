@@ -156,6 +156,22 @@ def _open_in_place(where: Destination, shown: str) -> Any:
     return open(fd, "wb")
 
 
+def release_reader(where: Destination) -> None:
+    """Let a reader waiting on the named pipe ``where`` go, for an output that will
+    never be written: open it for writing without waiting and close it, so the
+    reader gets the end of its input. With no reader there (or anything but a
+    named pipe), nothing is done."""
+    if where.kind != "stream":
+        return
+    try:
+        if not stat.S_ISFIFO(os.stat(where.path).st_mode):
+            return
+        fd = os.open(where.path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return  # ENXIO: nobody reads; or gone
+    os.close(fd)
+
+
 def remove_temp(path: str) -> None:
     """Remove one of our temporary files; one already gone is no error."""
     try:
@@ -382,7 +398,7 @@ _RECEIVED: list[int] = []
 now open, oldest first. Its ``Terminated`` can be lost on the way out: a handler runs
 in whatever Python code the main thread is in, and some code drops exceptions (a
 finaliser the collector runs, an extension function that cannot raise, such as
-pyarrow's first import of pandas). ``Output.commit`` and the block's end look here."""
+pyarrow's first import of pandas). ``raise_if_terminated`` and the block's end look here."""
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -393,9 +409,43 @@ def _terminate(signum: int, frame: object) -> None:
 
 def raise_if_terminated() -> None:
     """Raise ``Terminated`` for a SIGTERM or SIGHUP our handler took on this (the main)
-    thread while output was written, should its own exception have been lost."""
+    thread while output was written, should its own exception have been lost.
+
+    Called before an output is put in place (``Output.commit``), after each call of
+    a caller's ``progress``, and for each Parquet batch: a lost signal ends the run
+    within a chunk of input, not at its end."""
     if _RECEIVED and threading.current_thread() is threading.main_thread():
         raise Terminated(_RECEIVED[0])
+
+
+def _install() -> None:
+    """Our handler for each terminating signal left at its default action."""
+    for signum in _TERMINATING:
+        try:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                signal.signal(signum, _terminate)
+        except (OSError, ValueError):  # pragma: no cover - not settable here
+            pass
+
+
+def _uninstall() -> None:
+    """The default action back wherever our handler is (it only ever replaced it)."""
+    for signum in _TERMINATING:
+        if signal.getsignal(signum) is _terminate:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _carries_terminated(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``Terminated``, or was raised from or while handling one
+    (the caller's code took the signal and said so its own way)."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Terminated):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @contextmanager
@@ -407,38 +457,35 @@ def signals_end_cleanly() -> Iterator[None]:
     process with the temporary file in place. ``Terminated`` is a
     ``SystemExit`` (status 128 + signal number): cleanup runs on the way out,
     and an uncaught one ends the process with the status a shell reports for
-    a process the signal killed. Handlers the caller set are left alone.
+    a process the signal killed. Handlers the caller set are left alone. The
+    outermost block on the main thread owns the handlers; blocks inside it
+    change nothing.
 
     Should a signal's ``Terminated`` be lost in code that drops exceptions, the
-    signal is still honoured: ``Output.commit`` raises it instead of putting the
-    output in place, and if the block ends without it, the signal is sent again
-    once the default action is back (the process ends as it would have had the
-    signal come just after the block).
+    signal is still honoured: ``raise_if_terminated`` raises it again (before an
+    output is put in place, and as the run goes), and if the block ends with
+    neither it nor an exception raised from it, the signal is sent again once the
+    default action is back (the process ends as it would have had the signal
+    come just after the block).
     """
-    installed: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        if not any(signal.getsignal(signum) is _terminate for signum in _TERMINATING):
-            _RECEIVED.clear()  # the outermost block: what came before is not ours
-        for signum in _TERMINATING:
-            try:
-                if signal.getsignal(signum) == signal.SIG_DFL:
-                    installed[signum] = signal.signal(signum, _terminate)
-            except (OSError, ValueError):  # pragma: no cover - not settable here
-                pass
+    owner = threading.current_thread() is threading.main_thread() and not any(
+        signal.getsignal(signum) is _terminate for signum in _TERMINATING
+    )
     delivered = False
     try:
+        if owner:
+            _RECEIVED.clear()  # what came before is not ours
+            _install()  # inside the try: a signal right after it is cleaned up too
         yield
-    except Terminated:
-        delivered = True
+    except BaseException as exc:
+        delivered = _carries_terminated(exc)
         raise
     finally:
-        for signum, previous in installed.items():
-            if signal.getsignal(signum) is _terminate:
-                signal.signal(signum, previous)
-        if installed and _RECEIVED:
-            lost = _RECEIVED[0]
+        if owner:
+            _uninstall()
+            lost = _RECEIVED[0] if _RECEIVED and not delivered else None
             _RECEIVED.clear()
-            if not delivered and signal.getsignal(lost) == signal.SIG_DFL:
+            if lost is not None and signal.getsignal(lost) == signal.SIG_DFL:
                 signal.raise_signal(lost)
 
 
@@ -487,6 +534,8 @@ __all__ = [
     "naming",
     "open_input",
     "path_text",
+    "raise_if_terminated",
+    "release_reader",
     "remove_temp",
     "signals_end_cleanly",
     "source_name",

@@ -20,6 +20,7 @@ from agent_rollout._errors import from_native_file
 from agent_rollout._files import (
     destination,
     path_text,
+    raise_if_terminated,
     replacing,
     signals_end_cleanly,
     source_name,
@@ -124,6 +125,18 @@ def read_rollout_jsonl(
     return result
 
 
+def _checked(progress: Progress) -> Progress:
+    """``progress``, then ``raise_if_terminated``: a SIGTERM or SIGHUP whose exception
+    the caller's code dropped ends the run there (the Rust engine runs no other Python
+    code while it reads, so nothing else could drop it)."""
+
+    def report(rows: int, lines: int, bytes_in: int) -> None:
+        progress(rows, lines, bytes_in)
+        raise_if_terminated()
+
+    return report
+
+
 def normalise_rollout_file(
     src: PathArg,
     dst: PathArg,
@@ -164,6 +177,8 @@ def normalise_rollout_file(
     engine = _engine.implementation()
     start = time.perf_counter()
     limits = FileLimits(max_rows, max_bytes)
+    if progress is not None:
+        progress = _checked(progress)
     with signals_end_cleanly():
         where = destination(dst_text)
         counts: FileCounts

@@ -56,6 +56,8 @@ from agent_rollout._files import (
     Output,
     naming,
     path_text,
+    raise_if_terminated,
+    release_reader,
     remove_temp,
     source_name,
 )
@@ -1220,9 +1222,9 @@ class ParquetSink:
     wider schema. A regular file is written to the ``Output``'s temporary file;
     a device, pipe or descriptor gets the finished file, spooled to a private
     temporary file first (written Parquet cannot be widened in a stream). Such a
-    destination is opened by ``start``, before the input is read, as for JSONL
-    output: whatever then fails, ``abandon`` closes it, so a reader waiting on a
-    named pipe gets the end of its input instead of waiting for ever.
+    destination is opened only by ``finish``: when anything fails before,
+    ``abandon`` lets a reader already waiting on a named pipe go (it gets the end
+    of its input) instead of leaving it waiting for ever.
 
     A full row group is encoded, compressed and written on a thread of its own
     (pyarrow lets go of the GIL there) while the Rust reader parses the next
@@ -1254,16 +1256,8 @@ class ParquetSink:
         self.stopping = False  # interrupted: the groups not yet begun are not written
         self.in_line = False  # no thread takes groups: each is written on the caller's
 
-    def start(self) -> None:
-        """Open a destination that is not a regular file (a pipe, device or descriptor):
-        written in place, it is held from the start; a regular file's temporary is made
-        on the first rows, so that a bad source is reported before anything is made."""
-        if self.where.kind != "file":
-            # Held before open() makes it: abandon() finds whatever an interrupt leaves.
-            self.output = Output(self.where, self.dest)
-            self.output.open()
-
     def add(self, batch: pa.RecordBatch) -> None:
+        raise_if_terminated()  # a SIGTERM whose exception code on the way dropped
         if self.schema is None:
             self._open(batch.schema)
         elif not batch.schema.equals(self.schema):
@@ -1278,9 +1272,8 @@ class ParquetSink:
             self._write_pending()
 
     def _open(self, schema: pa.Schema) -> None:
-        # Made on the first rows, so a bad source is reported before a regular
-        # destination's temporary file is made (as for JSONL output); a stream was
-        # opened by start().
+        # Made on the first rows, so a bad source is reported before the
+        # destination is touched (as for JSONL output).
         # Each Output is held before open() makes its file: abandon() finds
         # whatever an interrupt leaves half made.
         if self.where.kind == "file":
@@ -1433,11 +1426,11 @@ class ParquetSink:
         with naming(self.dest):
             self.writer.close()
             size = os.path.getsize(self.path)
-        assert self.output is not None  # made by _open (a file) or start (written in place)
-        if self.spool is None:
+        if self.output is not None:
             self.output.commit()
             return size
-        output = self.output
+        output = self.output = Output(self.where, self.dest)
+        output.open()
         with open(self.path, "rb") as spooled:
             # The copy's loop runs in a function of its own: see "Cleanup around
             # loops" in docs/architecture.md.
@@ -1470,6 +1463,8 @@ class ParquetSink:
             # Even when a second signal interrupts the above.
             if self.output is not None:
                 self.output.abandon()
+            elif self.where.kind != "file":
+                release_reader(self.where)  # never opened: a reader may be waiting
             if self.old is not None:
                 remove_temp(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
@@ -1499,7 +1494,6 @@ def write_parquet(
     prompt_kind = check_prompt_kind(prompt_kind)
     sink = ParquetSink(where, dest)
     try:
-        sink.start()
         # The twin's batches are row groups already (the Rust engine's are chunks).
         counts = file_batches(
             src, limits, prompt_kind, sink.add, progress, None, ROW_GROUP_ROWS, ROW_GROUP_BYTES
