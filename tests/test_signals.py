@@ -202,6 +202,50 @@ def test_a_lost_sigterm_ends_the_run_there(tmp_path: Path, engine_name: str, suf
     assert report.rows == 90_000
 
 
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_a_sigterm_lost_while_widening_ends_the_parquet_run_at_the_next_batch(
+    tmp_path: Path, engine_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reviewed case, without a progress callback: the exception is dropped inside
+    a schema widening; the next batch's arrival raises it, nothing is committed."""
+    from agent_rollout import arrow
+
+    plain = b'{"prompt":[{"role":"user","content":"hello there"}]}\n'
+    keyed = b'{"prompt":[{"role":"user","content":"hello there","name":"x"}]}\n'
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(plain * 20_000 + keyed * 40_000)
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"old content\n")
+    merge, add = arrow.merge_schemas, arrow.ParquetSink.add
+    dropped: list[int] = []  # batches that arrived after the signal was dropped
+
+    def merge_dropping(*args: object) -> object:
+        if not dropped:
+            dropped.append(0)
+            try:
+                signal.raise_signal(signal.SIGTERM)
+            except Terminated:
+                pass
+        return merge(*args)
+
+    def counting_add(self: object, batch: object) -> None:
+        if dropped:
+            dropped.append(1)
+        add(self, batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(arrow, "merge_schemas", merge_dropping)
+    monkeypatch.setattr(arrow.ParquetSink, "add", counting_add)
+    runners = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with use_engine(engine_name), pytest.raises(Terminated):
+            normalise_rollout_file(src, out)
+    finally:
+        signal.signal(signal.SIGTERM, runners)
+    assert dropped == [0, 1]  # the widening batch, then one more: it raised
+    assert out.read_bytes() == b"old content\n"
+    assert temp_files(tmp_path) == []
+
+
 def test_a_signal_the_caller_turned_into_its_own_error_is_not_sent_again() -> None:
     """The caller's code took the ``Terminated`` and raised its own exception from it:
     the signal reached the caller, so it is not sent again."""
