@@ -50,6 +50,20 @@ MESSAGE_ROWS = [
 ]
 
 
+def pipe_reader(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A thread, started, that opens the named pipe ``fifo`` for reading (waiting for a
+    writer) and reads it to its end; what it read is put in the list returned."""
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            received.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, received
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_parquet_output_loads_everywhere(engine: str, tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS * 3 + [None][:0])
@@ -318,8 +332,6 @@ def test_rows_that_widen_the_schema_rewrite_what_was_written(
 ) -> None:
     """Row groups already written under a narrower schema are rewritten under the wider one:
     the file has one schema, and every row reads back."""
-    import threading
-
     monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
     monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
     # Over a mebibyte of plain rows first (several Rust chunks), then tool calls, then an image.
@@ -327,16 +339,9 @@ def test_rows_that_widen_the_schema_rewrite_what_was_written(
     rows = [filler] * 6000 + [TOOL_CALL] * 3 + [PLAIN] * 400 + [IMAGE]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     dest = tmp_path / "out.parquet"
-    received: list[bytes] = []
     if destination == "pipe":
         os.mkfifo(dest)
-
-        def read() -> None:
-            with open(dest, "rb") as f:
-                received.append(f.read())
-
-        reader = threading.Thread(target=read)
-        reader.start()
+        reader, received = pipe_reader(dest)
     kind, report = outcome_on(engine, normalise_rollout_file, src, dest)
     assert kind == "ok", report
     if destination == "pipe":
@@ -445,19 +450,10 @@ def test_random_files_read_the_same_on_both_engines(data: list, kind: str, compa
 
 @pytest.mark.parametrize("engine_name", ENGINES)
 def test_parquet_into_a_named_pipe_is_written_and_counted(tmp_path: Path, engine_name: str) -> None:
-    import threading
-
     src = write_jsonl(tmp_path / "in.jsonl", MESSAGE_ROWS)
     fifo = tmp_path / "out.parquet"
     os.mkfifo(fifo)
-    received: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as f:
-            received.append(f.read())
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    reader, received = pipe_reader(fifo)
     kind, report = outcome_on(engine_name, normalise_rollout_file, src, fifo)
     reader.join(timeout=30)
     assert kind == "ok", report
@@ -476,22 +472,13 @@ def test_parquet_into_a_named_pipe_that_fails_ends_the_readers_input(
     """A run that fails (on its first line, or after rows were read) lets a reader
     already waiting on the named pipe it was to write go: the reader gets the end of
     its input, with nothing in it, instead of waiting for a writer for ever."""
-    import threading
-
     lines = [json.dumps(row) for row in MESSAGE_ROWS[:3]]
     lines.insert(bad_line - 1, "not json")
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     fifo = tmp_path / "out.parquet"
     os.mkfifo(fifo)
-    received: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as f:
-            received.append(f.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    reader, received = pipe_reader(fifo)
     # Until the reader waits in open() for a writer (Linux names that wait).
     deadline = time.monotonic() + 20
     wchan = Path(f"/proc/self/task/{reader.native_id}/wchan")
