@@ -1463,8 +1463,8 @@ class ParquetSink:
             # Even when a second signal interrupts the above.
             if self.output is not None:
                 self.output.abandon()
-            elif self.where.kind != "file":
-                release_reader(self.where)  # never opened: a reader may be waiting
+            else:
+                release_reader(self.where)  # never opened: a pipe's reader may be waiting
             if self.old is not None:
                 remove_temp(self.old)  # an interrupt in _widen after its rename
             self._remove_spool()
