@@ -223,19 +223,6 @@ def test_arrow_to_rows_takes_record_batches_polars_and_c_stream_objects() -> Non
 
 
 def test_arrow_to_rows_checks_foreign_tables() -> None:
-    # A version-1 table (or a foreign one with its field): extra_json held the other keys.
-    bad_json = pa.table({"prompt": [[{"role": "user", "content": "q", "extra_json": "[1]"}]]})
-    with pytest.raises(RolloutRowError) as info:
-        arrow.arrow_to_rows(bad_json)
-    assert str(info.value) == (
-        "row 0: prompt[0].extra_json: must be null or the JSON text of an object, got 'str'"
-    )
-    version_1 = pa.table(
-        {"prompt": [[{"role": "user", "content": None, "extra_json": '{"content":[1],"n":2}'}]]}
-    )
-    assert arrow.arrow_to_rows(version_1) == (
-        {"prompt": [{"role": "user", "content": [1], "n": 2}]},
-    )
     no_role = pa.table({"prompt": [[{"content": "q"}]], "answer": ["a"]})
     with pytest.raises(RolloutRowError, match=r"row 0: prompt\[0\]: a chat message needs a 'role'"):
         arrow.arrow_to_rows(no_role)

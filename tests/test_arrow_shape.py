@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -640,12 +641,6 @@ def test_json_nested_100000_deep_in_a_foreign_table_is_refused_naming_row_and_pa
     with pytest.raises(RolloutRowError) as info:
         arrow.arrow_to_rows(json_table(deep))
     assert str(info.value) == f"row 0: prompt[0].x: must be null or JSON text: {too_deep}"
-    legacy = pa.table(
-        {"prompt": [[{"role": "user", "content": "q", "extra_json": '{"a":' + deep + "}"}]]}
-    )
-    with pytest.raises(RolloutRowError) as info:
-        arrow.arrow_to_rows(legacy)
-    assert str(info.value) == f"row 0: prompt[0].extra_json: must be null or JSON text: {too_deep}"
     # Within JSON's limit but past the message's: the row rules name it.
     with pytest.raises(RolloutRowError, match=r"row 0: prompt\[0\]\.x(\[0\])+: nested deeper"):
         arrow.arrow_to_rows(json_table("[" * 100 + "]" * 100))
@@ -678,22 +673,23 @@ def test_duplicate_columns_are_refused_with_a_clear_error() -> None:
         arrow.arrow_to_rows(answers.to_batches()[0])
 
 
-def test_a_version_1_table_reads_back() -> None:
-    """Parquet files written before version 2 hold the other keys in extra_json."""
-    message = pa.struct(
-        [
-            pa.field("role", pa.string(), nullable=False),
-            ("content", pa.string()),
-            ("extra_json", pa.string()),
-        ]
+def test_a_message_key_named_extra_json_is_data_on_every_route_back(
+    engine: str, tmp_path: Path
+) -> None:
+    """A user's key is data whatever its name: tables read back without our metadata
+    (``datasets`` drops it) once merged an ``extra_json`` key's text into the message."""
+    message = {"role": "user", "content": "c", "extra_json": '{"role": "system", "content": "x"}'}
+    rows = ({"prompt": [message], "answer": "a"},)
+    assert arrow.arrow_to_rows(arrow.rows_to_arrow(rows)) == rows
+    assert arrow.arrow_to_rows(arrow.to_dataset(rows)) == rows
+    bare = arrow.rows_to_arrow(rows).replace_schema_metadata(None)
+    assert arrow.arrow_to_rows(bare) == rows
+    src, dest = tmp_path / "in.jsonl", tmp_path / "x.parquet"
+    src.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    normalise_rollout_file(src, dest)
+    assert arrow.arrow_to_rows(pq.read_table(dest)) == rows
+    datasets = pytest.importorskip("datasets")
+    loaded = datasets.load_dataset(
+        "parquet", data_files=str(dest), split="train", cache_dir=str(tmp_path / "cache")
     )
-    table = pa.table(
-        {
-            "prompt": pa.array(
-                [[{"role": "assistant", "content": None, "extra_json": '{"tool_calls":[1]}'}]],
-                type=pa.list_(pa.field("item", message, nullable=False)),
-            ),
-            "answer": pa.array([None], pa.string()),
-        }
-    ).replace_schema_metadata({"agent_rollout.schema": "1"})
-    assert arrow.arrow_to_rows(table) == ({"prompt": [{"role": "assistant", "tool_calls": [1]}]},)
+    assert arrow.arrow_to_rows(loaded) == rows

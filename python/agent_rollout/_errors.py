@@ -55,10 +55,9 @@ ROW_MESSAGES: dict[str, str] = {
     "int_too_long": "an int of more than {fact} digits cannot be stored in Arrow or Parquet "
     "(past int64 it is stored as JSON text, and Python writes no int that long as text: "
     "sys.set_int_max_str_digits)",
-    # Python only. Reading a table back: a version-1 extra_json field; JSON text
-    # (an arrow.json field) that does not parse, fact the reason. A value the
-    # schema of agent_rollout.ray.normalise_batch has no place for, fact its Arrow type.
-    "extra_json": "must be null or the JSON text of an object, got {fact!r}",
+    # Python only. Reading a table back: JSON text (an arrow.json field) that does not
+    # parse, fact the reason. A value the schema of agent_rollout.ray.normalise_batch
+    # has no place for, fact its Arrow type.
     "json_text": "must be null or JSON text: {fact}",
     "schema_mismatch": "a value of Arrow type {fact} has no place in the schema every block "
     "must share (give normalise_batch a schema= that holds it)",
@@ -75,7 +74,7 @@ INPUT_MESSAGES: dict[str, str] = {
     "empty prompt set",
 }
 
-PYTHON_ONLY_CODES = frozenset({"extra_json", "json_text", "schema_mismatch"})
+PYTHON_ONLY_CODES = frozenset({"json_text", "schema_mismatch"})
 """Row codes only the Python side raises (reading an Arrow table back, fitting a schema)."""
 IO_CODES = ("io_read", "io_write")
 """Codes the Rust engine raises for an ``OSError`` (the fact is the errno)."""

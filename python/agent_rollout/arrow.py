@@ -79,12 +79,10 @@ PromptKind = Literal["auto", "text", "messages"]
 PROMPT_KINDS: tuple[str, ...] = ("auto", "text", "messages")
 
 SCHEMA_VERSION = "2"
-"""Version 1 held every other message key as JSON text in one ``extra_json`` field."""
+"""Written into every table's metadata. Reading back never depends on it: ``datasets`` and
+other tools drop table metadata, so a column or message key means the same with or without."""
 _META_KEY = b"agent_rollout.schema"
 _META = {_META_KEY: SCHEMA_VERSION.encode()}
-
-JSON_FIELD = "extra_json"
-"""The version-1 message field (JSON text of the other keys); ``arrow_to_rows`` still reads it."""
 
 JSON_TYPE = pa.json_()
 """JSON text (the canonical ``arrow.json`` extension; ``datasets``' ``Json()``)."""
@@ -920,7 +918,7 @@ def _pylist(array: pa.Array) -> list:
 MessagesDecoder = Callable[[list, int], list]
 
 
-def _messages_decoder(message_type: pa.DataType, legacy: bool) -> MessagesDecoder:
+def _messages_decoder(message_type: pa.DataType) -> MessagesDecoder:
     """Decode the messages of one row: a null field reads back as an absent key."""
     fields = [(field.name, decoder_for(field.type)) for field in message_type]
     inner = [(name, decode) for name, decode in fields if decode is not None]
@@ -939,32 +937,13 @@ def _messages_decoder(message_type: pa.DataType, legacy: bool) -> MessagesDecode
                     except BadJson as exc:
                         path = ("prompt", position, name, *exc.segments)
                         raise row_error("json_text", index, path, exc.reason) from None
-            if legacy:
-                _merge_extra_json(decoded_message, index, position)
             out.append(decoded_message)
         return out
 
     return decode_messages
 
 
-def _merge_extra_json(message: dict, index: int, position: int) -> None:
-    """Version 1: every other key of the message was JSON text in ``extra_json``."""
-    extra = message.pop(JSON_FIELD, None)
-    if extra is None:
-        return
-    path = ("prompt", position, JSON_FIELD)
-    if not isinstance(extra, str):
-        raise row_error("extra_json", index, path, type(extra).__name__)
-    try:
-        more = _loads(extra)
-    except BadJson as exc:
-        raise row_error("json_text", index, path, exc.reason) from None
-    if not isinstance(more, dict):
-        raise row_error("extra_json", index, path, type(extra).__name__)
-    message.update(more)
-
-
-def _prompt_decoder(schema: pa.Schema, prompt_type: pa.DataType) -> Optional[MessagesDecoder]:
+def _prompt_decoder(prompt_type: pa.DataType) -> Optional[MessagesDecoder]:
     if not _is_list(prompt_type):
         decode = decoder_for(prompt_type)
         if decode is None:
@@ -980,13 +959,7 @@ def _prompt_decoder(schema: pa.Schema, prompt_type: pa.DataType) -> Optional[Mes
         return decode_prompt
     item = prompt_type.value_type
     if pa.types.is_struct(item):
-        metadata = schema.metadata or {}
-        legacy = (
-            JSON_FIELD in _names(item)
-            and pa.types.is_string(item.field(JSON_FIELD).type)
-            and metadata.get(_META_KEY) != SCHEMA_VERSION.encode()
-        )
-        return _messages_decoder(item, legacy)
+        return _messages_decoder(item)
     decode_items = decoder_for(prompt_type)
     if decode_items is None:
         return None
@@ -1016,7 +989,7 @@ def iter_rows(data: Any) -> Iterator[dict]:
         raise ValueError(f"a rollout table needs a 'prompt' column; columns: {names}")
     prompt_at = names.index("prompt")
     answer_at = names.index("answer") if "answer" in names else None
-    decode = _prompt_decoder(table.schema, table.schema.field(prompt_at).type)
+    decode = _prompt_decoder(table.schema.field(prompt_at).type)
     index = 0
     for batch in table.to_batches():
         prompts = batch.column(prompt_at).to_pylist()
@@ -1049,7 +1022,6 @@ __all__ = [
     "BATCH_ROWS",
     "IN_FLIGHT_BYTES",
     "IN_FLIGHT_ROWS",
-    "JSON_FIELD",
     "JSON_TYPE",
     "MESSAGES_SCHEMA",
     "MESSAGE_TYPE",
