@@ -233,6 +233,6 @@ def loads(text: str) -> Any:
 
 
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-"""Compact JSON text, UTF-8 kept as is: what a canonical JSONL line (and ``extra_json``) holds."""
+"""Compact JSON text, UTF-8 kept as is: what a canonical JSONL line holds."""
 
 __all__ = ["JsonSyntaxError", "dumps", "loads", "scan"]
