@@ -2,6 +2,7 @@
 # packages come from PyPI through uv (its cache in ~/.cache/uv), crates from crates.io.
 #   make demo         set up what the demo needs, build (release), run the whole job on the bundled example
 #   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite
+#   make test-fast    the unit tier on both engines (no servers, Ray, ART, Gym; no download)
 #   make bench        the benchmarks (release build)
 #   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
 #   make wheels       sdist, pure wheel and the Linux x86_64 abi3 wheel into dist/, checked
@@ -26,7 +27,7 @@ export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: setup build build-release nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest \
-	workflows cargo-test pytest test bench reliability debug-allocator fuzz pure-wheel wheels \
+	workflows cargo-test pytest test test-fast bench reliability debug-allocator fuzz pure-wheel wheels \
 	test-wheels train-grpo
 
 $(UV):
@@ -112,6 +113,10 @@ PYTEST_WORKERS ?= auto
 pytest: build nemo-gym-data
 	$(BIN)/python -c "import agent_rollout as a, sys; e = a.implementation(); print('engine in use:', e); sys.exit(e != 'rust')"
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=30
+
+# The inner loop: every test but the integration tier (tests/conftest.py), no data download.
+test-fast: build
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not integration"
 
 # Lint and the Rust tests run side by side (mypy, on one core, beside cargo), each job's
 # output printed whole when it ends; then the suite, which uses every core itself.

@@ -4,6 +4,9 @@
 - ``cli`` / ``cli_bytes``: ``agent-rollout ...`` run in this process, output captured
   at the file-descriptor level as str / bytes (``support.run_cli``).
 - ``user_modules``: user code written to a temp folder, importable in this test only.
+- The ``integration`` marker: every test of the modules in ``INTEGRATION_MODULES`` (live
+  servers, Ray, ART, NeMo Gym, torch, the docs' snippets that run them). ``make test-fast``
+  runs the rest, ``-m "not integration"``; ``make test`` and CI run everything.
 
 The helpers behind them live in ``support.py``, which test modules import.
 """
@@ -49,6 +52,35 @@ fixed sweep adds 50,000 bit patterns) and over JSONL files (400: each example wr
 reads files on both engines; the 60 s differential fuzz of every CI run adds some 8,500
 files). Sized so CI stays inside its minutes on two cores. Other properties (schema,
 loader, Arrow round trips) run quick: more examples there only cost time."""
+
+
+INTEGRATION_MODULES = frozenset(
+    {
+        "test_backend_art.py",  # real ART rollouts against a policy server on 127.0.0.1
+        "test_backend_openenv.py",  # the OpenEnv drill server
+        "test_backend_ruler.py",  # ART + RULER + a judge server
+        "test_bundled_configs.py",  # every bundled config run end to end, scripted servers
+        "test_cli_run.py",  # agent-rollout run against live servers
+        "test_docs_snippets.py",  # every snippet of the docs, servers and Ray included
+        "test_nemo_gym_live.py",  # a real NeMo Gym
+        "test_ray.py",  # a local Ray cluster
+        "test_scripted_servers.py",  # the bundled HTTP servers
+        "test_train_grpo.py",  # TRL's GRPOTrainer with torch
+    }
+)
+"""Test modules that start servers, clusters or trainers: the ``integration`` tier."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    missing = sorted(n for n in INTEGRATION_MODULES if not (Path(__file__).parent / n).is_file())
+    if missing:  # a renamed module would silently join the fast tier
+        raise pytest.UsageError(f"INTEGRATION_MODULES names missing test modules: {missing}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in INTEGRATION_MODULES:
+            item.add_marker(pytest.mark.integration)
 
 
 def _profile_for(path: Path) -> str:
