@@ -18,6 +18,8 @@
   (signals, a terminal, standard input, a crash, the entry point itself);
   ``UserModules`` makes user code written to a temp folder importable for one
   test (the ``user_modules`` fixture of ``conftest.py``).
+- Messages: ``facts(*parts)``, the ``pytest.raises(match=...)`` pattern of a message's
+  key facts; a message's whole text is pinned in ``test_messages.py`` only.
 
 This module may use the package's private names (the house checker allows it
 here and in ``conftest.py`` only); test modules go through it.
@@ -704,3 +706,29 @@ class FifoFeeder:
     def close(self) -> None:
         self.stop.set()
         self.thread.join(timeout=20)
+
+
+# ---- messages: their facts here, their wording in test_messages.py ---------------------------
+
+
+def facts(*parts: object) -> str:
+    """A ``pytest.raises(match=...)`` (or ``re.search``) pattern: the text holds every part.
+
+    Each part is a fact of the message: the key, the bad value or its type name,
+    the limit, the backend (``str(part)``, matched literally, in any order, each
+    as a whole word where it starts or ends with a letter, digit or ``_``: ``0``
+    does not match inside ``100000``, ``register`` not inside ``unregister``).
+    The wording around the facts is pinned in one place, ``test_messages.py``,
+    so that rewording a message changes that file only.
+    """
+    import re
+
+    assert parts, "facts() needs at least one fact"
+    looks = []
+    for part in parts:
+        text = str(part)
+        assert text, "an empty fact matches anything"
+        start = r"(?<!\w)" if re.match(r"\w", text[0]) else ""
+        end = r"(?!\w)" if re.match(r"\w", text[-1]) else ""
+        looks.append(f"(?=.*?{start}{re.escape(text)}{end})")
+    return "(?s)^" + "".join(looks)

@@ -1,0 +1,275 @@
+"""The exact wording of the package's messages: the one place that pins a whole text.
+
+Other tests assert a message's facts (``support.facts``: the key, the bad value, the
+limit; the code, row and path of a ``RolloutRowError``), so rewording a message
+changes this file and no other. Each case builds the error the way the package
+does, by calling the real function with a small input. The texts the two
+engines share are held equal by ``test_parity.py``, ``test_codes.py`` and
+``test_errors.py``; the row and input texts here run on both engines as well.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from agent_rollout import (
+    RolloutDrop,
+    RolloutResult,
+    RolloutRowError,
+    launch_rollout,
+    register_rollout_runner,
+    resolve_rollout_func,
+    unregister_rollout_runner,
+    validate_rollout_backend,
+    validate_rollout_func,
+)
+from agent_rollout.backends import require_backend_package
+from agent_rollout.backends.nemo_gym import GymRowError
+
+MODULE = "agent_rollout_messages_mod"
+"""A module the ``rollout_func`` cases resolve (``ROWS = 3``, no ``nope``)."""
+MISSING = "agent_rollout_no_such_module"
+
+
+@pytest.fixture(autouse=True)
+def rollout_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType(MODULE)
+    module.ROWS = 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, MODULE, module)
+
+
+@contextmanager
+def absent(name: str) -> Iterator[None]:
+    """``name`` cannot be imported in the block (``find_spec`` sees ``None``)."""
+    had, before = name in sys.modules, sys.modules.get(name)
+    sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if had:
+            sys.modules[name] = before  # type: ignore[assignment]
+        else:
+            del sys.modules[name]
+
+
+def ruler_without_art() -> None:
+    with absent("art.rewards"):
+        require_backend_package("ruler")
+
+
+def returns(value: Any) -> Callable[[list[Any]], Any]:
+    """A rollout function that returns ``value`` whatever the prompts."""
+    return lambda prompts: value
+
+
+def gym_seed() -> None:
+    launch_rollout("nemo_gym", prompts=["seed"])
+
+
+MESSAGES = [
+    # ---- backend names (agent_rollout.backends) --------------------------------------------
+    (
+        lambda: validate_rollout_backend(True),
+        ValueError,
+        "rollout_backend must be a string, got bool",
+    ),
+    (
+        lambda: validate_rollout_backend(None),
+        ValueError,
+        "rollout_backend must be a string, got NoneType",
+    ),
+    (
+        lambda: validate_rollout_backend(""),
+        ValueError,
+        "rollout_backend must be a non-empty string",
+    ),
+    (
+        lambda: validate_rollout_backend("art\x00"),
+        ValueError,
+        "rollout_backend must not contain null bytes",
+    ),
+    (lambda: validate_rollout_backend("a" * 33), ValueError, "rollout_backend exceeds 32 chars"),
+    (
+        lambda: validate_rollout_backend("bogus"),
+        ValueError,
+        "rollout_backend='bogus' is not supported; valid: art, nemo_gym, openenv, ruler",
+    ),
+    (
+        ruler_without_art,
+        ImportError,
+        "rollout_backend='ruler' requires the 'openpipe-art' package: "
+        "pip install 'agent-rollout[art]'",
+    ),
+    # ---- rollout_func specs ------------------------------------------------------------------
+    (lambda: validate_rollout_func(True), ValueError, "rollout_func must be a string, got bool"),
+    (lambda: validate_rollout_func(""), ValueError, "rollout_func must not be empty"),
+    (
+        lambda: validate_rollout_func("mod:fn\x00"),
+        ValueError,
+        "rollout_func must not contain null bytes",
+    ),
+    (lambda: validate_rollout_func("a" * 261), ValueError, "rollout_func must be <= 260 chars"),
+    (
+        lambda: validate_rollout_func("a:b\n"),
+        ValueError,
+        "rollout_func='a:b\\n' must match 'module.path:function_name' "
+        "(letters, digits, underscore and dots only)",
+    ),
+    (lambda: resolve_rollout_func(None), ValueError, "rollout_func must not be None"),  # type: ignore[arg-type]
+    (
+        lambda: resolve_rollout_func(f"{MISSING}:run"),
+        ValueError,
+        f"rollout_func module '{MISSING}' could not be imported: No module named '{MISSING}'",
+    ),
+    (
+        lambda: resolve_rollout_func(f"{MODULE}:nope"),
+        ValueError,
+        f"rollout_func '{MODULE}:nope': module '{MODULE}' has no attribute 'nope'",
+    ),
+    (
+        lambda: resolve_rollout_func(f"{MODULE}:ROWS"),
+        ValueError,
+        f"rollout_func '{MODULE}:ROWS': resolved attribute is not callable (int)",
+    ),
+    # ---- launch_rollout's arguments ------------------------------------------------------------
+    (
+        lambda: launch_rollout("openenv", prompts=["a"]),
+        ValueError,
+        "rollout_backend='openenv' requires training.rollout_func ('module.path:function_name')",
+    ),
+    (
+        lambda: launch_rollout("openenv", rollout_func=3),  # type: ignore[arg-type]
+        ValueError,
+        "rollout_func must be a 'module.path:function_name' string or a callable, got int",
+    ),
+    (
+        lambda: launch_rollout("openenv", max_steps=True),
+        TypeError,
+        "max_steps must be an int, got bool",
+    ),
+    (
+        lambda: launch_rollout("openenv", max_steps=0),
+        ValueError,
+        "max_steps must be in [1, 100000], got 0",
+    ),
+    (
+        lambda: launch_rollout("openenv", max_rows=2.0),
+        TypeError,
+        "max_rows must be an int, got float",
+    ),  # type: ignore[arg-type]
+    (
+        lambda: launch_rollout("openenv", max_rows=0),
+        ValueError,
+        "max_rows must be in [1, 10000000], got 0",
+    ),
+    (
+        lambda: launch_rollout("openenv", prompts="abc"),
+        TypeError,
+        "prompts must be a sequence, got str",
+    ),
+    (lambda: launch_rollout("openenv", options=3), TypeError, "options must be a mapping, got int"),  # type: ignore[arg-type]
+    (
+        gym_seed,
+        GymRowError,
+        "row 0: row: a Gym row must be an object, got str",
+    ),
+    # ---- the runner registry and RolloutResult -------------------------------------------------
+    (
+        lambda: register_rollout_runner("openenv", print),
+        ValueError,
+        "cannot register a runner for 'openenv': it runs training.rollout_func; "
+        "runners are for art, nemo_gym and ruler",
+    ),
+    (
+        lambda: unregister_rollout_runner("openenv"),
+        ValueError,
+        "cannot unregister a runner for 'openenv': it runs training.rollout_func; "
+        "runners are for art, nemo_gym and ruler",
+    ),
+    (
+        lambda: register_rollout_runner("art", None),
+        TypeError,
+        "runner must be callable, got NoneType",
+    ),  # type: ignore[arg-type]
+    (lambda: RolloutResult("art", [{"prompt": "a"}]), TypeError, "rows must be a tuple, got list"),  # type: ignore[arg-type]
+    (
+        lambda: RolloutResult("art", ({"prompt": "a"},), drops=("tie",)),  # type: ignore[arg-type]
+        TypeError,
+        "drops must hold RolloutDrop items, got str",
+    ),
+]
+
+ENGINE_MESSAGES = [
+    # ---- rows a backend returned (both engines build these) ------------------------------------
+    (
+        lambda: launch_rollout(
+            "openenv",
+            rollout_func=returns(
+                [{"prompt": "ok"}, {"prompt": [{"role": "user", "content": object()}]}]
+            ),
+        ),
+        RolloutRowError,
+        "row 1: prompt[0].content: unsupported value of type 'object' (message values must be "
+        "JSON-like: str, int, float, bool, None, list, dict with str keys)",
+    ),
+    (
+        lambda: RolloutResult("art", ({"prompt": "ok"}, {"prompt": ""})),
+        RolloutRowError,
+        "row 1: prompt: empty prompt (a non-empty str or at least one message is required)",
+    ),
+    (
+        lambda: RolloutResult("art", ({"prompt": "ok"}, {"prompt": [{"content": "no role"}]})),
+        RolloutRowError,
+        "row 1: prompt[0]: a chat message needs a 'role' (a non-empty str)",
+    ),
+    (
+        lambda: launch_rollout("openenv", rollout_func=returns(None)),
+        ValueError,
+        "rollout backend 'openenv' must return an iterable of row mappings, got NoneType",
+    ),
+    (
+        lambda: launch_rollout("openenv", rollout_func=returns([])),
+        ValueError,
+        "rollout backend 'openenv' produced no rows; refusing to train on an empty prompt set",
+    ),
+    (
+        lambda: launch_rollout("openenv", rollout_func=returns([{"prompt": "p"}] * 3), max_rows=2),
+        ValueError,
+        "rollout backend 'openenv' produced more than 2 rows (max_rows=2)",
+    ),
+]
+
+
+def ids(table: list[tuple[Any, ...]]) -> list[str]:
+    """Test ids: the start of each expected text, in words."""
+    return ["-".join(re.findall(r"\w+", entry[-1]))[:40] for entry in table]
+
+
+@pytest.mark.parametrize(("call", "kind", "text"), MESSAGES, ids=ids(MESSAGES))
+def test_message(call: Callable[[], Any], kind: type[Exception], text: str) -> None:
+    with pytest.raises(kind) as info:
+        call()
+    assert (type(info.value), str(info.value)) == (kind, text)
+
+
+@pytest.mark.parametrize(("call", "kind", "text"), ENGINE_MESSAGES, ids=ids(ENGINE_MESSAGES))
+def test_engine_message(
+    engine: str, call: Callable[[], Any], kind: type[Exception], text: str
+) -> None:
+    with pytest.raises(kind) as info:
+        call()
+    assert (type(info.value), str(info.value)) == (kind, text)
+
+
+def test_drop_text() -> None:
+    drop = RolloutDrop(1, "tie", "rollouts 0, 1 share the best reward 1.0 with different answers")
+    assert str(drop) == (
+        "prompt 1: tie: rollouts 0, 1 share the best reward 1.0 with different answers"
+    )
