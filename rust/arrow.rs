@@ -23,6 +23,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::path::Path;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -1158,7 +1159,7 @@ fn add_parsed<'d>(batch: &mut Batch<'d>, row: Row<'d>) -> Result<(), String> {
 /// chunk's rows alone).
 pub fn read_file(
     py: Python<'_>,
-    path: &str,
+    path: &Path,
     limits: FileLimits,
     rule: KindRule,
     on_batch: &Bound<'_, PyAny>,

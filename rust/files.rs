@@ -1,10 +1,11 @@
 //! Rollout files in and out: `read_rollout_jsonl` (rows as Python objects)
 //! and `normalise_rollout_file` (file to file, no Python objects at all).
 
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -248,9 +249,13 @@ fn regular_size(file: &File) -> Option<u64> {
 /// a named pipe no writer has opened yet does not block the open (nor hold
 /// the interpreter): the wait happens in the reader's `poll`, where it can be
 /// given up. Whether it is gzip is told by the pipeline's first read.
-pub(crate) fn open_source(py: Python<'_>, path: &str, limits: &FileLimits) -> Result<Input, Fault> {
+pub(crate) fn open_source(
+    py: Python<'_>,
+    path: &Path,
+    limits: &FileLimits,
+) -> Result<Input, Fault> {
     let opened = py.detach(|| {
-        if path == "-" {
+        if path.as_os_str() == "-" {
             // Never made non-blocking: the open file is shared with others.
             dup_fd(0).map(File::from)
         } else {
@@ -472,7 +477,7 @@ fn row_to_py<'py>(py: Python<'py>, row: &Row<'_>) -> PyResult<Bound<'py, PyAny>>
 /// Read a rollout file into a tuple of normalised rows (Python dicts).
 pub fn read_rows<'py>(
     py: Python<'py>,
-    path: &str,
+    path: &Path,
     limits: FileLimits,
 ) -> Result<Bound<'py, PyTuple>, Fault> {
     let source = open_source(py, path, &limits)?;
@@ -542,6 +547,28 @@ pub enum DestKind {
     Fd(RawFd),
 }
 
+/// The most bytes of a destination's name that its temporary file's name keeps
+/// (`temp_stem`; `agent_rollout._files.TEMP_NAME_KEEP`, the twin's, is the same).
+/// The rest of that name (a dot in front; the process id, the attempt and
+/// `.tmp` behind) then fits in the 255 bytes a file name may have (`NAME_MAX`).
+pub(crate) const TEMP_NAME_KEEP: usize = 200;
+
+/// The part of the file name `name` its temporary file's name keeps: all of it
+/// up to `TEMP_NAME_KEEP` bytes, else its first `TEMP_NAME_KEEP` bytes, less
+/// the start of a UTF-8 character cut in two (at most 3 bytes). The twin's
+/// `temp_stem` follows the same rule.
+fn temp_stem(name: &[u8]) -> &[u8] {
+    if name.len() <= TEMP_NAME_KEEP {
+        return name;
+    }
+    let mut cut = TEMP_NAME_KEEP;
+    // name[cut] continues a character begun before the cut.
+    while cut > TEMP_NAME_KEEP - 3 && name[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    &name[..cut]
+}
+
 /// The output: a temporary file beside the destination, renamed over it only
 /// when everything succeeded; or a stream written in place (no undo).
 enum Sink {
@@ -554,7 +581,7 @@ enum Sink {
 }
 
 impl Sink {
-    fn create(py: Python<'_>, dest: &str, kind: DestKind) -> Result<Sink, Fault> {
+    fn create(py: Python<'_>, dest: &Path, kind: DestKind) -> Result<Sink, Fault> {
         match kind {
             DestKind::Fd(fd) => dup_fd(fd)
                 .map(|owned| Sink::InPlace(File::from(owned)))
@@ -564,21 +591,23 @@ impl Sink {
         }
     }
 
-    fn aside(dest: &str) -> Result<Sink, Fault> {
+    fn aside(dest: &Path) -> Result<Sink, Fault> {
         // `dest` is the real target (symlinks were followed by the caller);
         // keep the mode of a file that is replaced.
-        let dest = PathBuf::from(dest);
+        let dest = dest.to_path_buf();
         let keep = fs::metadata(&dest).ok().map(|m| m.permissions());
         let dir = match dest.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let name = dest
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // A file name is bytes (not always UTF-8): the temporary's is made of them.
+        let stem = temp_stem(dest.file_name().map_or(&[][..], OsStr::as_bytes));
         for attempt in 0..100u32 {
-            let temp = dir.join(format!(".{name}.{}.{attempt}.tmp", std::process::id()));
+            let mut name = Vec::with_capacity(stem.len() + 24);
+            name.push(b'.');
+            name.extend_from_slice(stem);
+            name.extend_from_slice(format!(".{}.{attempt}.tmp", std::process::id()).as_bytes());
+            let temp = dir.join(OsString::from_vec(name));
             match fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -655,7 +684,7 @@ impl Sink {
 /// Open a device or named pipe for writing in place: no O_CREAT, no O_TRUNC.
 /// A named pipe nobody reads yet is waited for without holding the
 /// interpreter, looking for Ctrl-C (or SIGTERM) every `TICK`.
-fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
+fn open_in_place(py: Python<'_>, dest: &Path) -> Result<File, Fault> {
     loop {
         let opened = py.detach(|| {
             fs::OpenOptions::new()
@@ -688,7 +717,7 @@ fn open_in_place(py: Python<'_>, dest: &str) -> Result<File, Fault> {
     }
 }
 
-fn is_fifo(path: &str) -> bool {
+fn is_fifo(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
 }
@@ -736,8 +765,8 @@ fn give_back_output(mut output: String) {
 /// Normalise a rollout file into canonical JSONL at `dest`.
 pub fn normalise_file(
     py: Python<'_>,
-    src: &str,
-    dest: &str,
+    src: &Path,
+    dest: &Path,
     dest_kind: DestKind,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
@@ -813,7 +842,7 @@ pub fn normalise_file(
 
 #[cfg(test)]
 mod tests {
-    use super::{next_bytes_are, plain_size, workers_for};
+    use super::{next_bytes_are, plain_size, temp_stem, workers_for, TEMP_NAME_KEEP};
     use crate::jsonl::{Input, GZIP_MAGIC, HELPED_FILE_BYTES};
     use std::io::{Cursor, Read, Seek, Write};
     use std::sync::atomic::AtomicBool;
@@ -843,6 +872,31 @@ mod tests {
         ];
         for (cpus, size, want) in cases {
             assert_eq!(workers_for(cpus, size), want, "{cpus} CPUs, {size:?} bytes");
+        }
+    }
+
+    #[test]
+    fn a_temporary_name_keeps_at_most_temp_name_keep_bytes_of_the_destinations() {
+        let keep = TEMP_NAME_KEEP;
+        let x = |n: usize| vec![b'x'; n];
+        let with = |mut head: Vec<u8>, tail: &[u8]| {
+            head.extend_from_slice(tail);
+            head
+        };
+        // (the destination's name, the bytes of it kept); the twin's test has the same.
+        let cases: [(Vec<u8>, usize); 7] = [
+            (b"rows.jsonl".to_vec(), 10),
+            (x(keep), keep),
+            (x(255), keep),
+            // A character across the cut goes whole: two bytes, then four.
+            (with(x(keep - 1), &"é".repeat(40).into_bytes()), keep - 1),
+            (with(x(keep - 2), &"😀".repeat(20).into_bytes()), keep - 2),
+            // Bytes that are not UTF-8: cut where they fall, at most 3 taken back.
+            (vec![0x80; 255], keep - 3),
+            (vec![0xe9; 255], keep),
+        ];
+        for (name, kept) in cases {
+            assert_eq!(temp_stem(&name), &name[..kept], "{name:?}");
         }
     }
 

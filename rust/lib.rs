@@ -7,6 +7,8 @@ mod json;
 mod jsonl;
 mod rows;
 
+use std::path::PathBuf;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
@@ -29,13 +31,17 @@ fn normalise_rows<'py>(
 }
 
 /// Read a rollout JSONL file (`-`: stdin) into a tuple of normalised rows.
+///
+/// Every path here is a `PathBuf`: PyO3 encodes a `str` with the filesystem
+/// encoding and `surrogateescape` (`os.fsencode`), so a name that is not
+/// UTF-8 reaches the file as the bytes it is (a `&str` would refuse it).
 #[pyfunction]
 fn read_jsonl<'py>(
     py: Python<'py>,
-    path: &str,
+    path: PathBuf,
     limits: FileLimits,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    files::read_rows(py, path, limits).map_err(|fault| fault.into_pyerr(py))
+    files::read_rows(py, &path, limits).map_err(|fault| fault.into_pyerr(py))
 }
 
 /// Normalise a rollout JSONL file into canonical JSONL at `dest`, resolved by
@@ -46,8 +52,8 @@ fn read_jsonl<'py>(
 #[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None))]
 fn normalise_file(
     py: Python<'_>,
-    src: &str,
-    dest: &str,
+    src: PathBuf,
+    dest: PathBuf,
     dest_kind: &str,
     dest_fd: i32,
     limits: FileLimits,
@@ -63,7 +69,7 @@ fn normalise_file(
             )))
         }
     };
-    files::normalise_file(py, src, dest, kind, limits, progress)
+    files::normalise_file(py, &src, &dest, kind, limits, progress)
         .map_err(|fault| fault.into_pyerr(py))
 }
 
@@ -112,14 +118,14 @@ fn rows_to_arrow<'py>(
 #[pyo3(signature = (src, limits, prompt_kind, on_batch, progress=None))]
 fn read_jsonl_arrow(
     py: Python<'_>,
-    src: &str,
+    src: PathBuf,
     limits: FileLimits,
     prompt_kind: u8,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<FileStats> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
-    arrow::read_file(py, src, limits, rule, on_batch, progress)
+    arrow::read_file(py, &src, limits, rule, on_batch, progress)
         .map_err(|fault| fault.into_pyerr(py))
 }
 

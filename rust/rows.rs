@@ -70,26 +70,52 @@ pub struct Limits {
     pub max_depth: usize,
 }
 
-/// The name of an object's type, as `type.__dict__["__name__"]` gives it:
-/// read from the type itself, so a metaclass cannot answer with code of its
-/// own (PyO3's `name()` reads the attribute on builds older than 3.11, abi3
-/// included). The twin reads the same descriptor.
+/// How messages name an object's type: a built-in type by its name (`int`,
+/// `NoneType`), any other by its module and qualified name, as Python's
+/// `repr` of the class shows them (`numpy.bool`, whose name alone would say
+/// `bool`). Read with the descriptors of `type` itself
+/// (`type.__dict__["__qualname__"]`, `["__module__"]`), so a metaclass cannot
+/// answer with code of its own (PyO3's `name()` reads the attribute on builds
+/// older than 3.11, abi3 included); a `__module__` that is missing or not
+/// exactly a `str` leaves the name alone. The twin (`_rows._name`) reads
+/// the same descriptors.
 fn type_name(obj: &Bound<'_, PyAny>) -> Option<String> {
-    static NAME: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static QUALNAME: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static MODULE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = obj.py();
-    let descriptor = NAME
+    let cls = obj.get_type();
+    let name = type_attribute(&QUALNAME, intern!(py, "__qualname__"), &cls)?;
+    let name = name.cast::<PyString>().ok()?.to_string();
+    let module = type_attribute(&MODULE, intern!(py, "__module__"), &cls);
+    match module
+        .as_ref()
+        .and_then(|m| m.cast_exact::<PyString>().ok())
+    {
+        Some(module) if module != "builtins" => Some(format!("{module}.{name}")),
+        _ => Some(name),
+    }
+}
+
+/// `type.__dict__[attribute].__get__(cls)`: what the type itself holds, never
+/// its metaclass's answer. `descriptor` keeps the descriptor once looked up.
+fn type_attribute<'py>(
+    descriptor: &PyOnceLock<Py<PyAny>>,
+    attribute: &Bound<'py, PyString>,
+    cls: &Bound<'py, PyType>,
+) -> Option<Bound<'py, PyAny>> {
+    let py = cls.py();
+    let descriptor = descriptor
         .get_or_try_init(py, || {
             py.get_type::<PyType>()
                 .getattr(intern!(py, "__dict__"))?
-                .get_item(intern!(py, "__name__"))
+                .get_item(attribute)
                 .map(Bound::unbind)
         })
         .ok()?;
-    let name = descriptor
+    descriptor
         .bind(py)
-        .call_method1(intern!(py, "__get__"), (obj.get_type(),))
-        .ok()?;
-    name.cast::<PyString>().ok().map(|n| n.to_string())
+        .call_method1(intern!(py, "__get__"), (cls,))
+        .ok()
 }
 
 /// Whether `obj` is a mapping: a dict (or subclass), by its type alone, or

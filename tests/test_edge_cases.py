@@ -38,7 +38,7 @@ class EqualsEverything(str):
 def test_a_non_str_answer_is_refused_even_if_it_equals_the_empty_string(engine: str) -> None:
     with pytest.raises(RolloutRowError) as info:
         normalise_rollout_rows([{"prompt": "p", "answer": AlwaysEqual()}])
-    assert str(info.value) == "row 0: answer: must be a str or None, got 'AlwaysEqual'"
+    assert str(info.value) == f"row 0: answer: must be a str or None, got '{__name__}.AlwaysEqual'"
 
 
 def test_a_str_subclass_answer_is_kept_by_its_length_not_its_eq(engine: str) -> None:
@@ -79,7 +79,9 @@ class ListItems(Mapping):
 def test_items_must_yield_pairs(engine: str) -> None:
     with pytest.raises(TypeError) as info:
         normalise_rollout_rows([{"prompt": [ListItems()]}])
-    assert str(info.value) == "ListItems.items() must yield (key, value) tuples, got list"
+    assert str(info.value) == (
+        f"{__name__}.ListItems.items() must yield (key, value) tuples, got list"
+    )
 
 
 @pytest.fixture

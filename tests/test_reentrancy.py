@@ -524,7 +524,13 @@ def items_yields_lying_tuple_subclasses() -> list:
     return [{"prompt": [PairsMessage(pairs)]}]
 
 
-@case((TypeError, "PairsMessage.items() must yield (key, value) tuples, got LyingTuple"))
+@case(
+    (
+        TypeError,
+        f"{__name__}.PairsMessage.items() must yield (key, value) tuples, "
+        f"got {__name__}.LyingTuple",
+    )
+)
 def items_yields_a_long_tuple_claiming_two() -> list:
     return [{"prompt": [PairsMessage([LyingTuple(("role", "user", "extra"))])]}]
 
@@ -566,6 +572,10 @@ class Meta(type):
     def __name__(cls) -> str:  # type: ignore[override]
         raise AssertionError("the engines read a type's own name")
 
+    @property  # type: ignore[misc]
+    def __module__(cls) -> str:  # type: ignore[override]
+        raise AssertionError("the engines read a type's own module")
+
 
 class Odd(metaclass=Meta):
     pass
@@ -573,8 +583,8 @@ class Odd(metaclass=Meta):
 
 @case(
     row_error(
-        "row 0: prompt[0].v: unsupported value of type 'Odd' (message values must be JSON-like: "
-        "str, int, float, bool, None, list, dict with str keys)"
+        f"row 0: prompt[0].v: unsupported value of type '{__name__}.Odd' (message values must be "
+        "JSON-like: str, int, float, bool, None, list, dict with str keys)"
     )
 )
 def metaclass_name_property_is_not_asked() -> list:
@@ -593,15 +603,19 @@ class PosesAsList:
 
 @case(
     row_error(
-        "row 0: prompt[0].v: unsupported value of type 'PosesAsList' (message values must be "
-        "JSON-like: str, int, float, bool, None, list, dict with str keys)"
+        f"row 0: prompt[0].v: unsupported value of type '{__name__}.PosesAsList' (message "
+        "values must be JSON-like: str, int, float, bool, None, list, dict with str keys)"
     )
 )
 def value_posing_as_list() -> list:
     return [{"prompt": [{"role": "user", "v": PosesAsList()}]}]
 
 
-@case(row_error("row 0: prompt: must be a str or a list of chat messages, got 'PosesAsList'"))
+@case(
+    row_error(
+        f"row 0: prompt: must be a str or a list of chat messages, got '{__name__}.PosesAsList'"
+    )
+)
 def prompt_posing_as_list() -> list:
     return [{"prompt": PosesAsList()}]
 

@@ -180,7 +180,7 @@ def test_unsupported_value_names_path_and_type(engine: str) -> None:
     err = rows_error([{"prompt": "fine"}] * 12 + [row])
     assert (err.index, err.path, err.code) == (12, "prompt[1].content[0]", "value_type")
     assert str(err) == (
-        "row 12: prompt[1].content[0]: unsupported value of type 'Image' "
+        "row 12: prompt[1].content[0]: unsupported value of type 'support.Image' "
         f"(message values must be JSON-like: {JSON_LIKE})"
     )
 
@@ -190,6 +190,62 @@ def test_other_values_refused(engine: str, bad: object) -> None:
     err = rows_error([{"prompt": [{"role": "user", "meta": {"x": [1, bad]}}]}])
     assert err.path == "prompt[0].meta.x[1]"
     assert f"unsupported value of type '{type(bad).__name__}'" in str(err)
+
+
+# ---- how a type is named ---------------------------------------------------------------
+
+
+def test_a_type_that_shares_a_builtins_name_is_named_by_its_module(engine: str) -> None:
+    np = pytest.importorskip("numpy")
+    flag = np.bool_(True)
+    shown = f"'numpy.{type(flag).__name__}'"  # numpy.bool (numpy 2), numpy.bool_ (1.x)
+    err = rows_error([{"prompt": [{"role": "user", "flag": flag}]}])
+    assert (err.path, err.code) == ("prompt[0].flag", "value_type")
+    assert f"unsupported value of type {shown} (" in str(err)
+    err = rows_error([{"prompt": "p", "answer": flag}])
+    assert (err.path, err.code) == ("answer", "answer_type")
+    assert str(err).endswith(f"got {shown}")
+    err = rows_error([{"prompt": flag}])
+    assert (err.path, err.code) == ("prompt", "prompt_type")
+    assert str(err).endswith(f"got {shown}")
+    err = rows_error([{"prompt": [{"role": "user", "n": np.int64(3)}]}])
+    assert "unsupported value of type 'numpy.int64' (" in str(err)
+
+
+def test_a_str_or_float_subclass_from_numpy_is_still_taken(engine: str) -> None:
+    np = pytest.importorskip("numpy")
+    text, number = np.str_("hi"), np.float64(0.5)
+    message = {np.str_("role"): np.str_("user"), "content": text, "score": number}
+    rows = normalise_rollout_rows([{"prompt": [message], "answer": text}])
+    assert rows == ({"prompt": [{"role": "user", "content": "hi", "score": 0.5}], "answer": "hi"},)
+    message = rows[0]["prompt"][0]
+    assert [type(key) for key in message] == [str, str, str]
+    assert type(message["role"]) is str
+    assert (type(message["content"]), type(message["score"])) == (str, float)
+    (row,) = normalise_rollout_rows([{"prompt": text}])
+    assert type(row["prompt"]) is str
+
+
+def test_a_class_of_ours_named_like_a_builtin_is_named_in_full(engine: str) -> None:
+    class int:  # the point: a name that is a builtin's
+        pass
+
+    err = rows_error([{"prompt": [{"role": "user", "n": int()}]}])
+    assert f"of type '{__name__}.{int.__qualname__}' (" in str(err)
+    assert "<locals>.int'" in str(err)
+
+
+@pytest.mark.parametrize("module", [42, None, Text("not exactly a str")])
+def test_a_module_that_is_not_a_str_leaves_the_name_alone(engine: str, module: object) -> None:
+    odd = type("Odd", (), {"__module__": module})
+    err = rows_error([{"prompt": [{"role": "user", "v": odd()}]}])
+    assert "unsupported value of type 'Odd' (" in str(err)
+
+
+@pytest.mark.parametrize("bad", [b"bytes", {1, 2}, object(), 1j, None.__class__])
+def test_builtin_types_are_named_alone(engine: str, bad: object) -> None:
+    err = rows_error([{"prompt": "p", "answer": bad}])
+    assert str(err).endswith(f"got '{type(bad).__name__}'")
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), Score("inf")])

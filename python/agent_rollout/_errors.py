@@ -15,8 +15,10 @@ records), ``GymRowError``, ``GymLiveError``, ``NonFiniteReward``,
 
 from __future__ import annotations
 
+import os
 import re
 import reprlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -159,7 +161,7 @@ def row_error(
     path = format_path(segments)
     body = ROW_MESSAGES[code].format(fact=fact)
     where = f"row {index}: {path}: " if path else f"row {index}: "
-    prefix = f"{source}:{line}: " if source is not None and line is not None else ""
+    prefix = f"{shown_path(source)}:{line}: " if source is not None and line is not None else ""
     return RolloutRowError(prefix + where + body, index=index, path=path, code=code, line=line)
 
 
@@ -217,10 +219,29 @@ FILE_MESSAGES: dict[str, str] = {
 }
 
 
+def shown_path(path: str) -> str:
+    """A file's path as messages show it: as given, but with the bytes of a name that
+    are no text in the filesystem's encoding (a name that is not UTF-8, which Python
+    holds as lone surrogates) as ``\\xNN``: ``r\\xe9sultats.jsonl:2: ...``. Such text
+    can be printed and written anywhere, where a lone surrogate cannot be encoded.
+    An ``OSError`` keeps the path itself, as Python's own ``open`` does (its message
+    shows it with ``repr``)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = os.fsencode(path)
+        except UnicodeEncodeError:  # a surrogate no file name gives (open() refuses it)
+            return path.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode(sys.getfilesystemencoding(), "backslashreplace")
+    return path
+
+
 class RolloutFileError(ValueError):
     """A rollout file cannot be used: bad JSON, bad UTF-8, bad gzip, no rows, too many.
 
-    ``source`` names the file (``<stdin>`` for standard input), ``line`` and
+    ``source`` names the file (``<stdin>`` for standard input; the message shows it
+    with ``shown_path``), ``line`` and
     ``column`` are 1-based where they apply, ``code`` is the rule (a key of
     ``agent_rollout._errors.FILE_MESSAGES``).
     """
@@ -273,7 +294,7 @@ def file_error(
         max_bytes=max_bytes,
         bytes=plural(max_bytes or 0, "byte"),
     )
-    where = source
+    where = shown_path(source)
     if line is not None:
         where += f":{line}"
         if column is not None:
@@ -283,12 +304,10 @@ def file_error(
 
 def os_error(errno_text: str, filename: str) -> OSError:
     """The OSError Python's own ``open`` would raise, from an errno the Rust side saw."""
-    import os
-
     try:
         number = int(errno_text)
     except ValueError:
-        return OSError(f"{filename}: {errno_text}")
+        return OSError(f"{shown_path(filename)}: {errno_text}")
     return OSError(number, os.strerror(number), filename)
 
 

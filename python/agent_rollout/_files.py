@@ -13,8 +13,8 @@
   next work rather than inside the rename (both engines, both formats);
 - ``open_input``: a rollout file opened for reading, with the ``idle`` test a
   pipe needs (``agent_rollout._jsonl`` undoes gzip);
-- the names errors give a path (``source_name``) and the check of a path
-  argument (``path_text``).
+- the names errors give a path (``source_name``), the check of a path argument
+  (``path_text``) and the name of a temporary file (``temp_stem``).
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
-from agent_rollout._errors import Terminated
+from agent_rollout._errors import Terminated, shown_path
 
 # ---- paths -------------------------------------------------------------------------------
 
 
 def source_name(path: str) -> str:
-    """How errors name an input: ``<stdin>`` for ``-``, else the path as given."""
+    """How errors name an input: ``<stdin>`` for ``-``, else the path as given (messages
+    show it with ``agent_rollout._errors.shown_path``)."""
     return "<stdin>" if path == "-" else path
 
 
@@ -128,7 +129,7 @@ def destination(dest: str) -> Destination:
 def named(err: OSError, shown: str) -> OSError:
     """The same error, naming ``shown`` (the destination the caller gave, not a temporary)."""
     if err.errno is None:
-        return OSError(f"{shown}: {err}")
+        return OSError(f"{shown_path(shown)}: {err}")
     return OSError(err.errno, err.strerror, shown)
 
 
@@ -184,6 +185,29 @@ def _private_opener(path: str, flags: int) -> int:
     return os.open(path, flags, 0o600)
 
 
+TEMP_NAME_KEEP = 200
+"""The most bytes of a destination's name that its temporary file's name keeps
+(``temp_stem``; the same rule as ``temp_stem`` in ``rust/files.rs``). The rest of
+that name (a dot in front; the process id, a random or counted part and ``.tmp``
+behind: 22 bytes at most), and ``.old.tmp`` after it for a Parquet file whose
+schema widens, then fit in the 255 bytes a file name may have (``NAME_MAX``)."""
+
+
+def temp_stem(name: str) -> str:
+    """The part of the file name ``name`` its temporary file's name keeps: all of it up
+    to ``TEMP_NAME_KEEP`` bytes (in the filesystem's encoding), else its first
+    ``TEMP_NAME_KEEP`` bytes, less the start of a UTF-8 character cut in two (at most
+    3 bytes). The temporary file stays beside the destination, hidden, and named
+    after it as far as it can be."""
+    raw = os.fsencode(name)
+    if len(raw) <= TEMP_NAME_KEEP:
+        return name
+    cut = TEMP_NAME_KEEP
+    while cut > TEMP_NAME_KEEP - 3 and raw[cut] & 0xC0 == 0x80:
+        cut -= 1  # raw[cut] continues a character begun before the cut
+    return os.fsdecode(raw[:cut])
+
+
 class Output:
     """One output, written all or nothing where the destination allows it.
 
@@ -221,7 +245,7 @@ class Output:
             except OSError:
                 pass
         folder = os.path.dirname(self.dest) or "."
-        name = os.path.basename(self.dest)
+        name = temp_stem(os.path.basename(self.dest))
         for _ in range(100):
             # Named before the file exists: an interrupt that lands between the
             # system call and the assignment of its result still finds it. An
@@ -243,7 +267,7 @@ class Output:
                 with naming(self.shown):
                     os.chmod(self.temp, mode)
             return self
-        raise OSError(f"{self.shown}: no free temporary file name")
+        raise OSError(f"{shown_path(self.shown)}: no free temporary file name")
 
     def write(self, data: bytes) -> None:
         try:  # once per row: no context manager here
@@ -539,4 +563,5 @@ __all__ = [
     "remove_temp",
     "signals_end_cleanly",
     "source_name",
+    "temp_stem",
 ]

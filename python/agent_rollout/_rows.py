@@ -34,12 +34,26 @@ class RuleBroken(Exception):
         self.rev_path: list[PathSegment] = []
 
 
-# The type's own name, as the Rust engine reads it: a metaclass cannot answer.
-_type_name = type.__dict__["__name__"].__get__
+# What a type itself holds, as the Rust engine reads it: a metaclass cannot answer.
+_type_qualname = type.__dict__["__qualname__"].__get__
+_type_module = type.__dict__["__module__"].__get__
 
 
 def _name(obj: object) -> str:
-    return _type_name(type(obj))  # type: ignore[no-any-return]
+    """How messages name ``obj``'s type: a built-in type by its name (``int``,
+    ``NoneType``), any other by its module and qualified name, as Python's
+    ``repr`` of the class shows them (``numpy.bool``, whose name alone would say
+    ``bool``). A ``__module__`` that is missing or not exactly a ``str`` leaves
+    the name alone (``type_name`` in ``rust/rows.rs``)."""
+    cls = type(obj)
+    name: str = _type_qualname(cls)
+    try:
+        module = _type_module(cls)
+    except Exception:
+        return name
+    if type(module) is not str or module == "builtins":
+        return name
+    return f"{module}.{name}"
 
 
 def _is_mapping(obj: object) -> bool:

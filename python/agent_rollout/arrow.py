@@ -1176,13 +1176,21 @@ def parquet_writer(path: str, schema: pa.Schema) -> Any:
 
     prompt = schema.field("prompt").type
     dictionary = ["prompt.list.element.role"] if pa.types.is_list(prompt) else []
-    return pq.ParquetWriter(
-        path,
-        schema,
-        compression="zstd",
-        use_dictionary=dictionary,
-        write_statistics=["answer"],
-    )
+    # Opened by its bytes: pyarrow takes a str path as UTF-8, which a file name need not be.
+    sink = pa.OSFile(os.fsencode(path), "wb")
+    try:
+        writer = pq.ParquetWriter(
+            sink,
+            schema,
+            compression="zstd",
+            use_dictionary=dictionary,
+            write_statistics=["answer"],
+        )
+    except BaseException:
+        sink.close()
+        raise
+    writer.file_handle = sink  # closed by writer.close(), as a file it opened itself
+    return writer
 
 
 class ParquetSink:
@@ -1372,13 +1380,13 @@ class ParquetSink:
                 os.replace(self.path, old)
                 self.writer = parquet_writer(self.path, wider)
                 os.chmod(self.path, stat.S_IMODE(os.stat(old).st_mode))
-                written = pq.ParquetFile(old)
+                written = pq.ParquetFile(pa.OSFile(os.fsencode(old)))  # bytes: any name
                 try:
                     for group in range(written.num_row_groups):
                         table = conform_table(written.read_row_group(group), wider)
                         self.writer.write_table(table, row_group_size=None)
                 finally:
-                    written.close()
+                    written.close(force=True)  # and the file it was given
             finally:
                 remove_temp(old)  # if the rename failed, the error is on its way
                 self.old = None
