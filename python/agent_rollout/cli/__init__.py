@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 from importlib import import_module
-from typing import Optional
+from typing import NoReturn, Optional
 
 COMMANDS: dict[str, str] = {
     "check": "validate training config files (positioned errors, CI formats)",
@@ -40,8 +40,14 @@ def _command_of(argv: list[str]) -> Optional[str]:
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     from agent_rollout import __version__
+    from agent_rollout._errors import printable
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # argparse quotes most values it names, but not the unrecognised arguments.
+            super().error(printable(message))
+
+    parser = Parser(
         prog="agent-rollout",
         description="Rollout-backend config checks and fast rollout row normalisation.",
     )
@@ -74,9 +80,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
+        from agent_rollout._errors import error_text, printable_lines
+
+        text = f"internal error: {type(exc).__name__}: {error_text(exc)}"
         print(
-            f"agent-rollout: internal error: {type(exc).__name__}: {exc} "
-            f"(set {DEBUG_ENV}=1 for a traceback)",
+            printable_lines(f"agent-rollout: {text} (set {DEBUG_ENV}=1 for a traceback)"),
             file=sys.stderr,
         )
         return 2

@@ -15,7 +15,6 @@ or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, Optional
 
 from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
@@ -29,6 +28,7 @@ from agent_rollout.cli._progress import (
     format_rate,
     input_position,
     input_size,
+    say,
 )
 
 __all__ = ["add_arguments", "run", "summary_line"]
@@ -98,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
         )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
-        sys.stderr.write(f"{exc}\n")
+        say(str(exc))
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress)
     progress.finish()
     target = "" if dest == "-" else f" -> {dest}"
-    sys.stderr.write(summary_line(report) + target + "\n")
+    say(summary_line(report) + target)
     return 0
