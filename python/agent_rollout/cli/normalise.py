@@ -20,7 +20,7 @@ from typing import Any, Optional
 from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
 from agent_rollout._io import normalise_rollout_file
 from agent_rollout._limits import MAX_ROLLOUT_ROWS
-from agent_rollout.cli._args import add_max_bytes, add_output, positive_rows
+from agent_rollout.cli._args import add_max_bytes, add_output, file_name, positive_rows
 from agent_rollout.cli._progress import (
     Progress,
     end_on,
@@ -42,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "canonical JSONL: one {prompt, answer} row per line, compact, UTF-8. A file OUT is "
         "replaced only when every row passed."
     )
-    parser.add_argument("input", metavar="IN", help="rollout JSONL file; '-' reads standard input")
+    parser.add_argument(
+        "input", metavar="IN", type=file_name, help="rollout JSONL file; '-' reads standard input"
+    )
     add_output(parser)
     parser.add_argument(
         "--max-rows",

@@ -60,7 +60,13 @@ from agent_rollout._jsonl import FileLimits, read_values, write_canonical
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
 from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
-from agent_rollout.cli._args import add_max_bytes, add_output, add_section, positive_rows
+from agent_rollout.cli._args import (
+    add_max_bytes,
+    add_output,
+    add_section,
+    file_name,
+    positive_rows,
+)
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
@@ -85,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "config",
         metavar="CONFIG",
         nargs="?",
+        type=file_name,
         help="training config (.yaml, .json, .toml); leave out with --example",
     )
     parser.add_argument(
@@ -98,6 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts",
         metavar="FILE",
+        type=file_name,
         help="seed prompts, JSONL: one JSON value per line ('-': standard input); "
         "optional when the config sets rollout_source",
     )

@@ -14,6 +14,7 @@ import sys
 from typing import Optional
 
 from agent_rollout._errors import printable, printable_json
+from agent_rollout.cli._args import file_name
 
 __all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
 
@@ -30,7 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: training; '' for the top level)",
     )
     parser.add_argument(
-        "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=file_name,
+        help="write the schema to FILE instead of stdout",
     )
     parser.add_argument(
         "--vscode",
