@@ -252,6 +252,12 @@ def test_unreadable_files_exit_2_like_normalise(
     # The other files are still checked and reported.
     assert f"{missing}:1:1: cannot read file: No such file or directory" in lines
     assert lines[-1] == "checked 3 files: 1 valid, 2 invalid, 3 errors"
+    # Missing is missing, whatever the suffix: not "unsupported file type", not exit 1.
+    for name in ("missing.txt", "missing", ""):
+        path = str(tmp_path / name) if name else name
+        done = cli("check", path)
+        assert done.code == 2, (name, done.out)
+        assert done.out.startswith(f"{path}:1:1: cannot read file: No such file or directory\n")
     directory = tmp_path / "dir.yaml"
     directory.mkdir()
     assert cli("check", str(directory)).code == 2  # a directory is no file either
@@ -318,6 +324,9 @@ def test_schema_command_prints_and_writes(cli: Cli, tmp_path: Path) -> None:
     done = cli("schema", "-o", str(tmp_path / "no" / "dir" / "s.json"))
     assert done.code == 2
     assert "cannot write" in done.err
+    done = cli("schema", "-o", "")  # a usage error, as for normalise and run
+    assert (done.code, done.out) == (2, "")
+    assert "argument -o/--output: expected a file name, got ''" in done.err
 
 
 def test_check_imports_stay_light() -> None:

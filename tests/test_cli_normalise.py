@@ -173,6 +173,7 @@ def test_stdin_errors_name_stdin(engine_name: str) -> None:
         (["--max-rows", "0"], "argument --max-rows: must be in [1, 10,000,000], got 0"),
         (["--max-rows", "many"], "argument --max-rows: expected a whole number, got 'many'"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["-o", ""], "argument -o/--output: expected a file name, got ''"),
     ],
 )
 def test_usage_errors_exit_2(rollouts: Path, args: list[str], message: str, cli: Cli) -> None:
@@ -186,6 +187,13 @@ def test_missing_input_argument_exits_2(cli: Cli) -> None:
     result = cli("normalise")
     assert result.code == 2
     assert "the following arguments are required: IN" in result.err
+
+
+def test_empty_input_name_is_a_usage_error(cli: Cli) -> None:
+    result = cli("normalise", "")
+    assert result.code == 2
+    assert "argument IN: expected a file name, got ''" in result.err
+    assert "internal error" not in result.err
 
 
 def test_unreadable_input_exits_2(engine: str, tmp_path: Path, cli: Cli) -> None:

@@ -553,6 +553,24 @@ def test_usage_error_exits_2(offline_config: Path, cli: Cli) -> None:
     assert "argument --max-rows: must be in [1, 10,000,000], got -3" in result.err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-o", ""], "argument -o/--output: expected a file name, got ''"),
+        (["--prompts", ""], "argument --prompts: expected a file name, got ''"),
+    ],
+)
+def test_an_empty_file_name_is_a_usage_error(
+    offline_config: Path, args: list[str], message: str, cli: Cli
+) -> None:
+    result = cli("run", str(offline_config), *args)
+    assert (result.code, result.out) == (2, "")
+    assert message in result.err and "internal error" not in result.err
+    result = cli("run", "", "--prompts", str(BUNDLED_PROMPTS))
+    assert result.code == 2
+    assert "argument CONFIG: expected a file name, got ''" in result.err
+
+
 def test_failing_backend_exits_2_without_traceback(
     user_module: Path, tmp_path: Path, cli: Cli
 ) -> None:

@@ -7,37 +7,55 @@ first use, so ``import agent_rollout`` stays cheap for row-only users.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys as _sys
 
-from agent_rollout._engine import implementation, normalise_rollout_rows
-from agent_rollout._errors import RolloutFileError, RolloutRowError
-from agent_rollout._io import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
-from agent_rollout._launch import (
-    RolloutDrop,
-    RolloutResult,
-    launch_rollout,
-    register_rollout_runner,
-    unregister_rollout_runner,
-)
-from agent_rollout._limits import (
-    MAX_JSON_DEPTH,
-    MAX_LINE_BYTES,
-    MAX_MESSAGE_DEPTH,
-    MAX_ROLLOUT_BYTES,
-    MAX_ROLLOUT_ROWS,
-    MAX_ROLLOUT_STEPS,
-    MAX_ROWS_LIMIT,
-)
-from agent_rollout.backends import (
-    SUPPORTED_ROLLOUT_BACKENDS,
-    RolloutBackendSpec,
-    get_rollout_backend_spec,
-    list_rollout_backends,
-    required_rollout_package,
-    resolve_rollout_func,
-    validate_rollout_backend,
-    validate_rollout_func,
-)
+try:
+    from typing import TYPE_CHECKING, Any
+
+    from agent_rollout._engine import implementation, normalise_rollout_rows
+    from agent_rollout._errors import RolloutFileError, RolloutRowError
+    from agent_rollout._io import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
+    from agent_rollout._launch import (
+        RolloutDrop,
+        RolloutResult,
+        launch_rollout,
+        register_rollout_runner,
+        unregister_rollout_runner,
+    )
+    from agent_rollout._limits import (
+        MAX_JSON_DEPTH,
+        MAX_LINE_BYTES,
+        MAX_MESSAGE_DEPTH,
+        MAX_ROLLOUT_BYTES,
+        MAX_ROLLOUT_ROWS,
+        MAX_ROLLOUT_STEPS,
+        MAX_ROWS_LIMIT,
+    )
+    from agent_rollout.backends import (
+        SUPPORTED_ROLLOUT_BACKENDS,
+        RolloutBackendSpec,
+        get_rollout_backend_spec,
+        list_rollout_backends,
+        required_rollout_package,
+        resolve_rollout_func,
+        validate_rollout_backend,
+        validate_rollout_func,
+    )
+except KeyboardInterrupt:
+    # Ctrl-C while the command line starts: `agent-rollout` (the console script) and
+    # `python -m agent_rollout` import this package before agent_rollout.cli.main can
+    # catch anything. End as main does on a Ctrl-C (exit 130, one line), not with a
+    # traceback. Imported by anything else, the package lets the interrupt through.
+    import os
+
+    _script = os.path.basename(_sys.argv[0]) if _sys.argv else ""
+    if _script.startswith("agent-rollout") or (
+        _script == "-m"  # runpy, importing the package of the module it runs
+        and any("agent_rollout" in arg for arg in getattr(_sys, "orig_argv", ()))
+    ):
+        _sys.stderr.write("agent-rollout: interrupted\n")
+        raise SystemExit(130) from None
+    raise
 
 if TYPE_CHECKING:
     __version__: str

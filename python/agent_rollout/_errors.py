@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import reprlib
-import sys
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -222,19 +221,12 @@ FILE_MESSAGES: dict[str, str] = {
 def shown_path(path: str) -> str:
     """A file's path as messages show it: as given, but with the bytes of a name that
     are no text in the filesystem's encoding (a name that is not UTF-8, which Python
-    holds as lone surrogates) as ``\\xNN``: ``r\\xe9sultats.jsonl:2: ...``. Such text
+    holds as lone surrogates) as ``\\xNN``, as ``printable`` shows them:
+    ``r\\xe9sultats.jsonl:2: ...``. Such text
     can be printed and written anywhere, where a lone surrogate cannot be encoded.
     An ``OSError`` keeps the path itself, as Python's own ``open`` does (its message
     shows it with ``repr``)."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            raw = os.fsencode(path)
-        except UnicodeEncodeError:  # a surrogate no file name gives (open() refuses it)
-            return path.encode("utf-8", "backslashreplace").decode("utf-8")
-        return raw.decode(sys.getfilesystemencoding(), "backslashreplace")
-    return path
+    return _UNDECODED.sub(_escape, path)
 
 
 class RolloutFileError(ValueError):
@@ -351,9 +343,10 @@ class ConfigIssue:
     for the built-in adapter; a registered runner may complete it)."""
 
     def format(self) -> str:
+        """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
         where = f"{self.location}: " if self.location else ""
         level = "warning: " if self.severity == "warning" else ""
-        return f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}"
+        return printable(f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -403,6 +396,87 @@ def shown(value: object) -> str:
         return _SHOWN.repr(value)
     except (ValueError, RecursionError):
         return f"<{type(value).__name__}>"
+
+
+# ---- text on a terminal or in a CI log -------------------------------------------------------
+
+# What cannot be shown as it is: C0 controls, DEL, C1 controls (U+0085 among them), the
+# Unicode line and paragraph separators, lone surrogates (a byte Python could not decode in
+# a file name, kept by surrogateescape, is U+DC80..U+DCFF); and GitHub Actions' legacy
+# workflow-command prefix, which its runner obeys anywhere in a line.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]|##\[")
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNDECODED = re.compile(r"[\ud800-\udfff]")
+_COMMAND = "::"  # a line starting with it (after white space) is a GitHub Actions command
+
+
+def _escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if text == "##[":
+        return "##\\x5b"
+    point = ord(text)
+    if text in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[text]
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if 0xDC80 <= point <= 0xDCFF:
+        return f"\\x{point - 0xDC00:02x}"  # the undecodable byte itself
+    return f"\\u{point:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print as (part of) one line of output, whatever it holds.
+
+    The one escaping of every printer: keys, values and file names read from
+    input or the command line go through it (or the whole line holding them
+    does), so that no text of a user's can end a line, move the cursor, fail
+    to encode, or start a CI workflow command. Shown escaped: control
+    characters (``\\n``, ``\\r``, ``\\t``, else ``\\xNN``, C1 included), DEL, the
+    line separators U+2028 and U+2029 (``\\u2028``), lone surrogates (a byte a
+    file name could not decode, held by ``surrogateescape``, as that byte's
+    ``\\xNN``), the ``##[`` of GitHub Actions' legacy commands (``##\\x5b``),
+    and the first ``:`` of a ``::`` that starts the text after white space
+    (``\\x3a:``). Everything else, accented letters and emoji included, is kept.
+    Applying it twice changes nothing more.
+    """
+    shown = _UNPRINTABLE.sub(_escape, text)
+    rest = shown.lstrip()
+    if rest.startswith(_COMMAND):
+        at = len(shown) - len(rest)
+        shown = shown[:at] + "\\x3a" + shown[at + 1 :]
+    return shown
+
+
+def printable_lines(text: str) -> str:
+    """``text`` that may hold several lines (a log's tail), each made ``printable``."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def printable_json(text: str) -> str:
+    """JSON text as ``json.dumps`` wrote it, with ``##[`` written ``##\\u005b``.
+
+    The same value to any JSON reader (``#`` occurs in JSON only inside
+    strings), and no legacy workflow command in a CI log. Control characters
+    and line separators are already escaped by ``json.dumps`` (ASCII output).
+    """
+    return text.replace("##[", "##\\u005b")
+
+
+def error_text(exc: BaseException) -> str:
+    """``str(exc)``, but an ``OSError``'s file names are shown by ``printable`` (a byte
+    that did not decode as ``\\xNN``, as in every message) where ``str`` would ``repr`` them."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        import os
+
+        number = getattr(exc, "winerror", None)
+        kind = "WinError" if number is not None else "Errno"
+        names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]
+        shown = " -> ".join(
+            f"'{printable(os.fsdecode(name) if isinstance(name, bytes) else str(name))}'"
+            for name in names
+        )
+        return f"[{kind} {exc.errno if number is None else number}] {exc.strerror}: {shown}"
+    return str(exc)
 
 
 # ---- backends and the command line -----------------------------------------------------------

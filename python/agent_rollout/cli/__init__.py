@@ -13,11 +13,17 @@ Exit codes: 0 success, 1 invalid input (a bad config or rollout file),
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from importlib import import_module
-from typing import Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
+
+if TYPE_CHECKING:
+    import argparse
+
+# Nothing but what the package's import loaded already is imported here: argparse and
+# the command's module are imported inside ``main``, whose handler turns a Ctrl-C at
+# any point of the start into exit 130 and one line (the package's own import does the
+# same for a Ctrl-C while it runs, see agent_rollout/__init__.py).
 
 COMMANDS: dict[str, str] = {
     "check": "validate training config files (positioned errors, CI formats)",
@@ -39,9 +45,18 @@ def _command_of(argv: list[str]) -> Optional[str]:
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    from agent_rollout import __version__
+    import argparse
+    from importlib import import_module
 
-    parser = argparse.ArgumentParser(
+    from agent_rollout import __version__
+    from agent_rollout._errors import printable
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # argparse quotes most values it names, but not the unrecognised arguments.
+            super().error(printable(message))
+
+    parser = Parser(
         prog="agent-rollout",
         description="Rollout-backend config checks and fast rollout row normalisation.",
     )
@@ -59,9 +74,9 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
-    parser = build_parser(args_in)
-    args = parser.parse_args(args_in)
     try:
+        parser = build_parser(args_in)
+        args = parser.parse_args(args_in)
         code: int = args._run(args)
     except KeyboardInterrupt:
         print("agent-rollout: interrupted", file=sys.stderr)
@@ -74,9 +89,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
+        from agent_rollout._errors import error_text, printable_lines
+
+        text = f"internal error: {type(exc).__name__}: {error_text(exc)}"
         print(
-            f"agent-rollout: internal error: {type(exc).__name__}: {exc} "
-            f"(set {DEBUG_ENV}=1 for a traceback)",
+            printable_lines(f"agent-rollout: {text} (set {DEBUG_ENV}=1 for a traceback)"),
             file=sys.stderr,
         )
         return 2

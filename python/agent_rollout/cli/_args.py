@@ -7,7 +7,21 @@ import re
 
 from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES, MAX_ROWS_LIMIT, check_int
 
-__all__ = ["add_max_bytes", "add_output", "add_section", "byte_count", "positive_rows"]
+__all__ = [
+    "add_max_bytes",
+    "add_output",
+    "add_section",
+    "byte_count",
+    "file_name",
+    "positive_rows",
+]
+
+
+def file_name(text: str) -> str:
+    """argparse type for a file argument (``IN``, ``-o``, ``CONFIG``): any name but ``''``."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    return text
 
 
 def positive_rows(text: str) -> int:
@@ -58,6 +72,7 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="OUT",
+        type=file_name,
         default="-",
         help="where to write the rows (default '-': standard output)",
     )

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Optional, TextIO
 
-from agent_rollout._errors import Terminated
+from agent_rollout._errors import Terminated, error_text, printable
 
 __all__ = [
     "Progress",
@@ -32,6 +32,7 @@ __all__ = [
     "format_rate",
     "input_position",
     "input_size",
+    "say",
 ]
 
 ERASE_LINE = "\r\x1b[K"
@@ -227,7 +228,7 @@ class Progress:
         if not force and now - self._last_draw < self.interval:
             return
         self._last_draw = now
-        self._write(ERASE_LINE + self._text(now - self._start))
+        self._write(ERASE_LINE + printable(self._text(now - self._start)))
         self.drawn = True
 
     def _percent(self) -> Optional[float]:
@@ -276,17 +277,22 @@ def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
     progress.finish()
     left = "" if dest == "-" else f"; {dest} was not written"
     if isinstance(exc, KeyboardInterrupt):
-        sys.stderr.write(f"{prog}: interrupted{left}\n")
+        say(f"{prog}: interrupted{left}")
         return 130
     if isinstance(exc, Terminated):
-        sys.stderr.write(f"{prog}: terminated by {exc.signal_name()}{left}\n")
+        say(f"{prog}: terminated by {exc.signal_name()}{left}")
         return 128 + exc.signum
     if isinstance(exc, BrokenPipeError):
         raise exc
     if isinstance(exc, OSError):
-        sys.stderr.write(f"{prog}: {exc}\n")
+        say(f"{prog}: {error_text(exc)}")
         return 2
     raise exc
+
+
+def say(line: str) -> None:
+    """One line on standard error, made ``printable``: the names in it are the user's text."""
+    sys.stderr.write(printable(line) + "\n")
 
 
 def _is_terminal(stream: TextIO) -> bool:

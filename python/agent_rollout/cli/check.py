@@ -14,7 +14,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
-from agent_rollout._errors import ConfigIssue
+from agent_rollout._errors import ConfigIssue, error_text, printable, printable_json
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
@@ -78,12 +78,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _escape_data(text: str) -> str:
+def _github_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+# GitHub's escapes first (lossless: the annotation shows the text as it is), then
+# printable for any other control character and whatever else a log line must not hold.
+def _escape_data(text: str) -> str:
+    return printable(_github_data(text))
+
+
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return printable(_github_data(text).replace(":", "%3A").replace(",", "%2C"))
 
 
 def github_annotation(issue: ConfigIssue) -> str:
@@ -210,7 +216,7 @@ def _report(results: list[CheckResult], style: str, strict: bool, out: TextIO) -
                 for result in results
             ],
         }
-        out.write(json.dumps(report, indent=2) + "\n")
+        out.write(printable_json(json.dumps(report, indent=2)) + "\n")
         return
     for result in results:
         for issue in sorted([*result.issues, *result.warnings], key=_position):
@@ -235,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         results = _check_all(args)
         _report(results, args.format, args.strict, sys.stdout)
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
-        sys.stderr.write(f"agent-rollout check: internal error: {type(exc).__name__}: {exc}\n")
+        text = printable(f"internal error: {type(exc).__name__}: {error_text(exc)}")
+        sys.stderr.write(f"agent-rollout check: {text}\n")
         return 2
     if any(issue.kind == "unreadable" for result in results for issue in result.issues):
         return 2  # a file that cannot be read is a usage error, as in `normalise`

@@ -21,7 +21,7 @@ from typing import Any
 
 from agent_rollout import _engine, examples
 from agent_rollout._engine import normalise_rollout_rows
-from agent_rollout._errors import ConfigError
+from agent_rollout._errors import ConfigError, printable
 from agent_rollout._launch import launch_rollout
 
 EXAMPLES = Path(examples.__file__).resolve().parent
@@ -55,12 +55,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_config(str(config_path))
     except ConfigError as exc:
-        print(f"demo: the bundled config is invalid:\n{exc}")
+        print(f"demo: the bundled config is invalid:\n{exc}")  # each issue a printable line
         return 1
     kwargs = settings.to_launch_kwargs()
     print(
-        f"1. config  {config_path.name}: valid; backend={kwargs['name']} "
-        f"rollout_func={kwargs['rollout_func']} max_steps={kwargs['max_steps']}"
+        printable(
+            f"1. config  {config_path.name}: valid; backend={kwargs['name']} "
+            f"rollout_func={kwargs['rollout_func']} max_steps={kwargs['max_steps']}"
+        )
     )
 
     seeds = [
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"2. rollout {len(result.rows)} rows from {len(seeds)} seed prompts, {how}, {elapsed:.2f} s"
     )
-    print(f"   first row: {json.dumps(result.rows[0], ensure_ascii=False)}")
+    print(printable(f"   first row: {json.dumps(result.rows[0], ensure_ascii=False)}"))
 
     raw = offline_rollout(seeds, rows=args.rows)
     print(f"3. normalise {len(raw)} message rows (engine in use: {_engine.implementation()})")

@@ -15,13 +15,12 @@ or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, Optional
 
 from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
 from agent_rollout._io import normalise_rollout_file
 from agent_rollout._limits import MAX_ROLLOUT_ROWS
-from agent_rollout.cli._args import add_max_bytes, add_output, positive_rows
+from agent_rollout.cli._args import add_max_bytes, add_output, file_name, positive_rows
 from agent_rollout.cli._progress import (
     Progress,
     end_on,
@@ -29,6 +28,7 @@ from agent_rollout.cli._progress import (
     format_rate,
     input_position,
     input_size,
+    say,
 )
 
 __all__ = ["add_arguments", "run", "summary_line"]
@@ -42,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "canonical JSONL: one {prompt, answer} row per line, compact, UTF-8. A file OUT is "
         "replaced only when every row passed."
     )
-    parser.add_argument("input", metavar="IN", help="rollout JSONL file; '-' reads standard input")
+    parser.add_argument(
+        "input", metavar="IN", type=file_name, help="rollout JSONL file; '-' reads standard input"
+    )
     add_output(parser)
     parser.add_argument(
         "--max-rows",
@@ -98,11 +100,11 @@ def run(args: argparse.Namespace) -> int:
         )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
-        sys.stderr.write(f"{exc}\n")
+        say(str(exc))
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress)
     progress.finish()
     target = "" if dest == "-" else f" -> {dest}"
-    sys.stderr.write(summary_line(report) + target + "\n")
+    say(summary_line(report) + target)
     return 0

@@ -46,14 +46,28 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
 from agent_rollout import examples
-from agent_rollout._errors import ConfigError, PromptFileError, RolloutFileError, Terminated
+from agent_rollout._errors import (
+    ConfigError,
+    PromptFileError,
+    RolloutFileError,
+    Terminated,
+    error_text,
+    printable,
+    printable_lines,
+)
 from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values, write_canonical
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
 from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
-from agent_rollout.cli._args import add_max_bytes, add_output, add_section, positive_rows
-from agent_rollout.cli._progress import Progress, end_on, format_count
+from agent_rollout.cli._args import (
+    add_max_bytes,
+    add_output,
+    add_section,
+    file_name,
+    positive_rows,
+)
+from agent_rollout.cli._progress import Progress, end_on, format_count, say
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
 
@@ -77,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "config",
         metavar="CONFIG",
         nargs="?",
+        type=file_name,
         help="training config (.yaml, .json, .toml); leave out with --example",
     )
     parser.add_argument(
@@ -90,6 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts",
         metavar="FILE",
+        type=file_name,
         help="seed prompts, JSONL: one JSON value per line ('-': standard input); "
         "optional when the config sets rollout_source",
     )
@@ -154,7 +170,11 @@ def write_rows(
 
 
 class _Stop(Exception):
-    """Ends the command: ``message`` goes to standard error, ``code`` is the exit status."""
+    """Ends the command: ``message`` goes to standard error, ``code`` is the exit status.
+
+    Each line of the message is printed ``printable``; a file name or key in it is made
+    ``printable`` where the message is built, so that its line breaks make no line.
+    """
 
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
@@ -196,16 +216,16 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
             )
         return []
     if source is not None:
-        sys.stderr.write(
+        say(
             f"{PROG}: note: the rows come from rollout_source {source!r}; "
-            f"the prompts in {args.prompts} are not used\n"
+            f"the prompts in {args.prompts} are not used"
         )
     try:
         return read_prompts(args.prompts, getattr(args, "max_bytes", MAX_ROLLOUT_BYTES))
     except PromptFileError as exc:
-        raise _Stop(str(exc), 1) from None
+        raise _Stop(printable(str(exc)), 1) from None
     except OSError as exc:
-        raise _Stop(f"{PROG}: {exc}", 2) from None
+        raise _Stop(printable(f"{PROG}: {error_text(exc)}"), 2) from None
 
 
 def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]) -> Any:
@@ -217,7 +237,7 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
 
     def prefixed(exc: BaseException) -> str:
         # Name the backend once.
-        text = str(exc)
+        text = error_text(exc)
         return text if names_backend(text) else f"rollout backend {name!r}: {text}"
 
     try:
@@ -231,7 +251,7 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
     except Exception as exc:  # user code behind the backend may raise anything
         if debug_enabled():
             raise
-        text = str(exc)
+        text = error_text(exc)
         what = (
             text
             if names_backend(text)
@@ -339,7 +359,7 @@ def _serving(args: argparse.Namespace, kwargs: dict[str, Any]) -> Iterator[None]
         if not started:
             sys.stderr.write(f"{PROG}: note: --serve: this config needs no bundled server\n")
         for what in started:
-            sys.stderr.write(f"{PROG}: serving {what}\n")
+            say(f"{PROG}: serving {what}")
         yield
 
 
@@ -414,7 +434,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             kwargs = settings.to_launch_kwargs()
         except ValueError as exc:  # the config sets no rollout_backend
-            raise _Stop(f"{args.config}: {exc}", 1) from None
+            raise _Stop(printable(f"{args.config}: {exc}"), 1) from None
         backend: str = kwargs["name"]
         source: Optional[str] = kwargs["options"].get("source")
         if source is not None and not os.path.isabs(source):
@@ -442,25 +462,25 @@ def run(args: argparse.Namespace) -> int:
         write_rows(rows, args.output, on_row=progress.update)
     except _Stop as stop:
         progress.finish()
-        sys.stderr.write(stop.message + "\n")
+        sys.stderr.write(printable_lines(stop.message) + "\n")
         return stop.code
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
-    sys.stderr.write(
+    lines = [
         f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_dropped(result)}, "
-        f"{progress.elapsed():.2f} s{target}\n"
-    )
-    for drop in result.drops[:_SHOWN_DROPS]:
-        sys.stderr.write(f"  dropped {drop}\n")
+        f"{progress.elapsed():.2f} s{target}",
+        *(f"  dropped {drop}" for drop in result.drops[:_SHOWN_DROPS]),
+    ]
     if len(result.drops) > _SHOWN_DROPS:
-        sys.stderr.write(f"  ... and {len(result.drops) - _SHOWN_DROPS} more dropped\n")
+        lines.append(f"  ... and {len(result.drops) - _SHOWN_DROPS} more dropped")
     for field, count in sorted(result.unused_fields.items()):
-        sys.stderr.write(f"  not carried into rows: {field} of {_plural(count, 'row')}\n")
-    for note in reporter.notes:
-        sys.stderr.write(f"  {note}\n")
+        lines.append(f"  not carried into rows: {field} of {_plural(count, 'row')}")
+    lines.extend(f"  {note}" for note in reporter.notes)
+    for line in lines:  # sources, fields, reasons, notes: the input's and the backend's text
+        say(line)
     return 0
 
 

@@ -13,6 +13,9 @@ import json
 import sys
 from typing import Optional
 
+from agent_rollout._errors import printable, printable_json
+from agent_rollout.cli._args import file_name
+
 __all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
 
 
@@ -28,7 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: training; '' for the top level)",
     )
     parser.add_argument(
-        "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=file_name,
+        help="write the schema to FILE instead of stdout",
     )
     parser.add_argument(
         "--vscode",
@@ -90,18 +97,19 @@ def run(args: argparse.Namespace) -> int:
         try:
             settings = vscode_settings(args.schema_path, args.glob)
         except ValueError as exc:
-            sys.stderr.write(f"agent-rollout schema: {exc}\n")
+            sys.stderr.write(printable(f"agent-rollout schema: {exc}") + "\n")
             return 2
-        sys.stdout.write(json.dumps(settings, indent=2) + "\n")
+        sys.stdout.write(printable_json(json.dumps(settings, indent=2)) + "\n")
         return 0
     text = render_schema(args.section or None)
     if not args.output or args.output == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(printable_json(text))  # --section is the user's text
         return 0
     try:
         with open(args.output, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
     except OSError as exc:
-        sys.stderr.write(f"agent-rollout schema: cannot write {args.output}: {exc.strerror}\n")
+        message = f"agent-rollout schema: cannot write {args.output}: {exc.strerror}"
+        sys.stderr.write(printable(message) + "\n")
         return 2
     return 0

@@ -387,6 +387,12 @@ def check_file(
     name = os.fspath(path)
     fmt = format_for_suffix(name)
     if fmt is None:
+        if not os.path.exists(name):
+            # Missing (or out of reach): that comes first, whatever the suffix, so a missing
+            # .txt is "unreadable" (the command line's usage error) as a missing .yaml is.
+            missing = read_config_file(name)
+            if isinstance(missing, ConfigIssue):
+                return CheckResult(name, None, [missing], {})
         return CheckResult(name, None, [unsupported_suffix(name)], {})
     data = read_config_file(name)
     if isinstance(data, ConfigIssue):
