@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+import agent_rollout
 from agent_rollout import normalise_rollout_rows
+from support import PURE_PYTHON_ENV
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
+pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 arrow = pytest.importorskip("agent_rollout.arrow")
 agent_ray = pytest.importorskip("agent_rollout.ray")
@@ -31,6 +34,25 @@ def cluster() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.fixture
+def workers(cluster: None, engine: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Ray's map tasks run ``engine``. A worker picks its engine at import, from its
+    environment: for the twin every ``map_batches`` call gets a ``runtime_env`` that
+    asks for it (the Rust engine is the workers' default: they start no new ones)."""
+    options: dict[str, Any] = {}
+    if engine == "python":
+        options["runtime_env"] = {"env_vars": {PURE_PYTHON_ENV: "1"}}
+        map_batches = ray.data.Dataset.map_batches
+
+        def with_engine(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return map_batches(self, *args, **options, **kwargs)
+
+        monkeypatch.setattr(ray.data.Dataset, "map_batches", with_engine)
+    probe = ray.remote(agent_rollout.implementation).options(**options)
+    assert ray.get(probe.remote()) == engine
+    return engine
 
 
 def write_shards(folder: Path, shards: int, rows: int) -> list[dict]:
@@ -183,8 +205,26 @@ def test_shards_of_different_keys_get_one_schema(cluster: None, tmp_path: Path) 
     assert len(arrow.arrow_to_rows(pq.read_table(out))) == 4
 
 
+def test_shards_typed_apart_in_one_task_get_one_schema(workers: str, tmp_path: Path) -> None:
+    """Three shards of str contents and one of a list of parts: typed apart, the last one's
+    content is JSON text. Read as one block, one task normalises all four and Ray
+    concatenates what it hands back: that must already be of one schema."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = []
+    for s, content in enumerate(["a", "b", "c", [{"type": "text", "text": "hi"}]]):
+        row = {"prompt": [{"role": "user", "content": content}], "answer": str(s)}
+        (folder / f"part-{s}.jsonl").write_text(json.dumps(row) + "\n")
+        rows.append(row)
+    ds = agent_ray.normalise_shards(str(folder), prompt_kind="messages", override_num_blocks=1)
+    assert ds.schema().base_schema.field("prompt").type == pa.list_(
+        pa.struct([("role", pa.string()), ("content", arrow.JSON_TYPE)])
+    )
+    table = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+    assert sorted(arrow.arrow_to_rows(table), key=lambda row: row["answer"]) == rows
+
+
 def test_rows_of_a_read_json_block_name_the_shard() -> None:
-    pa = pytest.importorskip("pyarrow")
     block = pa.table({"prompt": ["a", ""], "path": ["s3://b/x.jsonl", "s3://b/x.jsonl"]})
     with pytest.raises(ValueError) as info:
         agent_ray.normalise_batch(block, prompt_kind="text")
@@ -197,20 +237,44 @@ def test_the_base_install_never_imports_ray() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_no_batches_in_a_block_of_shards_mix_kinds(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
+def test_shards_leave_a_worker_in_one_schema_whatever_they_hold(engine: str) -> None:
+    """``normalise_shards``' first map: Ray concatenates the outputs of one task's calls,
+    so they have one schema however the shards type apart; read back, each shard's table
+    converts to the schemas' join."""
     block = pa.table(
-        {"bytes": [b'{"prompt": "a"}\n', b'{"prompt": [{"role": "u"}]}\n'], "path": ["x", "y"]}
+        {
+            "bytes": [
+                b'{"prompt": [{"role": "user", "content": "a"}]}\n',
+                b'{"prompt": [{"role": "user", "content": [{"type": "text"}]}], "answer": "1"}\n',
+                b'{"prompt": "b"}\n{"prompt": "c"}\n',
+            ],
+            "path": ["x", "y", "z"],
+        }
     )
-    with pytest.raises(ValueError, match="shards in one batch hold different prompt kinds"):
-        agent_ray.shard_block(block, max_rows=10, prompt_kind="auto")
-    table: Any = agent_ray.normalise_batch(block, prompt_kind="messages")
-    assert table.num_rows == 2
-    assert table.schema == arrow.MESSAGES_SCHEMA
+    calls = [
+        agent_ray.shard_tables(block.slice(i, 1), max_rows=10, prompt_kind="messages")
+        for i in range(3)
+    ]
+    assert {call.schema for call in calls} == {agent_ray.SHARDS_SCHEMA}
+    counts = agent_ray.shard_schemas(pa.concat_tables(calls))
+    assert sorted(counts.column("rows").to_pylist()) == [1, 3]
+    schemas = [pa.ipc.read_schema(pa.py_buffer(s)) for s in counts.column("schema").to_pylist()]
+    merged = arrow.merge_schemas(*schemas)
+    table = agent_ray.shard_rows(pa.concat_tables(calls), schema=merged)
+    assert table.schema == merged
+    assert list(arrow.arrow_to_rows(table)) == [
+        {"prompt": [{"role": "user", "content": "a"}]},
+        {"prompt": [{"role": "user", "content": [{"type": "text"}]}], "answer": "1"},
+        {"prompt": [{"role": "user", "content": "b"}]},
+        {"prompt": [{"role": "user", "content": "c"}]},
+    ]
+    # normalise_batch gives every block the schema fixed up front instead.
+    assert agent_ray.normalise_batch(block.slice(0, 1), prompt_kind="messages").schema == (
+        arrow.MESSAGES_SCHEMA
+    )
 
 
 def test_normalise_batch_checks_the_schema_it_is_given() -> None:
-    pa = pytest.importorskip("pyarrow")
     block = pa.table({"prompt": ["a"]})
     with pytest.raises(TypeError, match=r"schema must be a pyarrow\.Schema"):
         agent_ray.normalise_batch(block, schema="text")  # type: ignore[arg-type]

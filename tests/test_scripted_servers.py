@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_rollout.examples.scripted_servers import BUNDLED_PORTS, check_request, serve
+from agent_rollout._limits import MAX_SCRIPTED_BODY_BYTES
+from agent_rollout.examples.scripted_servers import (
+    BUNDLED_PORTS,
+    check_request,
+    parse_context,
+    parse_trajectories,
+    serve,
+)
 from support import BUNDLED_ANSWERS, bundled_seeds
 
 TOOLS = [
@@ -142,7 +150,6 @@ def test_a_malformed_body_is_answered_400_in_json(
         ({"content-length": ""}, "a JSON body with a Content-Length is required, got None"),
         ({"content-length": "lots"}, "a JSON body with a Content-Length is required, got 'lots'"),
         ({"content-length": "-1"}, "a body of -1 bytes"),
-        ({"content-length": str(1 << 40)}, f"a body of {1 << 40} bytes"),
     ],
 )
 def test_a_bad_content_length_is_answered_400(
@@ -151,6 +158,23 @@ def test_a_bad_content_length_is_answered_400(
     status, reply = _post(server, b"", **headers)
     assert status == 400
     assert message in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("length", [MAX_SCRIPTED_BODY_BYTES + 1, 1 << 40])
+def test_a_body_over_the_limit_is_answered_413_unread(server: str, length: int) -> None:
+    # Only the headers are sent: a server that waited for the body would never answer.
+    status, reply = _post(server, b"", **{"content-length": str(length)})
+    assert status == 413
+    message = reply["error"]["message"]
+    assert f"a body of {length} bytes" in message
+    assert f"({MAX_SCRIPTED_BODY_BYTES} bytes)" in message
+    assert _post(server, json.dumps(GOOD).encode())[0] == 200  # still serving
+
+
+def test_a_body_at_the_limit_is_read(server: str) -> None:
+    body = json.dumps(GOOD).encode()
+    body += b" " * (MAX_SCRIPTED_BODY_BYTES - len(body))
+    assert _post(server, body)[0] == 200
 
 
 def test_other_routes_and_methods_are_answered_in_json(server: str) -> None:
@@ -339,6 +363,84 @@ def test_the_judge_scores_the_right_answer_high() -> None:
         reply = _ask(url, {"messages": [{"role": "user", "content": text}]})
     scores = json.loads(reply["content"])["scores"]
     assert [(s["trajectory_id"], s["score"]) for s in scores] == [("1", 0.1), ("2", 0.9)]
+
+
+# ---- the judge reads RULER's blocks in linear time ------------------------------------------
+
+TRAJECTORY = re.compile(r'<trajectory id="([^"]+)">\n(.*?)\n</trajectory>', re.DOTALL)
+CONTEXT = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
+"""The regexes the judge's parsers stand for (they backtrack: quadratic on hostile text)."""
+
+# Texts of the pieces the blocks are made of, so that near misses are common.
+block_texts = st.lists(
+    st.sampled_from(
+        ['<trajectory id="', "<context>", "\n</trajectory>", "\n</context>", '">', '"', "\n"]
+    )
+    | st.text(alphabet='1x">\n<', max_size=3),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=block_texts)
+def test_the_judge_parses_what_the_regexes_match(text: str) -> None:
+    assert parse_trajectories(text) == TRAJECTORY.findall(text)
+    context = CONTEXT.search(text)
+    assert parse_context(text) == (context[1] if context else None)
+
+
+class Scanned(str):
+    """A text that counts the characters its ``find`` calls look at."""
+
+    looked_at = 0
+
+    def find(self, sub: str, start: Any = 0, end: Any = None) -> int:  # type: ignore[override]
+        at = super().find(sub, start)
+        Scanned.looked_at += (len(self) if at < 0 else at + len(sub)) - start
+        return at
+
+
+HOSTILE_JUDGE_TEXTS = {
+    "opening tags, never closed": '<trajectory id="1">\n' * 20_000,
+    "opening tags without the newline": '<trajectory id="1">' * 20_000,
+    "empty ids": '<trajectory id="">\n' * 20_000,
+    "context tags, never closed": "<context>\n" * 40_000,
+    "blocks": '<trajectory id="1">\n[]\n</trajectory>\n' * 10_000,
+    "blocks around a long id": '<trajectory id="' + "1" * 200_000 + '">\n[]\n</trajectory>',
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE_JUDGE_TEXTS.values(), ids=HOSTILE_JUDGE_TEXTS)
+def test_the_judge_parsers_look_at_each_character_a_bounded_number_of_times(text: str) -> None:
+    Scanned.looked_at = 0
+    parse_trajectories(Scanned(text))
+    assert Scanned.looked_at <= 2 * len(text)
+    Scanned.looked_at = 0
+    parse_context(Scanned(text))
+    assert Scanned.looked_at <= len(text)
+
+
+def test_hostile_judge_bodies_are_answered_at_once() -> None:
+    """400 KB of RULER blocks that are never closed, and a long context shared by
+    thousands of trajectories: each answered in well under the client's 10 s (the
+    judge's time is linear in the body)."""
+    context = [*[{"role": "user"}] * 10_000, {"role": "user", "content": "What is 2 + 3?"}]
+    context.append({"role": "assistant", "content": "5" + " " * 100_000})
+    shared = f"<context>\n{json.dumps(context)}\n</context>\n"
+    texts = [
+        HOSTILE_JUDGE_TEXTS["opening tags, never closed"],
+        HOSTILE_JUDGE_TEXTS["context tags, never closed"],
+        shared + '<trajectory id="1">\n[]\n</trajectory>\n' * 8_000,
+    ]
+    with serve("judge") as (url, _):
+        replies = [_ask(url, {"messages": [{"role": "user", "content": t}]}) for t in texts]
+    assert [json.loads(reply["content"])["scores"] for reply in replies[:2]] == [[], []]
+    scores = json.loads(replies[2]["content"])["scores"]
+    assert len(scores) == 8_000
+    assert {score["score"] for score in scores} == {0.9}
+    assert scores[0]["explanation"] == (
+        f"answered {('5' + ' ' * 79)!r}... (100001 characters), the right answer is 5"
+    )
 
 
 def test_bundled_ports() -> None:

@@ -70,6 +70,12 @@ MAX_SOURCE_LEN = 4096
 """The longest path (``rollout_source``, ``rollout_gym_config``)."""
 MAX_PORT = 65535
 """The highest TCP port (``rollout_gym_head_port``); the lowest is 1."""
+MAX_SCRIPTED_BODY_BYTES = 1024 * 1024
+"""The largest request body the bundled scripted policy and judge read, in bytes.
+
+Their jobs are the bundled examples, whose largest request (the ``ruler``
+example's to the judge) is about 3 KB; a longer body is answered ``413`` from
+its ``Content-Length``, unread."""
 
 # ---- config files ----------------------------------------------------------------------------
 

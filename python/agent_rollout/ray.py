@@ -14,9 +14,11 @@ The recipe (see ``docs/arrow.md``)::
 Each shard (one JSONL file, gzip allowed) is read whole by one Ray task and
 checked by the same reader as :func:`agent_rollout.read_rollout_jsonl`, so an
 error names the shard and the line: ``s3://.../part-3.jsonl:12: row 11:
-prompt: ...``. The blocks are typed apart, then given the one schema that
-holds them all (``agent_rollout.arrow.merge_schemas``) before the dataset is
-handed back, so every Parquet file written from it has that schema.
+prompt: ...``. Each shard is typed from its own rows and leaves its worker
+serialized (Arrow IPC, with its schema), so Ray never combines tables of two
+schemas; the shards are then read back as the one schema that holds them all
+(``agent_rollout.arrow.merge_schemas``), so every Parquet file written from
+the dataset has that schema.
 
 :func:`normalise_batch` is the ``map_batches`` function for a pipeline of
 one's own (``ray.data.read_json(...)`` blocks, say). A function that sees one
@@ -77,9 +79,7 @@ def _with_source(exc: ValueError, source: str) -> ValueError:
     return exc
 
 
-def _fit(table: pa.Table, schema: Optional[pa.Schema], source: Optional[str]) -> pa.Table:
-    if schema is None:
-        return table
+def _fit(table: pa.Table, schema: pa.Schema, source: Optional[str]) -> pa.Table:
     try:
         return conform_table(table, schema)
     except ValueError as exc:  # RolloutRowError included
@@ -88,39 +88,29 @@ def _fit(table: pa.Table, schema: Optional[pa.Schema], source: Optional[str]) ->
         raise _with_source(exc, source) from None
 
 
+def _shard_paths(batch: pa.Table) -> list[str]:
+    """The names of a ``read_binary_files`` block's shards, for errors."""
+    if PATH_COLUMN in batch.column_names:
+        return [str(path) for path in batch.column(PATH_COLUMN).to_pylist()]
+    return [f"<shard {i}>" for i in range(batch.num_rows)]
+
+
 def _block_table(
     batch: pa.Table,
     max_rows: int,
     prompt_kind: PromptKind,
     backend: str,
-    schema: Optional[pa.Schema],
+    schema: pa.Schema,
 ) -> pa.Table:
-    """One block normalised: shards of ``read_binary_files`` or rows; as ``schema`` if given
-    (else typed from the block's own rows)."""
+    """One block normalised as ``schema``: shards of ``read_binary_files`` or rows."""
     names = batch.column_names
     if "bytes" in names and "prompt" not in names:
         shards = batch.column("bytes").to_pylist()
-        paths = (
-            batch.column(PATH_COLUMN).to_pylist()
-            if PATH_COLUMN in names
-            else [f"<shard {i}>" for i in range(len(shards))]
-        )
         tables = [
-            _fit(_shard_table(data, str(path), max_rows, prompt_kind), schema, str(path))
-            for data, path in zip(shards, paths, strict=True)
+            _fit(_shard_table(data, path, max_rows, prompt_kind), schema, path)
+            for data, path in zip(shards, _shard_paths(batch), strict=True)
         ]
-        try:
-            merged = merge_schemas(*(table.schema for table in tables))
-        except ValueError:
-            kinds = {
-                str(path): table.schema.field("prompt").type
-                for path, table in zip(paths, tables, strict=True)
-            }
-            raise ValueError(
-                f"shards in one batch hold different prompt kinds ({kinds}); "
-                "pass prompt_kind='text' or 'messages'"
-            ) from None
-        return pa.concat_tables([conform_table(table, merged) for table in tables])
+        return pa.concat_tables(tables) if tables else schema.empty_table()
     shard = None
     if PATH_COLUMN in names:
         shard_paths = batch.column(PATH_COLUMN).unique().to_pylist()
@@ -193,23 +183,63 @@ def normalise_batch(
     return _block_table(batch, max_rows, kind, backend, target)
 
 
-def shard_block(
-    batch: pa.Table,
-    *,
-    max_rows: int = MAX_ROLLOUT_ROWS,
-    prompt_kind: PromptKind = "auto",
-    schema: Optional[pa.Schema] = None,
+SHARDS_SCHEMA = pa.schema(
+    [("schema", pa.binary()), ("rows", pa.int64()), ("table", pa.large_binary())]
+)
+"""The blocks of ``normalise_shards``' first map: one row per shard, its schema and its
+table serialized (Arrow IPC), and its row count."""
+
+
+def shard_tables(
+    batch: pa.Table, *, max_rows: int = MAX_ROLLOUT_ROWS, prompt_kind: PromptKind = "auto"
 ) -> pa.Table:
-    """``normalise_shards``' map: shards normalised, typed from their own rows unless
-    ``schema`` is given (then converted to it)."""
-    if schema is not None and "prompt" in batch.column_names:
-        return conform_table(batch, schema)
-    return _block_table(batch, max_rows, prompt_kind, "openenv", None)
+    """``normalise_shards``' first map: each shard of a ``read_binary_files`` block
+    normalised, typed from its own rows, as one row of ``SHARDS_SCHEMA``.
+
+    Shards typed apart can need different schemas (a message key, or a list
+    content, that only some hold), and Ray concatenates the outputs of a task's
+    calls itself, refusing tables of different types; so no table leaves the
+    worker as such: every output has the one schema ``SHARDS_SCHEMA``."""
+    sink = pa.BufferOutputStream()
+    schemas: list[bytes] = []
+    rows: list[int] = []
+    offsets = [0]
+    shards = batch.column("bytes").to_pylist()
+    for data, path in zip(shards, _shard_paths(batch), strict=True):
+        table = _shard_table(data, path, max_rows, prompt_kind)
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        schemas.append(table.schema.serialize().to_pybytes())
+        rows.append(table.num_rows)
+        offsets.append(sink.tell())
+    tables = pa.Array.from_buffers(
+        pa.large_binary(),
+        len(rows),
+        [None, pa.array(offsets, pa.int64()).buffers()[1], sink.getvalue()],
+    )
+    columns = [pa.array(schemas, pa.binary()), pa.array(rows, pa.int64()), tables]
+    return pa.table(columns, schema=SHARDS_SCHEMA)
 
 
-def schema_row(batch: pa.Table) -> pa.Table:
-    """One row holding the block's schema (serialized), to join the blocks' schemas."""
-    return pa.table({"schema": [batch.schema.serialize().to_pybytes()]})
+def shard_schemas(batch: pa.Table) -> pa.Table:
+    """The distinct schemas of a block of ``shard_tables`` (its ``schema`` and ``rows``
+    columns), each with the rows of its shards: what the driver joins and counts."""
+    counts: dict[bytes, int] = {}
+    schemas = batch.column("schema").to_pylist()
+    for schema, rows in zip(schemas, batch.column("rows").to_pylist(), strict=True):
+        counts[schema] = counts.get(schema, 0) + rows
+    return pa.table({"schema": pa.array(list(counts), pa.binary()), "rows": list(counts.values())})
+
+
+def shard_rows(batch: pa.Table, *, schema: pa.Schema) -> pa.Table:
+    """``normalise_shards``' second map: the tables of a block of ``shard_tables`` read
+    back and converted to ``schema`` (their joined schema, which holds every one)."""
+    tables = [
+        conform_table(pa.ipc.open_stream(value.as_buffer()).read_all(), schema)
+        for chunk in batch.column("table").chunks
+        for value in chunk
+    ]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def normalise_shards(
@@ -223,16 +253,21 @@ def normalise_shards(
 
     ``prompt_kind`` must be ``"text"`` or ``"messages"``: shards are
     normalised apart, so "the first row decides" would let each shard decide
-    its own kind. Each block is typed from its own rows; the blocks are then
-    given their joined schema (``agent_rollout.arrow.merge_schemas``: the
-    message keys of all of them), so the dataset has one schema. ``max_rows``
-    holds for the whole output: each shard stops at ``max_rows + 1`` rows, and
-    the normalised rows are counted before they are handed back (the dataset
-    is materialised in Ray's object store, which spills to disk, so the write
-    that follows does not redo the work); more than ``max_rows`` rows raise
-    ``ValueError`` naming the cap. A row or file error in a worker is raised
-    here as ``ValueError`` with the reader's text (``shard:line: row N: path:
-    why``). Extra keyword arguments go to ``ray.data.read_binary_files``.
+    its own kind. Two maps: the first normalises each shard, typed from its own
+    rows, and hands it on serialized with its schema (``shard_tables``: Ray
+    concatenates a task's outputs and refuses tables of different types, such
+    as a str ``content`` in one shard and a list of parts in another); the
+    second reads each back as the shards' joined schema
+    (``agent_rollout.arrow.merge_schemas``: the message keys of all of them),
+    so the dataset has one schema. ``max_rows`` holds for the whole output:
+    each shard stops at ``max_rows + 1`` rows, and the rows of all are counted
+    between the two maps; more than ``max_rows`` raise ``ValueError`` naming
+    the cap. Both maps are materialised in Ray's object store (which spills
+    to disk), so the write that follows does not redo the work; the first
+    map's output is let go of when the second is done. A row or file error in
+    a worker is raised here as ``ValueError`` with the reader's text
+    (``shard:line: row N: path: why``). Extra keyword arguments go to
+    ``ray.data.read_binary_files``.
     """
     import ray.data
 
@@ -244,13 +279,38 @@ def normalise_shards(
     max_rows = check_max_rows(max_rows)
     read_args.setdefault("include_paths", True)
     shards = ray.data.read_binary_files(paths, **read_args)
-    try:
-        normalised = shards.map_batches(
-            shard_block,
+    tables = _materialize(
+        shards.map_batches(
+            shard_tables,
             batch_format="pyarrow",
             batch_size=1,
             fn_kwargs={"max_rows": max_rows, "prompt_kind": prompt_kind},
-        ).materialize()
+        )
+    )
+    counts = (
+        tables.select_columns(["schema", "rows"])
+        .map_batches(shard_schemas, batch_format="pyarrow", batch_size=None)
+        .take_all()
+    )
+    rows = sum(count["rows"] for count in counts)
+    if rows > max_rows:
+        raise ValueError(
+            f"the rollout shards hold {rows} rows, more than max_rows={max_rows} "
+            f"(max_rows={max_rows})"
+        )
+    schemas = dict.fromkeys(count["schema"] for count in counts)
+    merged = merge_schemas(*(pa.ipc.read_schema(pa.py_buffer(schema)) for schema in schemas))
+    return _materialize(
+        tables.map_batches(
+            shard_rows, batch_format="pyarrow", batch_size=None, fn_kwargs={"schema": merged}
+        )
+    )
+
+
+def _materialize(dataset: Any) -> Any:
+    """``dataset.materialize()``; a row or file error in a worker raised as ``ValueError``."""
+    try:
+        return dataset.materialize()
     except Exception as exc:
         # Ray hands back its own wrapper around a worker's error, as text:
         # raise the rule the rows broke (shard, line, row, path) on its own.
@@ -258,27 +318,6 @@ def normalise_shards(
         if found is None:
             raise
         raise ValueError(found.group(2)) from exc
-    schemas = [
-        pa.ipc.read_schema(pa.py_buffer(row["schema"]))
-        for row in normalised.map_batches(
-            schema_row, batch_format="pyarrow", batch_size=None
-        ).take_all()
-    ]
-    merged = merge_schemas(*schemas)
-    if any(not schema.equals(merged, check_metadata=True) for schema in schemas):
-        normalised = normalised.map_batches(
-            shard_block,
-            batch_format="pyarrow",
-            batch_size=None,
-            fn_kwargs={"max_rows": max_rows, "prompt_kind": prompt_kind, "schema": merged},
-        ).materialize()
-    rows = normalised.count()
-    if rows > max_rows:
-        raise ValueError(
-            f"the rollout shards hold {rows} rows, more than max_rows={max_rows} "
-            f"(max_rows={max_rows})"
-        )
-    return normalised
 
 
 __all__ = ["PATH_COLUMN", "normalise_batch", "normalise_shards"]

@@ -21,8 +21,12 @@ same answer the ``openenv`` example takes from its environment.
 
 A body that is not a chat completions request (not JSON, not an object,
 ``messages`` missing or of the wrong type, a number too long to read, nesting
-too deep, ...) is answered ``400`` with ``{"error": {"message": ...}}``; an
-unknown route ``404``; nothing drops the connection or prints a traceback.
+too deep, ...) is answered ``400`` with ``{"error": {"message": ...}}``; a
+body over :data:`~agent_rollout._limits.MAX_SCRIPTED_BODY_BYTES` (1 MiB) ``413``,
+from its ``Content-Length``, without reading it; an unknown route ``404``;
+nothing drops the connection or prints a traceback. Both answer in time linear
+in the body: the judge finds the blocks RULER sends with ``str.find`` (no
+backtracking regex), and what the trajectories share is read once.
 
 :func:`serve` runs either one for as long as its ``with`` block lasts; ``python
 -m agent_rollout.examples.scripted_servers policy|judge [--port N]`` runs one
@@ -43,6 +47,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
+from agent_rollout._limits import MAX_SCRIPTED_BODY_BYTES
 from agent_rollout.examples.openenv_drill.tasks import expression_in, reference_answer
 
 __all__ = [
@@ -51,6 +56,8 @@ __all__ = [
     "BadRequest",
     "check_request",
     "judge_reply",
+    "parse_context",
+    "parse_trajectories",
     "policy_reply",
     "serve",
     "tool_call_for",
@@ -63,13 +70,24 @@ BUNDLED_PORTS: Mapping[str, int] = {"policy": 8791, "judge": 8792}
 """The loopback ports the bundled configs give the scripted policy and judge."""
 
 _INTEGER = re.compile(r"-?\d{1,30}")
-_TRAJECTORY = re.compile(r'<trajectory id="([^"]+)">\n(.*?)\n</trajectory>', re.DOTALL)
-_CONTEXT = re.compile(r"<context>\n(.*?)\n</context>", re.DOTALL)
-_MAX_BODY = 16 * 1024 * 1024
+_TRAJECTORY_OPEN = '<trajectory id="'
+_TRAJECTORY_CLOSE = "\n</trajectory>"
+_CONTEXT_OPEN = "<context>\n"
+_CONTEXT_CLOSE = "\n</context>"
+_SHOWN_ANSWER = 80
+"""The most characters of a trajectory's answer the judge's explanation quotes."""
 
 
 class BadRequest(ValueError):
     """A request body that is not a chat completions request; answered with 400."""
+
+    status = 400
+
+
+class _TooLarge(BadRequest):
+    """A body over ``MAX_SCRIPTED_BODY_BYTES``; answered with 413, unread."""
+
+    status = 413
 
 
 # ---- the request ---------------------------------------------------------------------------
@@ -227,11 +245,50 @@ def policy_reply() -> Reply:
 # ---- the judge -----------------------------------------------------------------------------
 
 
-def _final_answer(messages: Any) -> str:
-    if not isinstance(messages, list):
-        return ""
-    replies = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant"]
-    return _text(replies[-1]) if replies else ""
+def parse_trajectories(text: str) -> list[tuple[str, str]]:
+    """The ``(id, body)`` of each ``<trajectory id="ID">\\nBODY\\n</trajectory>`` block
+    in ``text``, in order: what ``re.findall(r'<trajectory id="([^"]+)">\\n(.*?)\\n</trajectory>',
+    text, re.DOTALL)`` finds, in one pass.
+
+    Only ``str.find`` scans, at most twice over any stretch: time linear in
+    the text, whatever it holds (that regex scans to the end of the text from
+    every opening tag that is never closed: quadratic time).
+    """
+    found = []
+    at = text.find(_TRAJECTORY_OPEN)
+    while at >= 0:
+        start = at + len(_TRAJECTORY_OPEN)
+        quote = text.find('"', start)
+        if quote < 0:
+            break  # no later tag has a quote after its id either
+        if quote == start or not text.startswith('">\n', quote):
+            # Not a tag. The next one's quote is at or after this one, so
+            # the search from here looks again at no more than this id.
+            at = text.find(_TRAJECTORY_OPEN, at + 1)
+            continue
+        end = text.find(_TRAJECTORY_CLOSE, quote + 3)
+        if end < 0:
+            break  # no block after this one is closed either
+        found.append((text[start:quote], text[quote + 3 : end]))
+        at = text.find(_TRAJECTORY_OPEN, end + len(_TRAJECTORY_CLOSE))
+    return found
+
+
+def parse_context(text: str) -> Optional[str]:
+    """The body of the first ``<context>\\nBODY\\n</context>`` block in ``text``, else
+    None (``re.search(r"<context>\\n(.*?)\\n</context>", text, re.DOTALL)``), in one pass."""
+    at = text.find(_CONTEXT_OPEN)
+    if at < 0:
+        return None
+    end = text.find(_CONTEXT_CLOSE, at + len(_CONTEXT_OPEN))
+    return None if end < 0 else text[at + len(_CONTEXT_OPEN) : end]
+
+
+def _last(messages: list[Any], role: str) -> Optional[Mapping[str, Any]]:
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") == role:
+            return message
+    return None
 
 
 def _json_list(raw: str) -> list[Any]:
@@ -242,24 +299,42 @@ def _json_list(raw: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _shown(answer: str) -> str:
+    if len(answer) <= _SHOWN_ANSWER:
+        return repr(answer)
+    return f"{answer[:_SHOWN_ANSWER]!r}... ({len(answer)} characters)"
+
+
 def judge_reply() -> Reply:
     """The scripted RULER judge."""
 
     def reply(body: Mapping[str, Any]) -> dict[str, Any]:
         text = _text(body["messages"][-1])
-        # RULER moves the messages all trajectories share into <context>.
-        shared = _CONTEXT.search(text)
-        context = _json_list(shared.group(1)) if shared else []
+        # RULER moves the messages all trajectories share into <context>. A
+        # trajectory's own question and answer come first; what it lacks is
+        # the context's, worked out once (not once per trajectory).
+        shared = parse_context(text)
+        context = _json_list(shared) if shared is not None else []
+        question = _last(context, "user")
+        shared_expected = reference_answer(_text(question) if question else "")
+        replied = _last(context, "assistant")
+        shared_answer = _text(replied) if replied else ""
+        shared_stripped = shared_answer.strip()
         scores = []
-        for tid, raw in _TRAJECTORY.findall(text):
+        for tid, raw in parse_trajectories(text):
             trajectory = _json_list(raw)
-            expected = reference_answer(_question(context + trajectory))
-            answer = _final_answer(context + trajectory)
+            own_question = _last(trajectory, "user")
+            expected = (
+                shared_expected if own_question is None else reference_answer(_text(own_question))
+            )
+            own_reply = _last(trajectory, "assistant")
+            answer = shared_answer if own_reply is None else _text(own_reply)
+            right = (shared_stripped if own_reply is None else answer.strip()) == expected
             scores.append(
                 {
                     "trajectory_id": tid,
-                    "explanation": f"answered {answer!r}, the right answer is {expected}",
-                    "score": 0.9 if answer.strip() == expected else 0.1,
+                    "explanation": f"answered {_shown(answer)}, the right answer is {expected}",
+                    "score": 0.9 if right else 0.1,
                 }
             )
         return {"role": "assistant", "content": json.dumps({"scores": scores})}
@@ -285,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = check_request(self._read_json())
         except BadRequest as exc:
-            self._send(400, _error(f"bad request: {exc}"))
+            self._send(exc.status, _error(f"bad request: {exc}"))
             return
         self.server.seen.append({"path": self.path, "body": body})
         try:
@@ -323,9 +398,15 @@ class _Handler(BaseHTTPRequestHandler):
             raise BadRequest(
                 f"a JSON body with a Content-Length is required, got {raw_length!r}"
             ) from None
-        if not 0 < length <= _MAX_BODY:
+        if length > MAX_SCRIPTED_BODY_BYTES:
+            self.close_connection = True  # the body is never read
+            raise _TooLarge(
+                f"a body of {length} bytes is more than a scripted server reads "
+                f"({MAX_SCRIPTED_BODY_BYTES} bytes)"
+            )
+        if length < 1:
             self.close_connection = True
-            raise BadRequest(f"a body of {length} bytes; expected 1 to {_MAX_BODY}")
+            raise BadRequest(f"a body of {length} bytes; expected 1 to {MAX_SCRIPTED_BODY_BYTES}")
         data = self.rfile.read(length)
         try:
             return json.loads(data)
