@@ -48,7 +48,7 @@ def assert_written_like_dumps(directory: Path, values: Sequence[float]) -> None:
     rows = [row_of(values[i : i + PER_ROW]) for i in range(0, len(values), PER_ROW)]
     canonical = [dumps(row) for row in rows]
     # Each row twice: as json.dumps spells it, which the Rust engine may copy as it
-    # stands (rust/jsonl.rs, `verbatim_row`: a float already spelled as repr spells it),
+    # stands (rust/jsonl/verbatim.rs, `verbatim_row`: a float already spelled as repr spells it),
     # and with a space in the message, which it must parse, so that every float goes
     # through the float writer too.
     spaced = [line.replace('"x":[', '"x": [') for line in canonical]

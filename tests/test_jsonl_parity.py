@@ -258,7 +258,7 @@ def row_lines(draw: st.DrawFn, max_size: int = 6) -> list[str]:
     # from a Random seeded by the draw, not a draw per choice: the same spellings, at a
     # fraction of the cost of drawing every one; the rows themselves still shrink.
     # Half the lines are spelled compactly: the Rust engine's shortcut for rows already
-    # canonical (rust/jsonl.rs, `verbatim_row`) takes those, or gives them up to the
+    # canonical (rust/jsonl/verbatim.rs, `verbatim_row`) takes those, or gives them up to the
     # full parser on a float, a repeated key or a broken rule.
     rnd = draw(st.randoms(use_true_random=True))
     return [write_json(row, rnd, rnd.random() < 0.5) for row in draw(row_lists(max_size))]

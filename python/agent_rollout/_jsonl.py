@@ -1,7 +1,8 @@
 """JSONL files: the one line reader, the pure-Python twin of the row pipeline, the writer.
 
-The twin of ``rust/jsonl.rs``. Every JSONL file the package reads goes
-through ``read_lines``: rollout files (both engines' twin, Arrow, Ray),
+The twin of ``rust/jsonl/`` (docs/architecture.md maps its parts to the
+files there). Every JSONL file the package reads goes through
+``read_lines``: rollout files (both engines' twin, Arrow, Ray),
 ``run --prompts`` seed files, ART trajectory logs and NeMo Gym files. It
 reads in blocks (gzip undone), and for every line checks, in this order, the
 rules both engines share:
