@@ -4,6 +4,10 @@
   (files or mappings) as training rows; needs nothing but the standard library.
 - :mod:`~agent_rollout.backends.nemo_gym.live`: Gym's own servers started (or
   reused), rollouts collected, then converted; needs nemo-gym (Python 3.12+).
+  Its jobs: :mod:`~agent_rollout.backends.nemo_gym.settings` (the options),
+  :mod:`~agent_rollout.backends.nemo_gym.servers` (Gym's servers found, checked
+  and started), :mod:`~agent_rollout.backends.nemo_gym.stopping` (what was
+  started stopped, whatever the signals).
 
 ``launch`` (what ``launch_rollout("nemo_gym", ...)`` calls) picks one by
 ``options["gym_config"]``.
