@@ -148,7 +148,7 @@ def test_a_typo_is_reported_once_under_extra_forbid() -> None:
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ({"rollout_max_steps": "64"}, "rollout_max_steps must be an int, got str '64'"),
+        ({"rollout_max_steps": "64 "}, "rollout_max_steps must be an int, got str '64 '"),
         ({"rollout_max_steps": 1.5}, "rollout_max_steps must be an int, got float 1.5"),
         ({"rollout_max_steps": 0}, "rollout_max_steps must be in [1, 100000], got 0"),
         (
@@ -236,9 +236,9 @@ def test_assignment_on_a_validating_host_keeps_our_rules_and_wording() -> None:
     assert "rollout_judge_model" not in host.model_fields_set
     # A wrong type reads in our words too (not "Input should be a valid integer").
     with pytest.raises(ValidationError) as caught:
-        host.rollout_max_steps = "3"  # type: ignore[assignment]
+        host.rollout_max_steps = "three"  # type: ignore[assignment]
     assert [e["msg"] for e in caught.value.errors()] == [
-        "rollout_max_steps must be an int, got str '3'"
+        "rollout_max_steps must be an int, got str 'three'"
     ]
     assert host.rollout_max_steps == 64
     # A good assignment goes through, and the warnings follow the new values.
@@ -276,6 +276,9 @@ def test_a_host_alias_generator_applies_to_our_keys_and_rules() -> None:
     assert config.rollout_backend == "ruler"
     assert [w.key for w in config.rollout_warnings] == ["rollout_func", "rollout_judge_model"]
     errors = errors_of(KebabHost, {"rollout-backend": "nemo_gym", "rollout-judge-model": "j"})
-    assert [msg for _, _, msg in errors] == [
-        "rollout_judge_model needs rollout_backend 'ruler', but rollout_backend is 'nemo_gym'"
+    assert [(loc, msg) for loc, _, msg in errors] == [
+        (
+            ("rollout-judge-model",),
+            "rollout-judge-model needs rollout-backend 'ruler', but rollout-backend is 'nemo_gym'",
+        )
     ]

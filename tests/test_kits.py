@@ -237,11 +237,19 @@ def test_add_rollout_arguments_on_an_openrlhf_style_parser(
 
 def test_from_section_ignores_unset_values_of_every_kind() -> None:
     mapping = {"rollout_backend": "openenv", "rollout_func": "m:f", "rollout_max_steps": None}
-    assert RolloutSettings.from_section(mapping).rollout_max_steps == 64
+    from_mapping = RolloutSettings.from_section(mapping)
+    assert from_mapping.rollout_max_steps == 64
+    # Data as written: null on a key with a default is unset, and said so (as check says it).
+    assert [(w.key, w.kind) for w in from_mapping.rollout_warnings] == [
+        ("rollout_max_steps", "coerced")
+    ]
+    # A parser's None is its own "unset": left out, nothing to say.
     namespace = argparse.Namespace(**mapping, rollout_judge_model=None)
-    assert RolloutSettings.from_section(namespace) == RolloutSettings.from_section(mapping)
+    assert RolloutSettings.from_section(namespace) == RolloutSettings.model_validate(
+        {"rollout_backend": "openenv", "rollout_func": "m:f"}
+    )
     arguments = RolloutArguments(rollout_backend="openenv", rollout_func="m:f")
-    assert RolloutSettings.from_section(arguments) == RolloutSettings.from_section(mapping)
+    assert RolloutSettings.from_section(arguments) == RolloutSettings.from_section(namespace)
 
 
 def test_a_dataclass_hosts_own_fields_are_declared_keys() -> None:

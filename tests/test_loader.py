@@ -19,6 +19,7 @@ from agent_rollout.config import (
     MAX_YAML_EXPANDED_NODES,
     ConfigError,
     ConfigIssue,
+    RolloutSettings,
     check_bytes,
     check_file,
     load_config,
@@ -343,12 +344,19 @@ def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:
     json_file = write(
         tmp_path, "c.json", '{"training": {},\n "x": [{"k": 1,\n  "k": 2}],\n "training": {}}'
     )
+    # The section given twice is ours (the first one is lost); a key of the trainer's
+    # given twice is a warning, for lint.
     assert [(i.line, i.col, i.location, i.kind) for i in issues_of(json_file)] == [
-        (3, 3, "x[0].k", "duplicate"),
         (4, 2, "training", "duplicate"),
     ]
+    assert [
+        (i.line, i.col, i.location, i.kind, i.severity) for i in check_file(json_file).warnings
+    ] == [
+        (3, 3, "x[0].k", "duplicate", "warning"),
+    ]
     nested = write(tmp_path, "n.yaml", "training: {}\nx:\n  - {k: 1,\n     k: 2}\n")
-    assert [(i.line, i.col, i.location, i.kind) for i in issues_of(nested)] == [
+    assert load_config(nested) == RolloutSettings()
+    assert [(i.line, i.col, i.location, i.kind) for i in check_file(nested).warnings] == [
         (4, 6, "x[0].k", "duplicate"),
     ]
 
@@ -512,8 +520,12 @@ def test_huge_integers_are_described_not_printed() -> None:
         )
     text = str(caught.value)
     assert "<int of 16000 bits>" in text
-    assert [issue.line for issue in caught.value.issues] == [3, 4, 4, 7]
+    assert [issue.line for issue in caught.value.issues] == [3, 4, 4]
     assert sys.get_int_max_str_digits() == 0 or "ffff" not in text
+    # The key given twice is not one of ours: a warning, described the same way.
+    result = check_bytes(f"training:\n  ? {huge}\n  : 1\n  ? {huge}\n  : 2\n")
+    assert result.issues == [] and [w.line for w in result.warnings] == [4]
+    assert "<int of 16000 bits>" in result.warnings[0].message
 
 
 def test_load_config_bytes_and_check_file(tmp_path: Path) -> None:
@@ -532,14 +544,14 @@ def test_load_config_bytes_and_check_file(tmp_path: Path) -> None:
 
 
 def test_path_like_and_error_records(tmp_path: Path) -> None:
-    path = write(tmp_path, "c.yaml", "training: {rollout_max_steps: '5'}\n")
+    path = write(tmp_path, "c.yaml", "training: {rollout_max_steps: '5 '}\n")
     issue = issues_of(Path(os.fspath(path)))[0]
     assert issue.as_dict() == {
         "path": str(path),
         "line": 1,
         "col": 31,
         "location": "training.rollout_max_steps",
-        "message": "rollout_max_steps must be an int, got str '5'",
+        "message": "rollout_max_steps must be an int, got str '5 '",
         "kind": "value",
         "severity": "error",
     }

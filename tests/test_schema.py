@@ -201,9 +201,13 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from([0, 1, 64, 100_000, 100_001, -3, True, "5", 1.5, [], "64", 5.0, 64.0]),
         st.sampled_from([0.0, 100_000.0, 100_001.0, 1e300, -0.0, 2.5e2]),
         st.integers(-5, 200_000),
+        # Whole numbers in quotes (taken, with a warning) and strings that are not quite.
+        st.integers(-5, 200_000).map(str),
+        st.sampled_from(["0", "05", "+5", "5 ", " 5", "5\n", "1_000", "5.0", "\u0665", "1e3", ""]),
     ),
-    "rollout_group_size": st.sampled_from(
-        [0, 1, 4, 4.0, 8, 8.0, 1024, 1025, 1024.0, False, True, "4", 2.5]
+    "rollout_group_size": st.one_of(
+        st.sampled_from([0, 1, 4, 4.0, 8, 8.0, 1024, 1025, 1024.0, False, True, "4", 2.5]),
+        st.sampled_from(["8", "1024", "1025", "0", "04", "4 ", "4\n"]),
     ),
     "rollout_judge_model": MODELS,
     "rollout_judge_base_url": st.sampled_from(URLS),
@@ -213,8 +217,9 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "rollout_gym_config": st.one_of(
         st.sampled_from(["gym.yaml", "a.yaml,b.yaml", "", "a\x00b", 2, "g" * 4097]), TEXT
     ),
-    "rollout_gym_head_port": st.sampled_from(
-        [0, 1, 11000, 11000.0, 65535, 65536, -1, True, "11000", 1.5, []]
+    "rollout_gym_head_port": st.one_of(
+        st.sampled_from([0, 1, 11000, 11000.0, 65535, 65536, -1, True, "11000", 1.5, []]),
+        st.integers(0, 70_000).map(str),
     ),
 }
 OTHER_KEYS = st.one_of(
@@ -294,7 +299,8 @@ def test_backend_case_is_read_alike(section: dict[str, Any], backend: str) -> No
 @pytest.mark.parametrize("fmt", ["json", "yaml"])
 def test_integral_floats_are_read_alike(key: str, backend: str, fmt: str) -> None:
     # JSON Schema's integer takes 8.0 (JSON readers cannot tell it from 8), so the loader
-    # does too; a fraction, a bool or a numeric string is refused by both.
+    # does too; a whole number in quotes is 8 to both (the trainers' parsers read it so),
+    # a fraction, a bool or any other string is refused by both.
     live = {"rollout_gym_config": "g.yaml", "rollout_policy_model": "p"}
     base = (
         {"rollout_backend": backend, "rollout_func": "m:f"}
@@ -305,7 +311,16 @@ def test_integral_floats_are_read_alike(key: str, backend: str, fmt: str) -> Non
             "rollout_policy_base_url": "http://h",
         }
     )
-    for value, accepted in ((8.0, True), (8, True), (8.5, False), (True, False), ("8", False)):
+    for value, accepted in (
+        (8.0, True),
+        (8, True),
+        ("8", True),
+        (8.5, False),
+        (True, False),
+        ("8 ", False),
+        ("8.0", False),
+        ("08", False),
+    ):
         doc = {"training": {**base, key: value}}
         assert schema_accepts(doc) is accepted, value
         assert loader_accepts(doc, fmt) is accepted, value

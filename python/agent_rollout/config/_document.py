@@ -14,12 +14,15 @@ all three at once and raises ``ConfigError``.
 Also the file side of ``check`` (``agent_rollout.config.check``): the one
 reader of config files (``read_config_file``: regular files only, at most
 ``MAX_CONFIG_BYTES``, looked at before they are opened so that a FIFO or
-device never blocks) and ``error_issues``, the one translation of pydantic
-errors into positioned issues.
+device never blocks), ``error_issues``, the one translation of pydantic
+errors into positioned issues, ``warning_issue`` (where a warning of the
+model is in the file) and ``version_warnings`` (plain YAML scalars that YAML
+1.1 and 1.2 read differently).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -41,6 +44,7 @@ from agent_rollout.config._parse import (
     format_for_suffix,
     location,
     parse,
+    plain_scalar_value,
 )
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -234,15 +238,92 @@ def error_issues(
 
 
 def _field_key(model: BaseModel, name: str) -> Any:
-    field = type(model).model_fields[name]
+    field = type(model).model_fields.get(name)
+    if field is None:
+        return name
     alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
     return alias if alias is not None else name
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _reading(readable: bool, value: Any) -> str:
+    return f"{type(value).__name__} {shown(value)}" if readable else "an error"
+
+
+def version_warnings(
+    source: str, parsed: Parsed, prefix: KeyPath, section_value: Mapping[Any, Any]
+) -> list[ConfigIssue]:
+    """Plain scalars on ``rollout_*`` keys that YAML 1.1 and YAML 1.2 read differently.
+
+    ``rollout_max_steps: 010`` is 8 to ``yaml.safe_load`` (the trainers'
+    reading) and 10 to a YAML 1.2 loader or editor: the value works in one
+    place and not the other. Quoted or tagged values are read alike.
+    """
+    found = []
+    for key in section_value:
+        if not (isinstance(key, str) and key.startswith("rollout_")):
+            continue
+        plain = parsed.plain_scalar((*prefix, key))
+        if plain is None:
+            continue
+        pos, text = plain
+        old = plain_scalar_value(text, "1.1")
+        new = plain_scalar_value(text, "1.2")
+        if old[0] and new[0] and _same(old[1], new[1]):
+            continue
+        message = (
+            f"{text!r} reads as {_reading(*old)} under YAML 1.1 (yaml.safe_load, as trainers "
+            f"read it) and as {_reading(*new)} under YAML 1.2 (YAML editors and 1.2 loaders); "
+            "quote it, or write it so that both read it alike"
+        )
+        found.append(
+            ConfigIssue(
+                source, pos[0], pos[1], location((*prefix, key)), message, "yaml_version", "warning"
+            )
+        )
+    return found
+
+
+def warning_issue(
+    source: str, parsed: Parsed, path: KeyPath, warning: Any, key: Any
+) -> ConfigIssue:
+    """Where a ``RolloutWarning`` of the model validated from ``path`` is in the file.
+
+    An incomplete section (kind ``incomplete``) at the section's key; a value
+    read otherwise than written (``coerced``, ``yaml_version``) at the value
+    of ``key`` (the key as the section spells it).
+    """
+    found, key_pos, value_pos = parsed.locate((*path, key))
+    if warning.kind == "incomplete":
+        pos = parsed.locate(path)[1]
+    else:
+        pos = value_pos if found == len(path) + 1 else key_pos
+    return ConfigIssue(
+        source, pos[0], pos[1], location((*path, key)), warning.message, warning.kind, "warning"
+    )
+
+
+def _values_at(root: Any, path: Sequence[Any]) -> Any:
+    node = root
+    for part in path:
+        found, node = _child(node, part)
+        if not found:
+            return None
+    return node
 
 
 def warning_issues(
     source: str, parsed: Parsed, model: Any, *, under: Sequence[Any] = ()
 ) -> list[ConfigIssue]:
-    """The ``rollout_warnings`` of every model inside ``model``, positioned at its key."""
+    """The ``rollout_warnings`` of every model inside ``model``, positioned (see
+    ``warning_issue``), with the YAML 1.1/1.2 warnings on the keys of its section."""
     issues = []
     todo: list[tuple[tuple[Any, ...], Any]] = [((), model)]
     seen: set[int] = set()
@@ -253,19 +334,18 @@ def warning_issues(
         seen.add(id(value))
         if isinstance(value, BaseModel):
             full = (*under, *path)
-            pos = parsed.locate(full)[1]
+            mine = []
             for warning in getattr(value, "rollout_warnings", ()):
-                issues.append(
-                    ConfigIssue(
-                        source,
-                        pos[0],
-                        pos[1],
-                        location((*full, warning.key)),
-                        warning.message,
-                        "incomplete",
-                        "warning",
-                    )
-                )
+                key = _field_key(value, warning.key)
+                mine.append(warning.issue or warning_issue(source, parsed, full, warning, key))
+            if hasattr(value, "rollout_warnings"):
+                section = _values_at(parsed.root, full)
+                if isinstance(section, Mapping):
+                    said = {(issue.location, issue.kind) for issue in mine}
+                    for issue in version_warnings(source, parsed, full, section):
+                        if (issue.location, issue.kind) not in said:
+                            mine.append(issue)
+            issues.extend(mine)
             for name in type(value).model_fields:
                 todo.append(((*path, _field_key(value, name)), getattr(value, name, None)))
         elif isinstance(value, (list, tuple)):
@@ -286,10 +366,20 @@ class ConfigDocument:
     past (duplicate keys, which YAML and JSON readers silently resolve).
     """
 
-    def __init__(self, source: str, fmt: str, parsed: Parsed, yaml_version: str) -> None:
+    def __init__(
+        self,
+        source: str,
+        fmt: str,
+        parsed: Parsed,
+        yaml_version: str,
+        base_dir: Optional[str] = None,
+    ) -> None:
         self.source = source
         self.format = fmt
         self.yaml_version = yaml_version
+        self.base_dir = base_dir
+        """The file's folder (``read_config``; ``None`` for text in memory): ``validate``
+        reads a relative ``rollout_source`` from there, as ``load_config`` does."""
         self.data: Any = parsed.root
         self.problems: list[ConfigIssue] = [
             ConfigIssue(source, pos[0], pos[1], where, message, kind)
@@ -355,7 +445,8 @@ class ConfigDocument:
         return _ordered(found)
 
     def warnings(self, model: Any, *, under: Under = None) -> list[ConfigIssue]:
-        """The ``rollout_warnings`` of ``model`` (and of the models inside it), positioned."""
+        """The ``rollout_warnings`` of ``model`` (and of the models inside it), positioned,
+        with the YAML 1.1/1.2 warnings on their sections' ``rollout_*`` keys."""
         return warning_issues(self.source, self._parsed, model, under=self.path_of(under))
 
     def validate(
@@ -367,12 +458,19 @@ class ConfigDocument:
         context: Optional[Mapping[str, Any]] = None,
     ) -> Model:
         """``model.model_validate`` of the file (or of ``under``, or of ``data``), every
-        error positioned; raises ``ConfigError`` listing them, duplicate keys included."""
+        error positioned; raises ``ConfigError`` listing them, duplicate keys included.
+
+        A relative ``rollout_source`` is read from the file's folder (``base_dir``
+        in the context, unless ``context`` gives one), as ``load_config`` reads it.
+        """
         path = self.path_of(under)
         if data is None:
             data = self.section(path)
+        given = dict(context) if context else {}
+        if self.base_dir is not None:
+            given.setdefault("base_dir", self.base_dir)
         try:
-            result = model.model_validate(data, context=dict(context) if context else None)
+            result = model.model_validate(data, context=given or None)
         except ValidationError as exc:
             found = error_issues(self.source, self._parsed, exc.errors(), under=path, data=data)
             raise ConfigError(_ordered([*self.problems, *found])) from None
@@ -381,12 +479,7 @@ class ConfigDocument:
         return result
 
     def _values_at(self, path: tuple[Any, ...]) -> Any:
-        node = self.data
-        for part in path:
-            found, node = _child(node, part)
-            if not found:
-                return None
-        return node
+        return _values_at(self.data, path)
 
 
 def _ordered(issues: list[ConfigIssue]) -> list[ConfigIssue]:
@@ -410,9 +503,11 @@ def read_config_bytes(
     format: str = "yaml",
     source: str = "<stdin>",
     yaml_version: str = DEFAULT_YAML_VERSION,
+    base_dir: Optional[str] = None,
 ) -> ConfigDocument:
     """A config held in memory as a ``ConfigDocument``; ``ConfigError`` when it
-    cannot be read (too big, not UTF-8, bad syntax, too deep)."""
+    cannot be read (too big, not UTF-8, bad syntax, too deep). ``base_dir``:
+    the folder a relative ``rollout_source`` is read from (see ``validate``)."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     check_yaml_version(yaml_version)
@@ -422,7 +517,7 @@ def read_config_bytes(
     parsed = parse_config_bytes(raw, format, source, yaml_version)
     if isinstance(parsed, ConfigIssue):
         raise ConfigError([parsed])
-    return ConfigDocument(source, format, parsed, yaml_version)
+    return ConfigDocument(source, format, parsed, yaml_version, base_dir)
 
 
 def read_config(
@@ -443,7 +538,10 @@ def read_config(
     data = read_config_file(name)
     if isinstance(data, ConfigIssue):
         raise ConfigError([data])
-    return read_config_bytes(data, format=fmt, source=name, yaml_version=yaml_version)
+    base_dir = os.path.dirname(os.path.abspath(name))
+    return read_config_bytes(
+        data, format=fmt, source=name, yaml_version=yaml_version, base_dir=base_dir
+    )
 
 
 __all__ = [
@@ -458,5 +556,7 @@ __all__ = [
     "split_location",
     "too_big",
     "unsupported_suffix",
+    "version_warnings",
+    "warning_issue",
     "warning_issues",
 ]

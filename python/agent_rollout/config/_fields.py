@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 from pydantic import PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -115,7 +115,9 @@ KEY_HELP: Mapping[str, str] = {
     "no agent rollout.",
     "rollout_func": "The rollout function as 'module.path:function_name' (art, openenv, "
     "ruler). It is imported only when the rollout starts (or by "
-    "'agent-rollout check --resolve').",
+    "'agent-rollout check --resolve'). It returns rows: not TRL's "
+    "GRPOTrainer(rollout_func=...) (a callable returning token ids) nor axolotl's "
+    "trl.rollout_func (a dotted path handed to TRL).",
     "rollout_max_steps": "Most steps (turns) one rollout may take: an int in "
     f"[1, {MAX_ROLLOUT_STEPS}].",
     "rollout_group_size": "Trajectories gathered per seed prompt (art and ruler; nemo_gym with "
@@ -133,8 +135,9 @@ KEY_HELP: Mapping[str, str] = {
     "or neither.",
     "rollout_source": "A data file the backend reads instead of running anything: a NeMo Gym "
     "JSONL file (nemo_gym) or an ART trajectory file (art, instead of "
-    "rollout_func). A relative path in a config file is read from the "
-    "file's directory.",
+    "rollout_func). A relative path is read from the config file's folder by "
+    "load_config and check, and by from_section(..., base_dir=the folder); "
+    "without base_dir (a command line, a parser's dataclass) from the current folder.",
     "rollout_gym_config": "NeMo Gym config files (comma-separated) naming a resources server "
     "and an agent: nemo_gym then runs Gym live against rollout_policy_base_url "
     "(needs nemo-gym, Python 3.12+).",
@@ -145,16 +148,105 @@ KEY_HELP: Mapping[str, str] = {
 assert tuple(KEY_HELP) == ROLLOUT_KEYS
 
 
+INT_RANGES: Mapping[str, tuple[int, int]] = {
+    "rollout_max_steps": (1, MAX_ROLLOUT_STEPS),
+    "rollout_group_size": (1, MAX_GROUP_SIZE),
+    "rollout_gym_head_port": (1, MAX_PORT),
+}
+"""The integer keys and their ranges. An int, an integral float (``5.0``) or
+a whole number in quotes (``"5"``, with a warning) is read as the int; a
+bool, a fraction or any other string is refused."""
+
+
 def integral_float(value: object) -> object:
     """An integral float (``5.0``) as the int it is; any other value as it is.
 
     JSON Schema's ``integer`` takes ``5.0`` (and JSON readers cannot tell it
     from ``5``), pydantic hosts read it as 5: so do we. ``5.5``, ``True`` and
-    ``"5"`` stay what they are, and are refused.
+    ``"5.0"`` stay what they are, and are refused.
     """
     if type(value) is float and value.is_integer():
         return int(value)
     return value
+
+
+_MAX_INT_TEXT = 20
+"""Digits past which a quoted whole number is out of every range anyway (and not converted)."""
+
+
+def int_text(value: object) -> Optional[int]:
+    """The int a whole number in quotes stands for (``"8"`` is 8); ``None`` for any other value.
+
+    Trainers' parsers turn a string into the option's type (argparse and so
+    TRL's ``TrlParser``, OmegaConf, a pydantic host in lax mode), so
+    ``rollout_group_size: "8"`` trains with 8, and we read it so too (with a
+    warning: see ``_rules.coercion_warnings``). Only the plain spelling is
+    read: ASCII digits without sign, space, underscore or leading zero.
+    ``"8 "``, ``"+8"``, ``"1_000"``, ``"08"`` and ``"8.0"`` stay errors
+    although some hosts read them: a config should not depend on that.
+    """
+    if not isinstance(value, str) or not 0 < len(value) <= _MAX_INT_TEXT:
+        return None
+    if not (value.isascii() and value.isdigit()) or (value[0] == "0" and len(value) > 1):
+        return None
+    return int(value)
+
+
+def _digits_same_length(low: str, high: str) -> str:
+    """A pattern for the decimal numbers from ``low`` to ``high``, both of one length."""
+    if low == high:
+        return low
+    if len(low) == 1:
+        return f"[{low}-{high}]"
+    rest = len(low) - 1
+    if low[0] == high[0]:
+        return f"{low[0]}(?:{_digits_same_length(low[1:], high[1:])})"
+    parts = []
+    first, last = int(low[0]), int(high[0])
+    if low[1:] != "0" * rest:  # the first leading digit's numbers from low up
+        parts.append(f"{low[0]}(?:{_digits_same_length(low[1:], '9' * rest)})")
+        first += 1
+    tail = None
+    if high[1:] != "9" * rest:  # the last leading digit's numbers up to high
+        tail = f"{high[0]}(?:{_digits_same_length('0' * rest, high[1:])})"
+        last -= 1
+    if first <= last:
+        lead = str(first) if first == last else f"[{first}-{last}]"
+        parts.append(lead + ("[0-9]" if rest == 1 else f"[0-9]{{{rest}}}"))
+    if tail is not None:
+        parts.append(tail)
+    return "|".join(parts)
+
+
+def digits_between(low: int, high: int) -> str:
+    """A regular expression (without anchors) for the plain spellings of ``[low, high]``.
+
+    Plain as ``int_text`` reads them: no sign, no leading zero. The JSON
+    Schema states with it which quoted numbers the loader takes.
+    """
+    parts = []
+    for length in range(len(str(low)), len(str(high)) + 1):
+        start = max(low, 10 ** (length - 1) if length > 1 else 0)
+        end = min(high, 10**length - 1)
+        if start <= end:
+            parts.append(_digits_same_length(str(start), str(end)))
+    return "|".join(parts)
+
+
+def int_schema(low: int, high: int, *, nullable: bool) -> dict[str, Any]:
+    """The JSON Schema of an integer key: an int in range, or its plain spelling in quotes
+    (read with a warning), or ``null`` where that is unset."""
+    options: list[dict[str, Any]] = [
+        {"type": "integer", "minimum": low, "maximum": high},
+        {
+            "type": "string",
+            "pattern": f"^(?:{digits_between(low, high)})$",
+            "allOf": [_NO_NEWLINE],
+        },
+    ]
+    if nullable:
+        options.append({"type": "null"})
+    return {"anyOf": options}
 
 
 def _any_case(name: str) -> str:
@@ -319,6 +411,7 @@ GymConfigPaths = Annotated[
 
 
 __all__ = [
+    "INT_RANGES",
     "KEY_HELP",
     "GymConfigPaths",
     "JudgeBaseUrl",
@@ -330,6 +423,9 @@ __all__ = [
     "SourcePath",
     "backend_in",
     "custom_error",
+    "digits_between",
     "doc",
+    "int_schema",
+    "int_text",
     "integral_float",
 ]

@@ -8,13 +8,16 @@
   ``argparse`` parser (OpenRLHF style);
 - ``section_values``: what ``RolloutSettings.from_section`` validates when it
   is handed one of those (a dataclass instance, an ``argparse.Namespace``, a
-  Mapping or an OmegaConf ``DictConfig``): a plain dict without unset
-  (``None``) values, and the keys the host declared as its own.
+  Mapping or an OmegaConf ``DictConfig``): a plain dict (without the unset,
+  ``None``, values of a parser's dataclass or namespace), and the keys the
+  host declared as its own.
 
 The kits carry our defaults (``rollout_max_steps`` 64, ``rollout_group_size``
 4) so that ``--help`` shows them; a key holding its default counts as unset
 for the cross-field rules, so copying the defaults never breaks a config.
-The values are validated by ``RolloutSettings.from_section``, in one place.
+The integer fields are optional (``Optional[int]``, default ours), so that
+OmegaConf takes ``null`` there as the other readers do (unset). The values
+are validated by ``RolloutSettings.from_section``, in one place.
 """
 
 from __future__ import annotations
@@ -26,9 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS
-from agent_rollout.config._fields import KEY_HELP
-
-_INT_KEYS = frozenset(("rollout_max_steps", "rollout_group_size", "rollout_gym_head_port"))
+from agent_rollout.config._fields import INT_RANGES, KEY_HELP
 
 
 def _help(key: str) -> dict[str, str]:
@@ -48,10 +49,10 @@ class RolloutArguments:
 
     rollout_backend: Optional[str] = field(default=None, metadata=_help("rollout_backend"))
     rollout_func: Optional[str] = field(default=None, metadata=_help("rollout_func"))
-    rollout_max_steps: int = field(
+    rollout_max_steps: Optional[int] = field(
         default=ROLLOUT_DEFAULTS["rollout_max_steps"], metadata=_help("rollout_max_steps")
     )
-    rollout_group_size: int = field(
+    rollout_group_size: Optional[int] = field(
         default=ROLLOUT_DEFAULTS["rollout_group_size"], metadata=_help("rollout_group_size")
     )
     rollout_judge_model: Optional[str] = field(default=None, metadata=_help("rollout_judge_model"))
@@ -91,9 +92,9 @@ def add_rollout_arguments(parser: Any, *, title: str = "agent rollout") -> Any:
             f"--{key}",
             f"--{key.replace('_', '-')}",
             dest=key,
-            type=int if key in _INT_KEYS else str,
+            type=int if key in INT_RANGES else str,
             default=default,
-            metavar="N" if key in _INT_KEYS else "VALUE",
+            metavar="N" if key in INT_RANGES else "VALUE",
             help=KEY_HELP[key].replace("%", "%%") + shown_default,
         )
     return group
@@ -116,11 +117,14 @@ def section_values(section: Any) -> tuple[Any, frozenset[str]]:
     """What ``from_section`` validates: ``(values, keys the host declared)``.
 
     A dataclass instance, an ``argparse.Namespace``, an OmegaConf
-    ``DictConfig`` or any Mapping becomes a plain dict, without the keys
-    whose value is ``None`` (unset). The fields of a dataclass (and of a
-    structured ``DictConfig``) and the options of a parsed namespace are the
-    host's own keys, never taken for typos of ours. Anything else is
-    returned as it is (the model refuses what is not a mapping).
+    ``DictConfig`` or any Mapping becomes a plain dict. The fields of a
+    dataclass (and of a structured ``DictConfig``) and the options of a
+    parsed namespace are the host's own keys, never taken for typos of ours,
+    and their ``None`` values are the parser's "unset", left out. A plain
+    Mapping or ``DictConfig`` is data as written: a ``null`` there is read
+    as the model reads it (unset, with a warning where the key has a
+    default). Anything else is returned as it is (the model refuses what is
+    not a mapping).
     """
     declared = False
     if isinstance(section, argparse.Namespace):
@@ -137,9 +141,9 @@ def section_values(section: Any) -> tuple[Any, frozenset[str]]:
         values = dict(section)
     else:
         return section, frozenset()
-    own = frozenset(
-        key for key in values if declared and isinstance(key, str) and key not in ROLLOUT_KEYS
-    )
+    if not declared:
+        return values, frozenset()
+    own = frozenset(key for key in values if isinstance(key, str) and key not in ROLLOUT_KEYS)
     return {key: value for key, value in values.items() if value is not None}, own
 
 

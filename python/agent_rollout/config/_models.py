@@ -8,10 +8,16 @@ cross-field rules and their severity come from ``agent_rollout.config._rules``,
 look-alike keys from ``agent_rollout.config._lookalike``; this module turns
 them into one validation with errors in our wording, and keeps the warnings
 on the validated model (``rollout_warnings``).
+
+Where trainers' parsers convert a value (a whole number in quotes is the
+number, ``null`` on a key with a default is unset), the models read it so too
+and warn: whoever reads a config, this package gives one verdict, the one the
+trainer runs with.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Optional
 
@@ -26,14 +32,15 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import InitErrorDetails
 
 from agent_rollout._errors import shown
-from agent_rollout._limits import MAX_GROUP_SIZE, MAX_PORT, MAX_ROLLOUT_STEPS
 from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS, launch_options
 from agent_rollout.config._fields import (
+    INT_RANGES,
     KEY_HELP,
     GymConfigPaths,
     JudgeBaseUrl,
@@ -45,6 +52,8 @@ from agent_rollout.config._fields import (
     SourcePath,
     custom_error,
     doc,
+    int_schema,
+    int_text,
     integral_float,
 )
 from agent_rollout.config._kits import section_values
@@ -56,49 +65,80 @@ from agent_rollout.config._lookalike import (
 )
 from agent_rollout.config._rules import (
     RolloutWarning,
+    coercion_warnings,
     rule_errors,
     rules_schema,
     section_warnings,
 )
 
-INT_RANGES: Mapping[str, tuple[int, int]] = {
-    "rollout_max_steps": (1, MAX_ROLLOUT_STEPS),
-    "rollout_group_size": (1, MAX_GROUP_SIZE),
-    "rollout_gym_head_port": (1, MAX_PORT),
-}
-"""The integer keys and their ranges (strict ints: an integral float such as
-``5.0`` is read as 5, as JSON Schema's ``integer`` reads it; a bool, a
-fraction or a numeric string is refused)."""
+
+def _int_value(key: str) -> BeforeValidator:
+    """An integer key's value as trainers' parsers read it: ``5.0`` and ``"5"`` are 5,
+    ``null`` is the default (on a key with one); anything else as it is, to be refused."""
+    default = ROLLOUT_DEFAULTS.get(key)
+
+    def read(value: object) -> object:
+        if value is None and default is not None:
+            return default
+        number = int_text(value)
+        return integral_float(value) if number is None else number
+
+    return BeforeValidator(read)
 
 
-_INTEGRAL = BeforeValidator(integral_float)
-StepCount = Annotated[int, Field(strict=True, ge=1, le=MAX_ROLLOUT_STEPS), _INTEGRAL]
-GroupSize = Annotated[int, Field(strict=True, ge=1, le=MAX_GROUP_SIZE), _INTEGRAL]
-Port = Annotated[int, Field(strict=True, ge=1, le=MAX_PORT), _INTEGRAL]
+def _int_check(key: str) -> Any:
+    """The range of an integer key (strict: a bool or a string that is not a plain
+    whole number is refused), and its JSON Schema."""
+    low, high = INT_RANGES[key]
+    nullable = key in ROLLOUT_DEFAULTS
+    return Field(strict=True, ge=low, le=high), WithJsonSchema(
+        int_schema(low, high, nullable=nullable)
+    )
 
 
-def _our_wording(error: Any) -> str:
-    """A pydantic error on one of our fields, in the wording of our own rules."""
-    key = str(error["loc"][0])
+_STEPS, _STEPS_SCHEMA = _int_check("rollout_max_steps")
+_GROUP, _GROUP_SCHEMA = _int_check("rollout_group_size")
+_PORT, _PORT_SCHEMA = _int_check("rollout_gym_head_port")
+StepCount = Annotated[int, _STEPS, _int_value("rollout_max_steps"), _STEPS_SCHEMA]
+GroupSize = Annotated[int, _GROUP, _int_value("rollout_group_size"), _GROUP_SCHEMA]
+Port = Annotated[int, _PORT, _int_value("rollout_gym_head_port"), _PORT_SCHEMA]
+
+
+def _our_wording(error: Any, key: str, name: str) -> str:
+    """A pydantic error on our field ``key`` (spelt ``name`` in the section), in our words."""
     kind = error["type"]
     value = error.get("input")
     if kind in ("int_type", "int_parsing", "int_from_float"):
         got = type(value).__name__
-        return f"{key} must be an int, got {got} {shown(value)}"
+        return f"{name} must be an int, got {got} {shown(value)}"
     if kind in ("greater_than_equal", "less_than_equal") and key in INT_RANGES:
         low, high = INT_RANGES[key]
-        return f"{key} must be in [{low}, {high}], got {shown(value)}"
-    return f"{key}: {error['msg']} (got {shown(value)})"
+        return f"{name} must be in [{low}, {high}], got {shown(value)}"
+    return f"{name}: {error['msg']} (got {shown(value)})"
 
 
-def _as_init_error(error: Any) -> InitErrorDetails:
+def _as_init_error(error: Any, fields: Mapping[Any, str] = {}) -> InitErrorDetails:
+    """A pydantic error, in our words when it is on one of our keys.
+
+    ``fields``: the keys a host's aliases spell ours with, and our field
+    names; the message then names the key as the section spells it.
+    """
     kind = error["type"]
     message = error["msg"]
-    if error["loc"] and error["loc"][0] in ROLLOUT_KEYS and not kind.startswith("rollout_"):
-        kind, message = "rollout_value", _our_wording(error)
-    return InitErrorDetails(
-        type=custom_error(kind, message), loc=tuple(error["loc"]), input=error["input"]
-    )
+    loc = tuple(error["loc"])
+    key = loc[0] if loc else None
+    field = key if key in ROLLOUT_KEYS else fields.get(key) if isinstance(key, str) else None
+    if field is not None and not kind.startswith("rollout_"):
+        kind, message = "rollout_value", _our_wording(error, field, str(key))
+    elif field is not None and key != field and _names_first(message, field):
+        message = f"{key}{message[len(field) :]}"
+    return InitErrorDetails(type=custom_error(kind, message), loc=loc, input=error["input"])
+
+
+def _names_first(message: str, key: str) -> bool:
+    """The message starts with the key's name (as our value checks word it)."""
+    after = message[len(key) : len(key) + 1]
+    return message.startswith(key) and not (after.isalnum() or after == "_")
 
 
 def _alias_names(field: Any) -> set[str]:
@@ -129,29 +169,60 @@ def _known_keys(model: type[BaseModel], info: ValidationInfo) -> frozenset[str]:
     return frozenset(known)
 
 
-def _by_field_name(model: type[BaseModel], data: Mapping[Any, Any]) -> Mapping[Any, Any]:
-    """The section with our keys under their field names, where a host gave them aliases."""
+def _by_field_name(
+    model: type[BaseModel], data: Mapping[Any, Any]
+) -> tuple[Mapping[Any, Any], dict[str, str]]:
+    """The section with our keys under their field names, where a host gave them aliases,
+    and how the section spells each of ours that it spells otherwise.
+
+    A key the section does not hold is spelt as the host's alias names it.
+    """
     view: Optional[dict[Any, Any]] = None
+    names: dict[str, str] = {}
     for name in ROLLOUT_KEYS:
         if name in data:
             continue
-        for alias in sorted(_alias_names(model.model_fields[name])):
+        field = model.model_fields[name]
+        for alias in sorted(_alias_names(field)):
             if alias in data:
                 view = dict(data) if view is None else view
                 view[name] = data[alias]
+                names[name] = alias
                 break
-    return data if view is None else view
+        else:
+            spelt = field.validation_alias if isinstance(field.validation_alias, str) else None
+            spelt = spelt if spelt is not None else field.alias
+            if spelt is not None and spelt != name:
+                names[name] = spelt
+    return (data if view is None else view), names
 
 
-def _check_assignment(title: str, model: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+def _read_source_beside(result: Any, info: ValidationInfo) -> None:
+    """A relative ``rollout_source`` read from the ``base_dir`` of the validation context
+    (the config file's folder): the one place that joins it; an absolute one as written."""
+    context = info.context
+    base = context.get("base_dir") if isinstance(context, Mapping) else None
+    source = getattr(result, "rollout_source", None)
+    if base is None or not isinstance(source, str) or os.path.isabs(source):
+        return
+    # The value is checked as written; the joined path is what the backend opens.
+    folder = os.path.abspath(os.fspath(base))
+    result.__dict__["rollout_source"] = os.path.normpath(os.path.join(folder, source))
+
+
+def _check_assignment(
+    title: str, model: Any, handler: ModelWrapValidatorHandler[Any], key: Optional[str]
+) -> Any:
     """``model.rollout_x = value`` on a host with ``validate_assignment=True``.
 
     pydantic hands the model itself here, and its handler sets the new value
     in place; so the old values are kept, put back when a rule refuses the
-    new one, and the warnings are worked out again from the new values.
+    new one, and the warnings are worked out again from the new values (a
+    warning about how another key's value was written stays).
     """
     before = dict(model.__dict__)
     fields_set = set(model.model_fields_set)
+    earlier = model._rollout_warnings if isinstance(model, RolloutFields) else ()
     try:
         result = handler(model)
     except ValidationError as exc:
@@ -167,7 +238,8 @@ def _check_assignment(title: str, model: Any, handler: ModelWrapValidatorHandler
         object.__setattr__(model, "__pydantic_fields_set__", fields_set)
         raise ValidationError.from_exception_data(title, broken)
     if isinstance(result, RolloutFields):
-        result._rollout_warnings = section_warnings(values)
+        kept = [w for w in earlier if w.kind != "incomplete" and w.key != key]
+        result._rollout_warnings = (*section_warnings(values), *kept)
     return result
 
 
@@ -219,7 +291,7 @@ class RolloutFields(BaseModel):
         cls, data: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
     ) -> Any:
         if isinstance(data, RolloutFields) and info.field_name in RolloutFields.model_fields:
-            return _check_assignment(cls.__name__, data, handler)
+            return _check_assignment(cls.__name__, data, handler, info.field_name)
         if not isinstance(data, Mapping):
             return handler(data)
         known = _known_keys(cls, info)
@@ -238,6 +310,8 @@ class RolloutFields(BaseModel):
                         input=data[key],
                     )
                 )
+        section, names = _by_field_name(cls, data)
+        fields = {**{alias: key for key, alias in names.items()}, **{k: k for k in ROLLOUT_KEYS}}
         result: Any = None
         try:
             result = handler(data)
@@ -248,31 +322,66 @@ class RolloutFields(BaseModel):
                     (key,) for key in flagged
                 }:
                     continue
-                errors.append(_as_init_error(error))
-        section = _by_field_name(cls, data)
-        errors.extend(rule_errors(section))
+                errors.append(_as_init_error(error, fields))
+        errors.extend(rule_errors(section, names))
         if errors or result is None:
             raise ValidationError.from_exception_data(cls.__name__, errors)
         if isinstance(result, RolloutFields):
-            found = section_warnings(section)
+            found = (*section_warnings(section, names), *coercion_warnings(section))
             if found:
                 result._rollout_warnings = found
+            _read_source_beside(result, info)
         return result
 
     @classmethod
-    def from_section(cls, section: Any, *, known_keys: Iterable[str] = ()) -> Any:
+    def from_section(
+        cls, section: Any, *, known_keys: Iterable[str] = (), base_dir: Any = None
+    ) -> Any:
         """Validate a trainer's section; ``known_keys`` are the trainer's own keys.
 
         ``section`` is a Mapping (a dict, an OmegaConf ``DictConfig``), a
         dataclass instance (``RolloutArguments``, or a host's own dataclass
-        holding our keys) or an ``argparse.Namespace``; keys set to ``None``
-        are unset and left out, and the fields of a dataclass or the options
-        of a namespace are the host's own keys. Otherwise the same as
-        ``model_validate(section, context={"known_keys": ...})``.
+        holding our keys) or an ``argparse.Namespace``. In a dataclass or a
+        namespace (whose parser has its own defaults), keys set to ``None`` are
+        unset and left out, and the fields or options are the host's own keys.
+        ``base_dir``: the folder of the config file the values were read from;
+        a relative ``rollout_source`` is read from there, as ``load_config``
+        reads it (without it, from the current folder). Otherwise the same as
+        ``model_validate(section, context={"known_keys": ..., "base_dir": ...})``.
         """
         values, declared = section_values(section)
-        known = key_set(known_keys) | declared
-        return cls.model_validate(values, context={"known_keys": known})
+        context: dict[str, Any] = {"known_keys": key_set(known_keys) | declared}
+        if base_dir is not None:
+            context["base_dir"] = base_dir
+        return cls.model_validate(values, context=context)
+
+    def model_copy(self, *, update: Optional[Mapping[str, Any]] = None, deep: bool = False) -> Any:
+        """A copy of the model; our keys in ``update`` are validated.
+
+        pydantic's own ``model_copy`` validates nothing, which would let a copy
+        break our rules and keep ``rollout_warnings`` of the old values. Our
+        keys in ``update`` (field names) go through the same checks as a
+        section (``ValidationError`` in our words), and the warnings follow the
+        new values; the host's own keys are copied as pydantic copies them.
+        """
+        ours = {key: value for key, value in (update or {}).items() if key in ROLLOUT_KEYS}
+        if not ours:
+            return super().model_copy(update=update, deep=deep)
+        given = {key: getattr(self, key) for key in ROLLOUT_KEYS if key in self.model_fields_set}
+        try:
+            checked = RolloutSettings.model_validate({**given, **ours})
+        except ValidationError as exc:
+            errors = [_as_init_error(error) for error in exc.errors()]
+            raise ValidationError.from_exception_data(type(self).__name__, errors) from None
+        new_values = {key: getattr(checked, key) for key in ours}
+        copied = super().model_copy(update={**(update or {}), **new_values}, deep=deep)
+        # A warning that still holds keeps its position; one on how another key's
+        # value was written stays.
+        earlier = {warning: warning for warning in self._rollout_warnings}
+        kept = [w for w in self._rollout_warnings if w.kind != "incomplete" and w.key not in ours]
+        found = [earlier.get(warning, warning) for warning in checked.rollout_warnings]
+        copied._rollout_warnings = (*found, *kept)
+        return copied
 
     def to_launch_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``agent_rollout.launch_rollout(**kwargs)``.
@@ -313,4 +422,10 @@ class RolloutSettings(RolloutFields):
     model_config = ConfigDict(frozen=True, json_schema_extra=_extend_schema)
 
 
-__all__ = ["RolloutFields", "RolloutSettings"]
+def set_rollout_warnings(model: RolloutFields, warnings: Iterable[RolloutWarning]) -> None:
+    """Replace the warnings a validated model keeps (``load_config`` places them in the
+    file and adds those about how the file is read)."""
+    model._rollout_warnings = tuple(warnings)
+
+
+__all__ = ["RolloutFields", "RolloutSettings", "set_rollout_warnings"]

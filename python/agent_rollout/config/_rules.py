@@ -15,16 +15,23 @@ A key is *set* when its value is not ``None`` and not its default
 (``ROLLOUT_DEFAULTS``: ``rollout_group_size: 4`` is unset): the rules are
 about what the user chose, so a dump of a valid model (which writes every
 default back) and a host that copies our defaults validate again.
+
+Values read as trainers' parsers read them, but not as written (a whole
+number in quotes, ``null`` on a key with a default), are warnings too
+(``coercion_warnings``). Messages name each key as the section spells it
+(``names``: a host's alias such as ``rolloutJudgeModel``), our field name
+otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pydantic_core import InitErrorDetails
 
+from agent_rollout._errors import ConfigIssue
 from agent_rollout.backends import (
     BACKEND_KEYS,
     EXPECTED_KEYS,
@@ -36,7 +43,7 @@ from agent_rollout.backends import (
     RUNNER_HINT,
     validate_rollout_backend,
 )
-from agent_rollout.config._fields import backend_in, custom_error
+from agent_rollout.config._fields import INT_RANGES, backend_in, custom_error, int_text
 
 KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {key.name: key.backends for key in BACKEND_KEYS}
 """Which backends each optional key applies to (the key is an error elsewhere)."""
@@ -44,25 +51,44 @@ KEY_BACKENDS: Mapping[str, tuple[str, ...]] = {key.name: key.backends for key in
 
 @dataclass(frozen=True)
 class RolloutWarning:
-    """A config that validates but is incomplete for the built-in adapter."""
+    """A config that validates, with something to say: incomplete for the built-in
+    adapter, or a value read as trainers read it but not as written."""
 
     key: str
-    """The key to set (the first of the alternatives), e.g. ``rollout_judge_model``."""
+    """Our name of the key: the key to set (the first of the alternatives, e.g.
+    ``rollout_judge_model``), or the key whose value was read."""
     message: str
+    kind: str = "incomplete"
+    """``incomplete`` (a key the built-in adapter needs is unset), ``coerced`` (a
+    whole number in quotes, or ``null`` on a key with a default) or
+    ``yaml_version`` (YAML 1.1 and 1.2 read the value differently)."""
+    issue: Optional[ConfigIssue] = field(default=None, compare=False, repr=False)
+    """Where it is (``path:line:col``, as ``check`` reports it) when the settings
+    were read from text by ``load_config``; ``None`` otherwise. Not compared."""
 
     def __str__(self) -> str:
         return f"{self.key}: {self.message}"
 
 
+def _namer(names: Optional[Mapping[str, str]]) -> Any:
+    """How the section spells each key: ``names`` where it says, our field name otherwise."""
+    if not names:
+        return lambda key: key
+    return lambda key: names.get(key, key)
+
+
 def is_set(data: Mapping[Any, Any], key: str) -> bool:
     """The key holds a value of the user's: not ``None``, not its default.
 
-    The default compares as a number (``4.0`` is 4, as JSON Schema's
-    ``const`` reads it); a bool never equals it.
+    The default compares as a number (``4.0`` and ``"4"`` are 4, as the
+    loader reads them); a bool never equals it.
     """
     value = data.get(key)
     if value is None:
         return False
+    number = int_text(value)
+    if number is not None:
+        value = number
     if key in ROLLOUT_DEFAULTS and not isinstance(value, bool):
         try:
             return not (isinstance(value, (int, float)) and value == ROLLOUT_DEFAULTS[key])
@@ -82,28 +108,33 @@ def canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
         return False, None
 
 
-def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
-    """The cross-field rules that are errors, over the raw section.
+def rule_errors(
+    data: Mapping[Any, Any], names: Optional[Mapping[str, str]] = None
+) -> list[InitErrorDetails]:
+    """The cross-field rules that are errors, over the raw section (our keys by field name).
 
     They need the canonical backend only; when the backend itself is invalid
-    its own error is reported and these rules are skipped.
+    its own error is reported and these rules are skipped. Each error's
+    location and message spell the keys as ``names`` says (a host's aliases).
     """
     usable, backend = canonical_backend(data)
     if not usable:
         return []
+    name = _namer(names)
     errors: list[InitErrorDetails] = []
     for key, allowed in KEY_BACKENDS.items():
         if not is_set(data, key) or backend in allowed:
             continue
-        names = " or ".join(repr(name) for name in allowed)
+        backends = " or ".join(repr(one) for one in allowed)
         got = "is not set" if backend is None else f"is {backend!r}"
         errors.append(
             InitErrorDetails(
                 type=custom_error(
                     "rollout_cross_field",
-                    f"{key} needs rollout_backend {names}, but rollout_backend {got}",
+                    f"{name(key)} needs {name('rollout_backend')} {backends}, "
+                    f"but {name('rollout_backend')} {got}",
                 ),
-                loc=(key,),
+                loc=(name(key),),
                 input=data[key],
             )
         )
@@ -111,11 +142,14 @@ def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
     for group in groups:
         present = [key for key in group if is_set(data, key)]
         if len(present) > 1:
-            message = f"set only one of {' and '.join(present)} when rollout_backend is {backend!r}"
+            message = (
+                f"set only one of {' and '.join(map(name, present))} when "
+                f"{name('rollout_backend')} is {backend!r}"
+            )
             errors.append(
                 InitErrorDetails(
                     type=custom_error("rollout_cross_field", message),
-                    loc=(present[-1],),
+                    loc=(name(present[-1]),),
                     input=data[present[-1]],
                 )
             )
@@ -123,22 +157,28 @@ def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
         present = [key for key in group if is_set(data, key)]
         if not present or len(present) == len(group):
             continue
-        absent = " and ".join(key for key in group if key not in present)
+        absent = " and ".join(name(key) for key in group if key not in present)
         for key in present:
             message = (
-                f"{key} needs {absent} when rollout_backend is {backend!r} (set both or neither)"
+                f"{name(key)} needs {absent} when {name('rollout_backend')} is {backend!r} "
+                "(set both or neither)"
             )
             errors.append(
                 InitErrorDetails(
-                    type=custom_error("rollout_cross_field", message), loc=(key,), input=data[key]
+                    type=custom_error("rollout_cross_field", message),
+                    loc=(name(key),),
+                    input=data[key],
                 )
             )
     for group in REQUIRED_KEYS.get(backend or "", ()):
         if not any(is_set(data, key) for key in group):
-            message = f"{' or '.join(group)} is required when rollout_backend is {backend!r}"
+            message = (
+                f"{' or '.join(map(name, group))} is required when "
+                f"{name('rollout_backend')} is {backend!r}"
+            )
             errors.append(
                 InitErrorDetails(
-                    type=custom_error("rollout_missing", message), loc=(group[0],), input=None
+                    type=custom_error("rollout_missing", message), loc=(name(group[0]),), input=None
                 )
             )
     live_keys = LIVE_KEYS.get(backend or "")
@@ -149,31 +189,38 @@ def rule_errors(data: Mapping[Any, Any]) -> list[InitErrorDetails]:
             if not live and is_set(data, key):
                 kind, message = (
                     "rollout_cross_field",
-                    f"{key} needs {switch} when rollout_backend is {backend!r}",
+                    f"{name(key)} needs {name(switch)} when {name('rollout_backend')} "
+                    f"is {backend!r}",
                 )
             elif live and key in required and not is_set(data, key):
-                kind, message = ("rollout_missing", f"{key} is required when {switch} is set")
+                kind = "rollout_missing"
+                message = f"{name(key)} is required when {name(switch)} is set"
             else:
                 continue
             errors.append(
-                InitErrorDetails(type=custom_error(kind, message), loc=(key,), input=data.get(key))
+                InitErrorDetails(
+                    type=custom_error(kind, message), loc=(name(key),), input=data.get(key)
+                )
             )
     return errors
 
 
-def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
+def section_warnings(
+    data: Mapping[Any, Any], names: Optional[Mapping[str, str]] = None
+) -> tuple[RolloutWarning, ...]:
     """The warnings a section gets: keys the built-in adapter needs that are unset."""
     usable, backend = canonical_backend(data)
     if not usable or backend is None:
         return ()
+    name = _namer(names)
     found = []
     for group in EXPECTED_KEYS.get(backend, ()):
         if any(is_set(data, key) for key in group):
             continue
         if len(group) == 1:
-            unset, needs = f"{group[0]} is not set", "it"
+            unset, needs = f"{name(group[0])} is not set", "it"
         else:
-            unset = f"neither {' nor '.join(group)} is set"
+            unset = f"neither {' nor '.join(map(name, group))} is set"
             needs = "one of them"
         found.append(
             RolloutWarning(
@@ -185,10 +232,40 @@ def section_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
     return tuple(found)
 
 
+def coercion_warnings(data: Mapping[Any, Any]) -> tuple[RolloutWarning, ...]:
+    """Values read as the trainers' parsers read them, not as written (kind ``coerced``).
+
+    A whole number in quotes on an integer key (``rollout_group_size: "8"``:
+    argparse, OmegaConf and a pydantic host in lax mode read 8), and ``null``
+    on a key with a default (unset: the default). Only values the loader
+    takes: an out-of-range number is an error instead.
+    """
+    found = []
+    for key, (low, high) in INT_RANGES.items():
+        if key not in data:
+            continue
+        value = data[key]
+        if value is None and key in ROLLOUT_DEFAULTS:
+            default = ROLLOUT_DEFAULTS[key]
+            message = (
+                f"null is unset; trainers read it as the default, {default}: leave the key out"
+            )
+        else:
+            number = int_text(value)
+            if number is None or not low <= number <= high:
+                continue
+            message = f"{value!r} is a string; trainers read it as {number}: write {number}"
+        found.append(RolloutWarning(key, message, "coerced"))
+    return tuple(found)
+
+
 def _set_schema(key: str) -> dict[str, Any]:
     """The key is set: present, not null, not its default (as ``is_set`` reads it)."""
     if key in ROLLOUT_DEFAULTS:
-        unset: dict[str, Any] = {"anyOf": [{"type": "null"}, {"const": ROLLOUT_DEFAULTS[key]}]}
+        default = ROLLOUT_DEFAULTS[key]
+        unset: dict[str, Any] = {
+            "anyOf": [{"type": "null"}, {"const": default}, {"const": str(default)}]
+        }
         return {"required": [key], "properties": {key: {"not": unset}}}
     return {"required": [key], "properties": {key: {"not": {"type": "null"}}}}
 
@@ -263,6 +340,7 @@ __all__ = [
     "KEY_BACKENDS",
     "RolloutWarning",
     "canonical_backend",
+    "coercion_warnings",
     "is_set",
     "rule_errors",
     "rules_schema",

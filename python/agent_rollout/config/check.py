@@ -6,15 +6,21 @@ FIFO or device never blocks), parses it with positions as the trainer reads
 it (``agent_rollout.config._parse``), finds the section, validates it with
 ``RolloutSettings`` and places every error and warning at its
 ``path:line:col``. Problems with the file itself (unreadable, not UTF-8, too
-big, bad syntax, duplicate keys, a root or section that is not a mapping)
-come out the same way, all of them, never a traceback. A plain YAML scalar
-on a ``rollout_*`` key that YAML 1.1 and YAML 1.2 read differently (``010``,
-``yes``, ``1e3``) is a warning (kind ``yaml_version``) at the value.
+big, bad syntax, a root or section that is not a mapping, a key given twice
+in our section) come out the same way, all of them, never a traceback. A
+plain YAML scalar on a ``rollout_*`` key that YAML 1.1 and YAML 1.2 read
+differently (``010``, ``yes``, ``1e3``) is a warning (kind ``yaml_version``)
+at the value, and so is a value read as trainers read it but not as written
+(kind ``coerced``: ``"8"``, ``null``). A key given twice elsewhere is the
+trainer's business (its reader keeps the last one): a warning, for lint.
+
+``load_config`` returns settings that keep every warning, placed in the file
+(``RolloutWarning.issue``).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
 import re
 from collections.abc import Collection, Iterable, Mapping
@@ -23,8 +29,9 @@ from typing import Any, Optional, Union
 
 from pydantic import ValidationError
 
-from agent_rollout._errors import ConfigError, ConfigIssue, shown
+from agent_rollout._errors import ConfigError, ConfigIssue
 from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout.backends import ROLLOUT_KEYS
 from agent_rollout.config._document import (
     error_issues,
     not_regular,
@@ -33,10 +40,11 @@ from agent_rollout.config._document import (
     section_path,
     too_big,
     unsupported_suffix,
-    warning_issues,
+    version_warnings,
+    warning_issue,
 )
 from agent_rollout.config._lookalike import key_set, lookalike_key, nearest_key
-from agent_rollout.config._models import RolloutSettings
+from agent_rollout.config._models import RolloutSettings, set_rollout_warnings
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
     FORMATS,
@@ -47,9 +55,8 @@ from agent_rollout.config._parse import (
     check_yaml_version,
     format_for_suffix,
     location,
-    plain_scalar_value,
 )
-from agent_rollout.config._rules import section_warnings
+from agent_rollout.config._rules import RolloutWarning, coercion_warnings, section_warnings
 
 __all__ = [
     "YAML_VERSIONS",
@@ -69,37 +76,48 @@ _STANDS_FOR_A_TYPO = object()
 """The value a key gets, for the warnings only, when the section holds a look-alike of it."""
 
 
+def _placed(
+    source: str, parsed: Parsed, prefix: KeyPath, warnings: Iterable[RolloutWarning]
+) -> list[RolloutWarning]:
+    """The warnings of a section, each with its place in the file (``issue``)."""
+    return [
+        dataclasses.replace(w, issue=warning_issue(source, parsed, prefix, w, w.key))
+        for w in warnings
+    ]
+
+
+def _version_warnings(
+    source: str, parsed: Parsed, prefix: KeyPath, section_value: Mapping[Any, Any]
+) -> list[RolloutWarning]:
+    keys = {location((*prefix, key)): key for key in section_value}
+    return [
+        RolloutWarning(keys[issue.location], issue.message, issue.kind, issue)
+        for issue in version_warnings(source, parsed, prefix, section_value)
+    ]
+
+
 def _settings_issues(
     source: str,
     parsed: Parsed,
     prefix: KeyPath,
     section_value: Mapping[Any, Any],
     known_keys: Collection[str],
-) -> tuple[Optional[RolloutSettings], list[ConfigIssue], list[ConfigIssue]]:
-    """(settings or None, errors, warnings) of one section."""
-    section_pos = parsed.locate(prefix)[1]
-
-    def warnings_of(section: Mapping[Any, Any]) -> list[ConfigIssue]:
-        return [
-            ConfigIssue(
-                source,
-                section_pos[0],
-                section_pos[1],
-                ".".join((*prefix, warning.key)),
-                warning.message,
-                "incomplete",
-                "warning",
-            )
-            for warning in section_warnings(section)
-        ]
-
+    base_dir: Optional[str] = None,
+) -> tuple[Optional[RolloutSettings], list[ConfigIssue], list[RolloutWarning]]:
+    """(settings or None, errors, warnings) of one section; the warnings are placed."""
+    versions = _version_warnings(source, parsed, prefix, section_value)
+    context: dict[str, Any] = {"known_keys": frozenset(known_keys)}
+    if base_dir is not None:
+        context["base_dir"] = base_dir
     try:
-        settings = RolloutSettings.model_validate(
-            section_value, context={"known_keys": frozenset(known_keys)}
-        )
-        return settings, [], warning_issues(source, parsed, settings, under=prefix)
+        settings = RolloutSettings.model_validate(section_value, context=context)
     except ValidationError as exc:
         errors = exc.errors()
+    else:
+        placed = [*_placed(source, parsed, prefix, settings.rollout_warnings), *versions]
+        placed.sort(key=_warning_order)
+        set_rollout_warnings(settings, placed)
+        return settings, [], placed
     # A look-alike key is reported as the key it looks like: no second report
     # that this key is not set (``rollout_fucn`` is not also "rollout_func is not
     # set"). The key it looks like counts as set, by a value no rule reads (a
@@ -111,55 +129,31 @@ def _settings_issues(
         if error["type"] == "rollout_unknown_key" and error["loc"]
     }
     stand_ins = {key: _STANDS_FOR_A_TYPO for key in meant if section_value.get(key) is None}
-    warnings = warnings_of({**section_value, **stand_ins} if stand_ins else section_value)
+    section = {**section_value, **stand_ins} if stand_ins else section_value
+    found = (*section_warnings(section), *coercion_warnings(section_value))
+    warnings = [*_placed(source, parsed, prefix, found), *versions]
     issues = error_issues(source, parsed, errors, under=prefix, data=section_value)
-    return None, issues, warnings
+    return None, issues, sorted(warnings, key=_warning_order)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+def _warning_order(warning: RolloutWarning) -> tuple[int, int]:
+    assert warning.issue is not None
+    return (warning.issue.line, warning.issue.col)
+
+
+def _in_our_section(where: str, path: KeyPath, section_value: Any) -> bool:
+    """A duplicate key at ``where`` changes what we read: the section (or a mapping
+    holding it) given twice, or one of our keys (or a look-alike) in it."""
+    if any(where == location(path[:depth]) for depth in range(1, len(path) + 1)):
         return True
-    return bool(a == b)
-
-
-def _reading(readable: bool, value: Any) -> str:
-    return f"{type(value).__name__} {shown(value)}" if readable else "an error"
-
-
-def version_warnings(
-    source: str, parsed: Parsed, prefix: KeyPath, section_value: Mapping[Any, Any]
-) -> list[ConfigIssue]:
-    """Plain scalars on ``rollout_*`` keys that YAML 1.1 and YAML 1.2 read differently.
-
-    ``rollout_max_steps: 010`` is 8 to ``yaml.safe_load`` (the trainers'
-    reading) and 10 to a YAML 1.2 loader or editor: the value works in one
-    place and not the other. Quoted or tagged values are read alike.
-    """
-    found = []
+    if not isinstance(section_value, dict):
+        return False
     for key in section_value:
-        if not (isinstance(key, str) and key.startswith("rollout_")):
-            continue
-        plain = parsed.plain_scalar((*prefix, key))
-        if plain is None:
-            continue
-        pos, text = plain
-        old = plain_scalar_value(text, "1.1")
-        new = plain_scalar_value(text, "1.2")
-        if old[0] and new[0] and _same(old[1], new[1]):
-            continue
-        message = (
-            f"{text!r} reads as {_reading(*old)} under YAML 1.1 (yaml.safe_load, as trainers "
-            f"read it) and as {_reading(*new)} under YAML 1.2 (YAML editors and 1.2 loaders); "
-            "quote it, or write it so that both read it alike"
-        )
-        found.append(
-            ConfigIssue(
-                source, pos[0], pos[1], location((*prefix, key)), message, "yaml_version", "warning"
-            )
-        )
-    return found
+        if isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key)):
+            at = location((*path, key))
+            if where == at or where.startswith((f"{at}.", f"{at}[")):
+                return True
+    return False
 
 
 @dataclass
@@ -173,7 +167,9 @@ class CheckResult:
     key_positions: dict[KeyPath, tuple[Pos, Pos]]
     """``(key, value)`` positions of the top-level and section keys."""
     warnings: list[ConfigIssue] = field(default_factory=list)
-    """Incomplete-config warnings (``severity == "warning"``); settings stay valid."""
+    """Warnings (``severity == "warning"``): an incomplete section, a value read
+    otherwise than written, a key the trainer's part of the file gives twice;
+    the settings stay valid."""
     skipped: bool = False
     """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
 
@@ -221,6 +217,7 @@ def check_bytes(
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
     yaml_version: str = DEFAULT_YAML_VERSION,
+    base_dir: Optional[str] = None,
 ) -> CheckResult:
     """Check a config held in memory; never raises for bad input.
 
@@ -230,6 +227,8 @@ def check_bytes(
     config: the result is ``skipped`` and has no issues. ``yaml_version``:
     how YAML is read, ``"1.1"`` (``yaml.safe_load``'s reading, what trainers
     use; the default) or ``"1.2"`` (for a host whose loader reads YAML 1.2).
+    ``base_dir``: the folder a relative ``rollout_source`` is read from (the
+    config file's; ``check_file`` passes it); ``None`` keeps it as written.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -254,8 +253,6 @@ def check_bytes(
     path = section_path(section, root)
     if skip_unrelated and _unrelated(root, path):
         return CheckResult(source, None, [], parsed.keys, skipped=True)
-    for pos, where, message, kind in parsed.problems:
-        add(pos, where, message, kind)
     section_value: Any = root
     if not isinstance(root, dict):
         got = "an empty file" if root is None else type(root).__name__
@@ -284,10 +281,17 @@ def check_bytes(
     settings = None
     warnings: list[ConfigIssue] = []
     if isinstance(section_value, dict):
-        settings, found, warnings = _settings_issues(source, parsed, path, section_value, known)
+        settings, found, placed = _settings_issues(
+            source, parsed, path, section_value, known, base_dir
+        )
         issues.extend(found)
-        if format == "yaml":
-            warnings.extend(version_warnings(source, parsed, path, section_value))
+        warnings = [w.issue for w in placed if w.issue is not None]
+    for pos, where, message, kind in parsed.problems:
+        if kind == "duplicate" and not _in_our_section(where, path, section_value):
+            # The trainer's keys: its reader keeps the last one, and so do we.
+            warnings.append(ConfigIssue(source, pos[0], pos[1], where, message, kind, "warning"))
+        else:
+            add(pos, where, message, kind)
     if issues:
         settings = None
     return CheckResult(
@@ -307,8 +311,10 @@ def load_config_bytes(
     section: Optional[str] = "training",
     known_keys: Iterable[str] = (),
     yaml_version: str = DEFAULT_YAML_VERSION,
+    base_dir: Optional[str] = None,
 ) -> RolloutSettings:
-    """Like :func:`load_config`, for text already in memory (``source`` names it)."""
+    """Like :func:`load_config`, for text already in memory (``source`` names it;
+    ``base_dir``, the folder a relative ``rollout_source`` is read from)."""
     result = check_bytes(
         data,
         format=format,
@@ -316,6 +322,7 @@ def load_config_bytes(
         section=section,
         known_keys=known_keys,
         yaml_version=yaml_version,
+        base_dir=base_dir,
     )
     if result.settings is None:
         raise ConfigError(result.issues)
@@ -357,18 +364,6 @@ def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
         return False
 
 
-def _source_beside(result: CheckResult, name: str) -> None:
-    """Read a relative ``rollout_source`` from the config file's directory."""
-    settings = result.settings
-    if settings is None or settings.rollout_source is None:
-        return
-    if os.path.isabs(settings.rollout_source):
-        return
-    base = os.path.dirname(os.path.abspath(name))
-    joined = os.path.normpath(os.path.join(base, settings.rollout_source))
-    result.settings = settings.model_copy(update={"rollout_source": joined})
-
-
 def check_file(
     path: Union[str, os.PathLike[str]],
     *,
@@ -399,7 +394,7 @@ def check_file(
         if skip_unrelated and data.kind == "file" and _big_and_unrelated(name, section):
             return CheckResult(name, None, [], {}, skipped=True)  # a lock file, a dataset
         return CheckResult(name, None, [data], {})
-    result = check_bytes(
+    return check_bytes(
         data,
         format=fmt,
         source=name,
@@ -407,9 +402,8 @@ def check_file(
         known_keys=known_keys,
         skip_unrelated=skip_unrelated,
         yaml_version=yaml_version,
+        base_dir=os.path.dirname(os.path.abspath(name)),
     )
-    _source_beside(result, name)
-    return result
 
 
 def load_config(
@@ -426,10 +420,11 @@ def load_config(
     ``known_keys`` are the trainer's own keys, never taken for typos of ours.
     YAML is read as ``yaml.safe_load`` reads it (YAML 1.1, what trainers
     use); ``yaml_version="1.2"`` reads it as a YAML 1.2 loader does.
-    Raises :class:`ConfigError` listing every error. Warnings (the config is
-    incomplete for the built-in adapter) do not raise: they are on the
-    returned settings' ``rollout_warnings``, and positioned in
-    :func:`check_file`'s ``CheckResult.warnings``.
+    Raises :class:`ConfigError` listing every error of the section (a key
+    the trainer's part of the file gives twice is not one). Warnings do not
+    raise: they are on the returned settings' ``rollout_warnings``, each with
+    its place in the file (``warning.issue``), those about how the file is
+    read included (YAML 1.1/1.2, a value read otherwise than written).
     """
     result = check_file(path, section=section, known_keys=known_keys, yaml_version=yaml_version)
     if result.settings is None:
