@@ -32,6 +32,7 @@ from agent_rollout import (
 )
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends.nemo_gym import GymRowError
+from agent_rollout.config import RolloutFields, RolloutSettings
 
 MODULE = "agent_rollout_messages_mod"
 """A module the ``rollout_func`` cases resolve (``ROWS = 3``, no ``nope``)."""
@@ -273,3 +274,40 @@ def test_drop_text() -> None:
     assert str(drop) == (
         "prompt 1: tie: rollouts 0, 1 share the best reward 1.0 with different answers"
     )
+
+
+# ---- a config section's warnings and a renaming host's errors (agent_rollout.config) ----------
+
+CONFIG_WARNINGS = [
+    (
+        {"rollout_backend": "art", "rollout_func": "m:f", "rollout_group_size": "8"},
+        "rollout_group_size: '8' is a string; trainers read it as 8: write 8",
+    ),
+    (
+        {"rollout_max_steps": None},
+        "rollout_max_steps: null is unset; trainers read it as the default, 64: leave the key out",
+    ),
+]
+
+
+@pytest.mark.parametrize(("section", "text"), CONFIG_WARNINGS, ids=ids(CONFIG_WARNINGS))
+def test_config_warning(section: dict[str, Any], text: str) -> None:
+    [warning] = RolloutSettings.model_validate(section).rollout_warnings
+    assert str(warning) == text
+
+
+def test_errors_spell_our_keys_as_a_renaming_host_does() -> None:
+    from pydantic import ConfigDict, ValidationError
+    from pydantic.alias_generators import to_camel
+
+    class CamelHost(RolloutFields):
+        model_config = ConfigDict(alias_generator=to_camel)
+
+    with pytest.raises(ValidationError) as info:
+        CamelHost.model_validate(
+            {"rolloutBackend": "nemo_gym", "rolloutJudgeModel": "j", "rolloutMaxSteps": 0}
+        )
+    assert [error["msg"] for error in info.value.errors()] == [
+        "rolloutMaxSteps must be in [1, 100000], got 0",
+        "rolloutJudgeModel needs rolloutBackend 'ruler', but rolloutBackend is 'nemo_gym'",
+    ]

@@ -19,6 +19,7 @@ from jsonschema import Draft7Validator
 from agent_rollout.config import (
     ROLLOUT_KEYS,
     RolloutSettings,
+    check_bytes,
     lookalike_key,
     nearest_key,
     training_config_schema,
@@ -54,6 +55,15 @@ def test_no_trainer_key_is_taken_for_a_typo_of_ours(trainer: str) -> None:
     assert [key for key in keys if not NAMES.is_valid(key)] == []
     section = {key: None for key in keys if key not in ROLLOUT_KEYS}
     RolloutSettings.model_validate(section)
+
+
+@pytest.mark.parametrize("trainer", sorted(CORPUS))
+def test_check_of_a_config_of_every_trainer_key_says_nothing(trainer: str) -> None:
+    # The whole text path (reading, duplicates, YAML 1.1/1.2, coercion warnings): a flat
+    # config holding every key of the trainer (our own shared ones unset) is clean.
+    text = "".join(f"{key}: null\n" for key in dict.fromkeys(corpus_keys(trainer)))
+    result = check_bytes(text, section=None, source=f"{trainer}.yaml")
+    assert (result.issues, result.warnings) == ([], [])
 
 
 @pytest.mark.parametrize(

@@ -334,13 +334,14 @@ class ConfigIssue:
     ``datasets[1].path``); ``""`` for the file."""
     message: str
     kind: str
-    """``incomplete`` or ``yaml_version`` (warnings), ``unreadable`` (the file could not be read
-    at all: missing, no permission, a directory or another non-regular file), ``file``,
-    ``syntax``, ``duplicate``, ``structure``, ``unknown_key``, ``missing``,
-    ``cross_field``, ``value`` or ``resolve``."""
+    """``incomplete``, ``coerced`` or ``yaml_version`` (warnings), ``unreadable`` (the file could
+    not be read at all: missing, no permission, a directory or another non-regular file),
+    ``file``, ``syntax``, ``duplicate`` (a warning outside our section), ``structure``,
+    ``unknown_key``, ``missing``, ``cross_field``, ``value`` or ``resolve``."""
     severity: str = "error"
-    """``error`` (the config cannot be right) or ``warning`` (it is incomplete
-    for the built-in adapter; a registered runner may complete it)."""
+    """``error`` (the config cannot be right) or ``warning`` (it is incomplete for the
+    built-in adapter, a value was read otherwise than written, or the trainer's part of
+    the file has a key twice)."""
 
     def format(self) -> str:
         """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
