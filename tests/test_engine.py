@@ -247,6 +247,7 @@ def test_pure_wheel_marker_means_python_without_a_warning(tmp_path: Path) -> Non
 # ---- the public surface -----------------------------------------------------------
 
 PUBLIC = {
+    "AgentRolloutError",
     "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
     "ConfigError",

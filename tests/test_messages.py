@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from agent_rollout import (
+    AgentRolloutError,
     RolloutDrop,
     RolloutResult,
     RolloutRowError,
@@ -257,7 +258,8 @@ def ids(table: list[tuple[Any, ...]]) -> list[str]:
 def test_message(call: Callable[[], Any], kind: type[Exception], text: str) -> None:
     with pytest.raises(kind) as info:
         call()
-    assert (type(info.value), str(info.value)) == (kind, text)
+    assert (str(info.value), isinstance(info.value, kind)) == (text, True)
+    assert isinstance(info.value, AgentRolloutError)  # the package's base, builtin kept
 
 
 @pytest.mark.parametrize(("call", "kind", "text"), ENGINE_MESSAGES, ids=ids(ENGINE_MESSAGES))
@@ -266,7 +268,8 @@ def test_engine_message(
 ) -> None:
     with pytest.raises(kind) as info:
         call()
-    assert (type(info.value), str(info.value)) == (kind, text)
+    assert (str(info.value), isinstance(info.value, kind)) == (text, True)
+    assert isinstance(info.value, AgentRolloutError)  # the package's base, builtin kept
 
 
 def test_drop_text() -> None:

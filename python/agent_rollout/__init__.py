@@ -14,6 +14,7 @@ try:
 
     from agent_rollout._engine import implementation, normalise_rollout_rows
     from agent_rollout._errors import RolloutFileError, RolloutRowError
+    from agent_rollout._exceptions import AgentRolloutError
     from agent_rollout._io import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
     from agent_rollout._launch import (
         RolloutDrop,
@@ -126,6 +127,7 @@ __all__ = [
     "MAX_ROLLOUT_STEPS",
     "MAX_ROWS_LIMIT",
     "SUPPORTED_ROLLOUT_BACKENDS",
+    "AgentRolloutError",
     "ConfigError",
     "ConfigIssue",
     "NormaliseReport",

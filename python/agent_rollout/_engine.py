@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from agent_rollout import _rows
 from agent_rollout._errors import from_native
+from agent_rollout._exceptions import RolloutRuntimeError, RolloutValueError
 from agent_rollout._jsonl import FileCounts
 from agent_rollout._limits import (
     MAX_JSON_DEPTH,
@@ -73,9 +74,9 @@ def set_engine(engine: Engine) -> Engine:
     """Switch engines (tests and benchmarks run both in one process); returns the old one."""
     global _active
     if engine == "rust" and native is None:
-        raise RuntimeError("the Rust engine is not available")
+        raise RolloutRuntimeError("the Rust engine is not available")
     if engine not in ("rust", "python"):
-        raise ValueError(f"unknown engine {engine!r}")
+        raise RolloutValueError(f"unknown engine {engine!r}")
     previous, _active = _active, engine
     return previous
 

@@ -21,6 +21,8 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from agent_rollout._exceptions import RolloutRuntimeError, RolloutValueError
+
 from ._limits import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digits_limit
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
@@ -85,7 +87,7 @@ PathSegment = Union[int, str]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class RolloutRowError(ValueError):
+class RolloutRowError(RolloutValueError):
     """A rollout row broke a rule.
 
     ``index`` is the row's position in the input (0-based), ``path`` where in
@@ -166,7 +168,7 @@ def row_error(
 
 def input_error(code: str, backend: str, max_rows: int, fact: Optional[str] = None) -> ValueError:
     """Build the ``ValueError`` for a problem with the whole input."""
-    return ValueError(
+    return RolloutValueError(
         INPUT_MESSAGES[code].format(
             backend=backend, max_rows=max_rows, rows=plural(max_rows, "row"), fact=fact
         )
@@ -229,7 +231,7 @@ def shown_path(path: str) -> str:
     return _UNDECODED.sub(_escape, path)
 
 
-class RolloutFileError(ValueError):
+class RolloutFileError(RolloutValueError):
     """A rollout file cannot be used: bad JSON, bad UTF-8, bad gzip, no rows, too many.
 
     ``source`` names the file (``<stdin>`` for standard input; the message shows it
@@ -361,7 +363,7 @@ class ConfigIssue:
         }
 
 
-class ConfigError(ValueError):
+class ConfigError(RolloutValueError):
     """A config file is invalid; ``issues`` lists every problem found, in order."""
 
     def __init__(self, issues: list[ConfigIssue]) -> None:
@@ -483,11 +485,11 @@ def error_text(exc: BaseException) -> str:
 # ---- backends and the command line -----------------------------------------------------------
 
 
-class NonFiniteReward(ValueError):
+class NonFiniteReward(RolloutValueError):
     """A rollout's reward is NaN or infinite; the message names the prompt and rollout."""
 
 
-class GymRowError(ValueError):
+class GymRowError(RolloutValueError):
     """A NeMo Gym row that cannot be mapped; ``field`` is the dotted path at fault."""
 
     def __init__(self, where: str, field: str, why: str) -> None:
@@ -501,11 +503,11 @@ class GymRowError(ValueError):
         return (_rebuild, (type(self), (self.where, self.field, self.why), {}))
 
 
-class GymLiveError(RuntimeError):
+class GymLiveError(RolloutRuntimeError):
     """NeMo Gym's servers failed to start, answer or collect (the message has a log tail)."""
 
 
-class PromptFileError(ValueError):
+class PromptFileError(RolloutValueError):
     """A seed prompt file cannot be used; the message starts with ``file:line``."""
 
 

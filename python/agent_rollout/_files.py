@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
 from agent_rollout._errors import Terminated, shown_path
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 
 # ---- paths -------------------------------------------------------------------------------
 
@@ -50,11 +51,13 @@ def path_text(path: object, what: str) -> str:
         text = os.fspath(path)
         if isinstance(text, str):
             if "\x00" in text:
-                raise ValueError("embedded null byte")  # what Python's own open() says
+                raise RolloutValueError("embedded null byte")  # what Python's own open() says
             if not text:
-                raise ValueError(f"{what} must not be empty (use '-' for the standard streams)")
+                raise RolloutValueError(
+                    f"{what} must not be empty (use '-' for the standard streams)"
+                )
             return text
-    raise TypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
+    raise RolloutTypeError(f"{what} must be a path (str or os.PathLike), got {type(path).__name__}")
 
 
 # ---- where the output goes -----------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from agent_rollout import _engine, _jsonl
 from agent_rollout._errors import from_native_file
+from agent_rollout._exceptions import RolloutTypeError
 from agent_rollout._files import (
     destination,
     path_text,
@@ -173,7 +174,7 @@ def normalise_rollout_file(
     max_rows = check_max_rows(max_rows)
     max_bytes = check_max_bytes(max_bytes)
     if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be callable, got {type(progress).__name__}")
+        raise RolloutTypeError(f"progress must be callable, got {type(progress).__name__}")
     engine = _engine.implementation()
     start = time.perf_counter()
     limits = FileLimits(max_rows, max_bytes)

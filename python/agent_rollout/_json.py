@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any, Optional
 
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_JSON_DEPTH, int_digits_limit
 
 _WS = " \t\n\r"
@@ -199,7 +200,7 @@ _FAILED = object()
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise RolloutValueError(f"{name} is not JSON")
 
 
 def _may_nest_too_deep(text: str) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from agent_rollout._engine import normalise_rollout_rows
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._limits import (
     DEFAULT_ROLLOUT_STEPS,
     MAX_ROLLOUT_ROWS,
@@ -43,7 +44,7 @@ _runners_lock = threading.Lock()
 def _external_backend(name: object, verb: str) -> str:
     canonical = validate_rollout_backend(name)
     if canonical == "openenv":
-        raise ValueError(
+        raise RolloutValueError(
             f"cannot {verb} a runner for 'openenv': it runs training.rollout_func; "
             "runners are for art, nemo_gym and ruler"
         )
@@ -61,7 +62,7 @@ def register_rollout_runner(name: str, runner: RolloutRunner) -> None:
     """
     canonical = _external_backend(name, "register")
     if not callable(runner):
-        raise TypeError(f"runner must be callable, got {type(runner).__name__}")
+        raise RolloutTypeError(f"runner must be callable, got {type(runner).__name__}")
     with _runners_lock:
         _runners[canonical] = runner
 
@@ -96,13 +97,15 @@ class RolloutResult:
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", validate_rollout_backend(self.backend))
         if not isinstance(self.rows, tuple):
-            raise TypeError(f"rows must be a tuple, got {type(self.rows).__name__}")
+            raise RolloutTypeError(f"rows must be a tuple, got {type(self.rows).__name__}")
         checked = normalise_rollout_rows(self.rows, self.backend, max_rows=MAX_ROWS_LIMIT)
         object.__setattr__(self, "rows", checked)
         drops = tuple(self.drops)
         for drop in drops:
             if not isinstance(drop, RolloutDrop):
-                raise TypeError(f"drops must hold RolloutDrop items, got {type(drop).__name__}")
+                raise RolloutTypeError(
+                    f"drops must hold RolloutDrop items, got {type(drop).__name__}"
+                )
         object.__setattr__(self, "drops", drops)
         object.__setattr__(self, "unused_fields", dict(self.unused_fields))
 
@@ -131,7 +134,7 @@ def _rollout_callable(rollout_func: object) -> Union[str, Callable[..., Any], No
         return validate_rollout_func(rollout_func)
     if callable(rollout_func):
         return rollout_func
-    raise ValueError(
+    raise RolloutValueError(
         "rollout_func must be a 'module.path:function_name' string or a callable, "
         f"got {type(rollout_func).__name__}"
     )
@@ -173,9 +176,9 @@ def launch_rollout(
     if prompts is not None and (
         isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence)
     ):
-        raise TypeError(f"prompts must be a sequence, got {type(prompts).__name__}")
+        raise RolloutTypeError(f"prompts must be a sequence, got {type(prompts).__name__}")
     if options is not None and not isinstance(options, Mapping):
-        raise TypeError(f"options must be a mapping, got {type(options).__name__}")
+        raise RolloutTypeError(f"options must be a mapping, got {type(options).__name__}")
     func_spec = _rollout_callable(rollout_func)
     seed_prompts = list(prompts or [])
     settings = dict(options or {})

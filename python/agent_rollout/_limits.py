@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
+
 # ---- rows ----------------------------------------------------------------------------------
 
 MAX_ROLLOUT_ROWS = 100_000
@@ -103,7 +105,7 @@ def check_int(
     high: int,
     *,
     low: int = 1,
-    wrong_type: type[Exception] = TypeError,
+    wrong_type: type[Exception] = RolloutTypeError,
     grouped: bool = False,
 ) -> int:
     """``value`` must be an int (a bool is not one) in ``[low, high]``; return it as an int.
@@ -119,7 +121,7 @@ def check_int(
         bounds = (
             f"[{low:,}, {high:,}], got {value:,}" if grouped else f"[{low}, {high}], got {value}"
         )
-        raise ValueError(f"{name} must be in {bounds}".lstrip())
+        raise RolloutValueError(f"{name} must be in {bounds}".lstrip())
     return int(value)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, Optional
 
 from agent_rollout._errors import PathSegment, input_error, row_error
+from agent_rollout._exceptions import RolloutTypeError
 
 
 class RuleBroken(Exception):
@@ -241,7 +242,7 @@ def _pairs(obj: Any) -> Iterator[tuple[Any, Any]]:
         elif issubclass(kind, tuple) and tuple.__len__(entry) == 2:
             yield tuple.__getitem__(entry, 0), tuple.__getitem__(entry, 1)
         else:
-            raise TypeError(
+            raise RolloutTypeError(
                 f"{_name(obj)}.items() must yield (key, value) tuples, got {_name(entry)}"
             )
 

@@ -37,6 +37,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._jsonl import FileLimits
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, check_max_rows
 from agent_rollout.arrow import (
@@ -133,7 +134,7 @@ def block_schema(schema: Optional[pa.Schema], prompt_kind: str) -> tuple[pa.Sche
             return TEXT_SCHEMA, "text"
         if prompt_kind == "messages":
             return MESSAGES_SCHEMA, "messages"
-        raise ValueError(
+        raise RolloutValueError(
             "normalise_batch normalises each Ray block apart, and every block of a dataset "
             "must get one schema: pass prompt_kind='text', prompt_kind='messages' (messages "
             "of role and content only) or schema= (a schema that holds every block, such as "
@@ -141,16 +142,18 @@ def block_schema(schema: Optional[pa.Schema], prompt_kind: str) -> tuple[pa.Sche
             "agent_rollout.ray.normalise_shards does this for whole JSONL shards"
         )
     if not isinstance(schema, pa.Schema):
-        raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        raise RolloutTypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     if set(schema.names) != {"prompt", "answer"} or schema.field("answer").type != pa.string():
-        raise ValueError(
+        raise RolloutValueError(
             "schema must be a rollout schema: a 'prompt' column and a string 'answer' "
             f"column; got {schema}"
         )
     merged = merge_schemas(schema)
     kind: PromptKind = "text" if merged.field("prompt").type == pa.string() else "messages"
     if prompt_kind not in ("auto", kind):
-        raise ValueError(f"prompt_kind={prompt_kind!r} does not match the schema's {kind} prompts")
+        raise RolloutValueError(
+            f"prompt_kind={prompt_kind!r} does not match the schema's {kind} prompts"
+        )
     return merged, kind
 
 
@@ -272,7 +275,7 @@ def normalise_shards(
     import ray.data
 
     if prompt_kind not in ("text", "messages"):
-        raise ValueError(
+        raise RolloutValueError(
             "normalise_shards needs prompt_kind='text' or 'messages' (each shard is "
             f"normalised apart, so the first row cannot decide for all); got {prompt_kind!r}"
         )
@@ -294,7 +297,7 @@ def normalise_shards(
     )
     rows = sum(count["rows"] for count in counts)
     if rows > max_rows:
-        raise ValueError(
+        raise RolloutValueError(
             f"the rollout shards hold {rows} rows, more than max_rows={max_rows} "
             f"(max_rows={max_rows})"
         )
@@ -317,7 +320,7 @@ def _materialize(dataset: Any) -> Any:
         found = _WORKER_ERROR.search(str(exc))
         if found is None:
             raise
-        raise ValueError(found.group(2)) from exc
+        raise RolloutValueError(found.group(2)) from exc
 
 
 __all__ = ["PATH_COLUMN", "normalise_batch", "normalise_shards"]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from agent_rollout._exceptions import MissingPackageError, RolloutValueError
 from agent_rollout._limits import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_ROLLOUT_STEPS,
@@ -254,18 +255,18 @@ def validate_rollout_backend(name: object) -> str:
     is not on the allowlist (the message lists the valid names).
     """
     if isinstance(name, bool):
-        raise ValueError("rollout_backend must be a string, got bool")
+        raise RolloutValueError("rollout_backend must be a string, got bool")
     if not isinstance(name, str):
-        raise ValueError(f"rollout_backend must be a string, got {type(name).__name__}")
+        raise RolloutValueError(f"rollout_backend must be a string, got {type(name).__name__}")
     if not name:
-        raise ValueError("rollout_backend must be a non-empty string")
+        raise RolloutValueError("rollout_backend must be a non-empty string")
     if "\x00" in name:
-        raise ValueError("rollout_backend must not contain null bytes")
+        raise RolloutValueError("rollout_backend must not contain null bytes")
     if len(name) > MAX_BACKEND_NAME_LEN:
-        raise ValueError(f"rollout_backend exceeds {MAX_BACKEND_NAME_LEN} chars")
+        raise RolloutValueError(f"rollout_backend exceeds {MAX_BACKEND_NAME_LEN} chars")
     canonical = str.lower(name)
     if canonical not in SUPPORTED_ROLLOUT_BACKENDS:
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend={name!r} is not supported; valid: {', '.join(BACKEND_NAMES)}"
         )
     return canonical
@@ -307,7 +308,7 @@ def require_backend_package(name: str, *, live: bool = False) -> None:
     mode = " live" if live and spec.live_package is not None else ""
     # Only the extra: it pins what the package needs alongside (a bare
     # `pip install openpipe-art` resolves openai 3, which breaks ART's client).
-    raise ImportError(
+    raise MissingPackageError(
         f"rollout_backend={spec.name!r}{mode} requires the {package!r} package: "
         f"pip install 'agent-rollout[{spec.extra}]'"
     )
@@ -324,15 +325,15 @@ def validate_rollout_func(value: object) -> Optional[str]:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"rollout_func must be a string, got {type(value).__name__}")
+        raise RolloutValueError(f"rollout_func must be a string, got {type(value).__name__}")
     if not value:
-        raise ValueError("rollout_func must not be empty")
+        raise RolloutValueError("rollout_func must not be empty")
     if "\x00" in value:
-        raise ValueError("rollout_func must not contain null bytes")
+        raise RolloutValueError("rollout_func must not contain null bytes")
     if len(value) > MAX_ROLLOUT_FUNC_LEN:
-        raise ValueError(f"rollout_func must be <= {MAX_ROLLOUT_FUNC_LEN} chars")
+        raise RolloutValueError(f"rollout_func must be <= {MAX_ROLLOUT_FUNC_LEN} chars")
     if _ROLLOUT_FUNC_RE.fullmatch(value) is None:
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_func={value!r} must match 'module.path:function_name' "
             "(letters, digits, underscore and dots only)"
         )
@@ -347,21 +348,21 @@ def resolve_rollout_func(spec: str) -> Callable[..., Any]:
     """
     validated = validate_rollout_func(spec)
     if validated is None:
-        raise ValueError("rollout_func must not be None")
+        raise RolloutValueError("rollout_func must not be None")
     module_path, _, fn_name = validated.partition(":")
     try:
         module = importlib.import_module(module_path)
     except ImportError as exc:
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_func module {module_path!r} could not be imported: {exc}"
         ) from exc
     if not hasattr(module, fn_name):
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}"
         )
     fn = getattr(module, fn_name)
     if not callable(fn):
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_func {validated!r}: resolved attribute is not callable ({type(fn).__name__})"
         )
     return fn

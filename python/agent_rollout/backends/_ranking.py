@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from agent_rollout._errors import NonFiniteReward
+from agent_rollout._exceptions import RolloutValueError
 
 __all__ = [
     "DROP_REASONS",
@@ -133,7 +134,7 @@ def pick_reference(
     :class:`NonFiniteReward` for a reward that is not a finite number.
     """
     if not candidates:
-        raise ValueError(f"{where}: no rollouts to rank")
+        raise RolloutValueError(f"{where}: no rollouts to rank")
     rewards = [_reward(c.reward, f"{where} rollout {c.rollout}") for c in candidates]
     best = max(rewards)
     if min_best is not None and best <= min_best:
@@ -163,7 +164,7 @@ def refuse_all_dropped(backend: str, rows: BackendRows) -> None:
         return
     counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(rows.drop_counts().items()))
     total = len(rows.drops)
-    raise ValueError(
+    raise RolloutValueError(
         f"rollout_backend {backend!r}: every prompt was dropped ({total} of {total}; "
         f"{counts}); first: {rows.drops[0]}"
     )

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout.backends import resolve_rollout_func
 
 __all__ = ["call_rollout_func", "launch"]
@@ -63,7 +64,7 @@ def launch(
     """
     del reward_fn, options
     if rollout_func is None:
-        raise ValueError(
+        raise RolloutValueError(
             "rollout_backend='openenv' requires training.rollout_func ('module.path:function_name')"
         )
     fn = resolve_rollout_func(rollout_func) if isinstance(rollout_func, str) else rollout_func

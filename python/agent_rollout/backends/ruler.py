@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from agent_rollout._errors import NonFiniteReward
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends._ranking import (
     BackendRows,
@@ -91,7 +92,7 @@ _UNREACHABLE_KEY = "agent_rollout_ruler_unreachable"
 def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, object]]:
     """Check the judge options; return the LiteLLM model name and extra params."""
     if not isinstance(judge_model, str) or not judge_model.strip():
-        raise ValueError(
+        raise RolloutValueError(
             "rollout_backend 'ruler' requires training.rollout_judge_model "
             f"(a LiteLLM model name such as 'openai/gpt-4o-mini'), got {judge_model!r}"
         )
@@ -100,7 +101,7 @@ def judge_params(judge_model: Any, judge_base_url: Any) -> tuple[str, dict[str, 
     if not isinstance(judge_base_url, str) or not judge_base_url.startswith(
         ("http://", "https://")
     ):
-        raise ValueError(
+        raise RolloutValueError(
             "rollout_judge_base_url must be an http(s) URL such as "
             f"'http://127.0.0.1:8000/v1', got {judge_base_url!r}"
         )

@@ -14,6 +14,7 @@ import sys
 from typing import Optional
 
 from agent_rollout._errors import printable, printable_json
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout.cli._args import file_name
 
 __all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
@@ -78,7 +79,7 @@ def vscode_settings(schema_path: str, globs: Optional[list[str]] = None) -> dict
     chosen = list(globs or DEFAULT_GLOBS)
     toml = [glob for glob in chosen if glob.lower().endswith(".toml")]
     if toml:
-        raise ValueError(
+        raise RolloutValueError(
             f"{toml[0]}: TOML files name their schema themselves, with a first line "
             "'#:schema <path to the schema>' (Even Better TOML)"
         )

@@ -55,6 +55,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import DEFAULT_GROUP_SIZE, MAX_GROUP_SIZE
 from agent_rollout.backends._ranking import BackendRows, refuse_all_dropped
 from agent_rollout.backends.art.files import read_trajectory_groups
@@ -123,9 +124,13 @@ def launch(
     source = options.get("source")
     if source is not None:
         if rollout_func is not None:
-            raise ValueError("rollout_backend 'art': set rollout_func or rollout_source, not both")
+            raise RolloutValueError(
+                "rollout_backend 'art': set rollout_func or rollout_source, not both"
+            )
         if not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"rollout_source must be a path string, got {type_name(source)}")
+            raise RolloutValueError(
+                f"rollout_source must be a path string, got {type_name(source)}"
+            )
         rows = trajectory_groups_to_rows(read_trajectory_groups(source))
     else:
         fn = resolve_rollout(rollout_func, "art")

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._jsonl import FileLimits, read_values
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS
 from agent_rollout.backends.art.quiet import import_art
@@ -40,21 +41,23 @@ def read_trajectory_groups(path: str | os.PathLike[str]) -> list[TrajectoryGroup
         return _read_parquet(name)
     if name.endswith(".jsonl"):
         return _read_jsonl(name)
-    raise ValueError(f"{name}: unsupported ART trajectory file; expected .parquet or .jsonl")
+    raise RolloutValueError(f"{name}: unsupported ART trajectory file; expected .parquet or .jsonl")
 
 
 def _trajectory_from(data: Any, where: str) -> Trajectory:
     from art import Trajectory
 
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: a trajectory must be a JSON object, got {type_name(data)}")
+        raise RolloutValueError(
+            f"{where}: a trajectory must be a JSON object, got {type_name(data)}"
+        )
     key = "messages_and_choices" if "messages_and_choices" in data else "messages"
     items = data.get(key)
     if not isinstance(items, list):
-        raise ValueError(f"{where}: '{key}' must be a list of messages")
+        raise RolloutValueError(f"{where}: '{key}' must be a list of messages")
     reward = data.get("reward", 0.0)
     if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-        raise ValueError(f"{where}: 'reward' must be a number, got {type_name(reward)}")
+        raise RolloutValueError(f"{where}: 'reward' must be a number, got {type_name(reward)}")
     return Trajectory(messages_and_choices=items, reward=float(reward))
 
 
@@ -69,7 +72,7 @@ def _read_jsonl(name: str) -> list[TrajectoryGroup]:
         if isinstance(data, Mapping) and "trajectories" in data:
             items = data["trajectories"]
             if not isinstance(items, list):
-                raise ValueError(f"{where}: 'trajectories' must be a list")
+                raise RolloutValueError(f"{where}: 'trajectories' must be a list")
             trajectories = [
                 _trajectory_from(t, f"{where}: trajectories[{i}]") for i, t in enumerate(items)
             ]
@@ -77,7 +80,7 @@ def _read_jsonl(name: str) -> list[TrajectoryGroup]:
             trajectories = [_trajectory_from(data, where)]
         total += len(trajectories)
         if total > MAX_ROLLOUT_ROWS:
-            raise ValueError(f"{where}: more than {MAX_ROLLOUT_ROWS} trajectories")
+            raise RolloutValueError(f"{where}: more than {MAX_ROLLOUT_ROWS} trajectories")
         groups.append(TrajectoryGroup(trajectories))
     return groups
 
@@ -89,9 +92,9 @@ def _read_parquet(name: str) -> list[TrajectoryGroup]:
     try:
         table = pl.read_parquet(name, columns=["group_index", "reward", "messages"])
     except (OSError, pl.exceptions.PolarsError) as exc:
-        raise ValueError(f"{name}: not an ART trajectory Parquet file: {exc}") from None
+        raise RolloutValueError(f"{name}: not an ART trajectory Parquet file: {exc}") from None
     if table.height > MAX_ROLLOUT_ROWS:
-        raise ValueError(f"{name}: more than {MAX_ROLLOUT_ROWS} trajectories")
+        raise RolloutValueError(f"{name}: more than {MAX_ROLLOUT_ROWS} trajectories")
     by_group: dict[int, list[Trajectory]] = {}
     for row_no, record in enumerate(table.iter_rows(named=True)):
         where = f"{name}: table row {row_no}"
@@ -110,7 +113,7 @@ def _unflatten(flat: Mapping[str, Any], where: str) -> dict[str, Any]:
         try:
             message["tool_calls"] = json.loads(flat["tool_calls"])
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}.tool_calls: invalid JSON: {exc.msg}") from None
+            raise RolloutValueError(f"{where}.tool_calls: invalid JSON: {exc.msg}") from None
     if flat.get("tool_call_id"):
         message["tool_call_id"] = flat["tool_call_id"]
     return message

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
+from agent_rollout._exceptions import RolloutRuntimeError, RolloutTypeError, RolloutValueError
 from agent_rollout._limits import DEFAULT_GROUP_SIZE, MAX_GROUP_SIZE, MAX_ROLLOUT_ROWS, check_int
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.backends._ranking import NonFiniteReward
@@ -66,12 +67,12 @@ def run_sync(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 def _check_prompts(prompts: Any, backend: str) -> list[Any]:
     if prompts is None or isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend {backend!r} needs prompts: a list of seed prompts, "
             f"got {type_name(prompts)}"
         )
     if not prompts:
-        raise ValueError(f"rollout_backend {backend!r} needs at least one seed prompt")
+        raise RolloutValueError(f"rollout_backend {backend!r} needs at least one seed prompt")
     return list(prompts)
 
 
@@ -155,9 +156,9 @@ async def _one_rollout(
         unreachable = connection_failure(exc, where, servers)
         if unreachable is not None:
             raise unreachable from exc
-        raise RuntimeError(f"{where}: rollout_func raised {type_name(exc)}: {exc}") from exc
+        raise RolloutRuntimeError(f"{where}: rollout_func raised {type_name(exc)}: {exc}") from exc
     if not isinstance(result, Trajectory):
-        raise TypeError(
+        raise RolloutTypeError(
             f"{where}: rollout_func must return an art.Trajectory, got {type_name(result)}"
         )
     reward = result.reward
@@ -170,7 +171,9 @@ async def _one_rollout(
     trajectory_to_row(result, where=where)  # refuse a prompt-less trajectory early
     turns = _assistant_turns(result)
     if turns > max_steps:
-        raise ValueError(f"{where}: {turns} assistant turns exceed rollout_max_steps={max_steps}")
+        raise RolloutValueError(
+            f"{where}: {turns} assistant turns exceed rollout_max_steps={max_steps}"
+        )
     return result
 
 
@@ -228,7 +231,7 @@ async def gather_groups(
 def resolve_rollout(rollout_func: Union[str, RolloutFn, None], backend: str) -> RolloutFn:
     """The rollout function: a callable as is, a ``module:fn`` spec imported; not ``None``."""
     if rollout_func is None:
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend {backend!r} requires training.rollout_func "
             "('module.path:function_name' naming fn(model, prompt) -> art.Trajectory)"
         )
@@ -250,17 +253,17 @@ def policy_model(model: Any, options: Mapping[str, Any], backend: str) -> Any:
     if name is None and url is None:
         return model
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend {backend!r}: rollout_policy_base_url needs rollout_policy_model "
             f"(the model name the server knows), got {name!r}"
         )
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend {backend!r}: rollout_policy_model needs rollout_policy_base_url "
             f"(an http(s) URL such as 'http://127.0.0.1:8000/v1'), got {url!r}"
         )
     if model is not None:
-        raise ValueError(
+        raise RolloutValueError(
             f"rollout_backend {backend!r}: a model was passed and rollout_policy_model is set; "
             "use one or the other"
         )
@@ -288,10 +291,10 @@ def plan(prompts: Any, options: Mapping[str, Any], backend: str) -> tuple[list[A
         options.get("group_size", DEFAULT_GROUP_SIZE),
         "rollout_group_size",
         MAX_GROUP_SIZE,
-        wrong_type=ValueError,
+        wrong_type=RolloutValueError,
     )
     if len(seeds) * group_size > MAX_ROLLOUT_ROWS:
-        raise ValueError(
+        raise RolloutValueError(
             f"{len(seeds)} prompts x rollout_group_size {group_size} exceed "
             f"{MAX_ROLLOUT_ROWS} rollouts (MAX_ROLLOUT_ROWS)"
         )

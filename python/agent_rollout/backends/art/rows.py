@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import BaseModel
 
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_MESSAGE_DEPTH, MAX_ROLLOUT_ROWS
 from agent_rollout.backends._ranking import BackendRows, Candidate, RolloutDrop, pick_reference
 
@@ -40,25 +41,27 @@ def type_name(value: object) -> str:
 def _plain(value: Any, where: str, depth: int = 1) -> Any:
     """A JSON-like copy of one message value; pydantic objects are dumped."""
     if depth > MAX_MESSAGE_DEPTH:
-        raise ValueError(f"{where}: nested deeper than {MAX_MESSAGE_DEPTH} levels")
+        raise RolloutValueError(f"{where}: nested deeper than {MAX_MESSAGE_DEPTH} levels")
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", exclude_none=True)
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where}: non-finite float {value!r}")
+            raise RolloutValueError(f"{where}: non-finite float {value!r}")
         return value
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ValueError(f"{where}: keys must be str, got a key of type {type_name(key)!r}")
+                raise RolloutValueError(
+                    f"{where}: keys must be str, got a key of type {type_name(key)!r}"
+                )
             out[key] = _plain(item, f"{where}.{key}", depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
-    raise ValueError(
+    raise RolloutValueError(
         f"{where}: unsupported value of type {type_name(value)!r} "
         "(message values must be JSON-like)"
     )
@@ -94,9 +97,9 @@ def to_message(item: Any, where: str) -> dict[str, Any]:
     if isinstance(item, Mapping):
         message: dict[str, Any] = _plain(item, where)
         if not isinstance(message.get("role"), str) or not message["role"]:
-            raise ValueError(f"{where}: a chat message needs a non-empty str 'role'")
+            raise RolloutValueError(f"{where}: a chat message needs a non-empty str 'role'")
         return message
-    raise ValueError(
+    raise RolloutValueError(
         f"{where}: expected a chat message dict or an OpenAI Choice, got {type_name(item)!r}"
     )
 
@@ -119,7 +122,7 @@ def _text_of(message: Mapping[str, Any]) -> str:
 def _messages_of(trajectory: Any, where: str) -> list[dict[str, Any]]:
     items = getattr(trajectory, "messages_and_choices", None)
     if items is None or isinstance(items, (str, bytes, Mapping)):
-        raise ValueError(
+        raise RolloutValueError(
             f"{where}: expected an art.Trajectory with messages_and_choices, "
             f"got {type_name(trajectory)!r}"
         )
@@ -137,7 +140,7 @@ def trajectory_to_row(trajectory: Trajectory, *, where: str = "trajectory") -> d
     first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
     if first == 0:
         what = "has no messages" if not messages else "opens with an assistant turn"
-        raise ValueError(
+        raise RolloutValueError(
             f"{where}: {what}; a row needs at least one message (system or user) "
             "before the first assistant turn to use as its prompt"
         )
@@ -156,7 +159,7 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any, Sequence[Any]]]:
     if isinstance(groups, (Trajectory, TrajectoryGroup)):
         groups = [groups]
     elif isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
-        raise ValueError(
+        raise RolloutValueError(
             "expected an art.Trajectory, an art.TrajectoryGroup or a list of them, "
             f"got {type_name(groups)!r}"
         )
@@ -166,14 +169,14 @@ def _iter_groups(groups: Any) -> Iterable[tuple[int, Any, Sequence[Any]]]:
         elif isinstance(item, TrajectoryGroup):
             if item.exceptions:
                 first = item.exceptions[0]
-                raise ValueError(
+                raise RolloutValueError(
                     f"group {index}: {len(item.exceptions)} rollout(s) raised instead of "
                     f"returning a trajectory (first: {first.type}: {first.message}); "
                     "refusing to drop them silently"
                 )
             yield index, item, item.trajectories
         else:
-            raise ValueError(
+            raise RolloutValueError(
                 f"item {index}: expected an art.Trajectory or art.TrajectoryGroup, "
                 f"got {type_name(item)!r}"
             )
@@ -201,11 +204,13 @@ def trajectory_groups_to_rows(groups: Any, *, backend: Optional[str] = None) -> 
         for t, trajectory in enumerate(trajectories):
             seen += 1
             if seen > MAX_ROLLOUT_ROWS:
-                raise ValueError(f"more than {MAX_ROLLOUT_ROWS} trajectories (MAX_ROLLOUT_ROWS)")
+                raise RolloutValueError(
+                    f"more than {MAX_ROLLOUT_ROWS} trajectories (MAX_ROLLOUT_ROWS)"
+                )
             row = trajectory_to_row(trajectory, where=f"{where} rollout {t}")
             candidates.append(Candidate(t, getattr(trajectory, "reward", None), row))
         if not candidates:
-            raise ValueError(f"{where}: the group holds no trajectories")
+            raise RolloutValueError(f"{where}: the group holds no trajectories")
         winner, drop = pick_reference(candidates, prompt_index=index, where=where)
         if drop is not None:
             drops.append(drop)

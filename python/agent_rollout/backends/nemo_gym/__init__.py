@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_rollout._errors import GymRowError
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_ROLLOUT_ROWS
 from agent_rollout.backends._ranking import BackendRows
 from agent_rollout.backends.nemo_gym.convert import (
@@ -71,29 +72,33 @@ def launch(
     """
     del model, tokenizer, reward_fn, max_steps  # conversion only; nothing runs
     if rollout_func is not None:
-        raise ValueError(
+        raise RolloutValueError(
             "rollout_backend 'nemo_gym' converts Gym data and takes no rollout_func; "
             "use rollout_backend 'openenv' to run a function"
         )
     from_response = options.get("answer_from_response", False)
     if not isinstance(from_response, bool):
-        raise ValueError(f"answer_from_response must be a bool, got {type_name(from_response)}")
+        raise RolloutValueError(
+            f"answer_from_response must be a bool, got {type_name(from_response)}"
+        )
     if options.get("gym_config") is not None:  # live: run Gym, then convert what it collected
         return launch_live(prompts, options, answer_from_response=from_response)
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"rollout_source must be a path string, got {type_name(source)}")
+            raise RolloutValueError(
+                f"rollout_source must be a path string, got {type_name(source)}"
+            )
         return convert_gym_rows(gym_rows(source), answer_from_response=from_response)
     if not prompts:
-        raise ValueError(
+        raise RolloutValueError(
             "rollout_backend 'nemo_gym' needs rollout_source (a Gym JSONL file) "
             "or prompts (Gym row mappings)"
         )
     if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
-        raise ValueError(f"prompts must be a list of Gym rows, got {type_name(prompts)}")
+        raise RolloutValueError(f"prompts must be a list of Gym rows, got {type_name(prompts)}")
     if len(prompts) > MAX_ROLLOUT_ROWS:
-        raise ValueError(f"prompts: more than {MAX_ROLLOUT_ROWS} Gym rows")
+        raise RolloutValueError(f"prompts: more than {MAX_ROLLOUT_ROWS} Gym rows")
     return convert_gym_rows(
         ((f"row {index}", row) for index, row in enumerate(prompts)),
         answer_from_response=from_response,

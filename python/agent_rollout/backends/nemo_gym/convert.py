@@ -53,6 +53,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from agent_rollout._errors import GymRowError
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, check_max_rows
@@ -303,7 +304,7 @@ def gym_row_to_row(
     mapped. The input is not modified and shares no containers with the result.
     """
     if isinstance(answer_fields, str):
-        raise TypeError(
+        raise RolloutTypeError(
             f"answer_fields must be a sequence of field names, not a str: {answer_fields!r}"
         )
     if not isinstance(obj, Mapping):
@@ -354,7 +355,7 @@ def gym_rows(
         yield f"{shown}:{line_no}: row {count}", obj
         count += 1
     if count == 0:
-        raise ValueError(f"{shown}: no Gym rows (the file is empty or blank)")
+        raise RolloutValueError(f"{shown}: no Gym rows (the file is empty or blank)")
 
 
 def read_gym_jsonl(

@@ -72,6 +72,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from agent_rollout._errors import GymLiveError
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import signals_end_cleanly
 from agent_rollout._limits import MAX_ROLLOUT_ROWS
 from agent_rollout.backends import require_backend_package
@@ -122,22 +123,22 @@ def task_rows(prompts: Sequence[Any]) -> list[dict[str, Any]]:
     for index, prompt in enumerate(prompts):
         if isinstance(prompt, Mapping):
             if not isinstance(prompt.get("responses_create_params"), Mapping):
-                raise ValueError(
+                raise RolloutValueError(
                     f"row {index}: a Gym task row needs a responses_create_params object"
                 )
             rows.append(dict(prompt))
         elif isinstance(prompt, str):
             if not prompt:
-                raise ValueError(f"row {index}: prompt must not be empty")
+                raise RolloutValueError(f"row {index}: prompt must not be empty")
             rows.append(
                 {"responses_create_params": {"input": [{"role": "user", "content": prompt}]}}
             )
         elif isinstance(prompt, list):
             if not prompt:
-                raise ValueError(f"row {index}: prompt must not be an empty message list")
+                raise RolloutValueError(f"row {index}: prompt must not be an empty message list")
             rows.append({"responses_create_params": {"input": list(prompt)}})
         else:
-            raise ValueError(
+            raise RolloutValueError(
                 f"row {index}: prompt must be a string, a list of chat messages or a Gym row, "
                 f"got {type(prompt).__name__}"
             )
@@ -240,7 +241,9 @@ def collect_rollouts(
 ) -> list[tuple[str, Any]]:
     """Collect ``num_repeats`` Gym rollouts per task; ``(where, row)`` pairs, in task order."""
     if not tasks:
-        raise ValueError("nemo_gym live: no tasks to collect (give prompts or rollout_source)")
+        raise RolloutValueError(
+            "nemo_gym live: no tasks to collect (give prompts or rollout_source)"
+        )
     keep = settings.log_dir is not None
     work = Path(settings.log_dir or tempfile.mkdtemp(prefix="agent-rollout-gym-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -336,7 +339,9 @@ def launch_live(
     source = options.get("source")
     if source is not None:
         if not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"rollout_source must be a path string, got {type(source).__name__}")
+            raise RolloutValueError(
+                f"rollout_source must be a path string, got {type(source).__name__}"
+            )
         tasks = task_rows([row for _, row in gym_rows(source, MAX_ROLLOUT_ROWS)])
     else:
         tasks = task_rows(list(prompts or []))

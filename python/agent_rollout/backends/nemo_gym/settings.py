@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from agent_rollout._exceptions import RolloutValueError
+
 __all__ = ["DEFAULT_HEAD_PORT", "GymLiveSettings", "settings_from_options"]
 
 DEFAULT_HEAD_PORT = 11000
@@ -40,20 +42,20 @@ def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:
     elif isinstance(raw, (list, tuple)) and all(isinstance(part, str) for part in raw):
         config = tuple(raw)
     else:
-        raise ValueError(
+        raise RolloutValueError(
             f"gym_config must be a path string or a list of them, got {type(raw).__name__}"
         )
     if not config:
-        raise ValueError("gym_config must name at least one Gym config file")
+        raise RolloutValueError("gym_config must name at least one Gym config file")
     base_url = options.get("policy_base_url")
     model = options.get("policy_model")
     if not isinstance(base_url, str) or not base_url:
-        raise ValueError(
+        raise RolloutValueError(
             "nemo_gym live (gym_config set) needs rollout_policy_base_url: the "
             "OpenAI-compatible endpoint of the policy"
         )
     if not isinstance(model, str) or not model:
-        raise ValueError("nemo_gym live (gym_config set) needs rollout_policy_model")
+        raise RolloutValueError("nemo_gym live (gym_config set) needs rollout_policy_model")
     kwargs: dict[str, Any] = {}
     for option, name, kind in (
         ("gym_agent_name", "agent_name", str),
@@ -69,10 +71,10 @@ def settings_from_options(options: Mapping[str, Any]) -> GymLiveSettings:
         if value is None:
             continue
         if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-            raise ValueError(f"{option} has the wrong type: {type(value).__name__}")
+            raise RolloutValueError(f"{option} has the wrong type: {type(value).__name__}")
         kwargs[name] = value
     if kwargs.get("num_repeats", 1) < 1:
-        raise ValueError("group_size (Gym num_repeats) must be at least 1")
+        raise RolloutValueError("group_size (Gym num_repeats) must be at least 1")
     return GymLiveSettings(
         gym_config=config, policy_base_url=base_url, policy_model=model, **kwargs
     )
