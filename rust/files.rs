@@ -128,7 +128,7 @@ pub(crate) fn workers() -> usize {
 /// parsing than there are CPUs (2 to 4 CPUs; never fewer than one worker, so
 /// on one CPU the worker and the calling thread still share it). Only this
 /// path: `read_rollout_jsonl`, `read_rollout_table` and Parquet were no faster
-/// with one worker on 10k rows (docs/benchmarks.md, twelfth round). The size
+/// with one worker on 10k rows (paired runs of the benches/ scripts). The size
 /// is the file's when opened: one that grows while it is read keeps the count
 /// it started with.
 pub(crate) fn workers_writing_jsonl(input: &Input) -> usize {

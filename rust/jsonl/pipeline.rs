@@ -190,7 +190,7 @@ const FILL_CHUNKS: u64 = 2 * IN_FLIGHT as u64;
 /// CPUs. Likely cost, not traced: a thread preempted while it holds the next
 /// chunk to write holds up the whole call, for a time slice of a few
 /// milliseconds, as long as a call on a 4.5 MB file. Paired runs of JSONL ->
-/// JSONL on 2 CPUs (December 2026; docs/benchmarks.md, twelfth round), one
+/// JSONL on 2 CPUs (benches/bench_jsonl.py, paired builds), one
 /// worker against two, mean call: 0.888x on 4.5 MB (faster in 9 of 10
 /// rounds), 0.948x on 9 MB, 0.969x on 13.5 MB, 1.132x on 22 MB, 1.40x on 45 MB.
 pub(crate) const HELPED_FILE_BYTES: u64 = {
@@ -222,7 +222,7 @@ pub(crate) const HELPED_FILE_BYTES: u64 = {
 /// whichever of these threads needs its next chunk, so no thread only reads
 /// and a chunk is parsed where it was just read; with the shrinking last
 /// chunks, 10k-row files took 0.90-0.95x the time they took with a reader
-/// thread (paired runs, December 2026; docs/benchmarks.md, tenth round).
+/// thread (paired runs of benches/bench_jsonl.py against a build with one).
 /// Any other input, whose reads may wait, is read on a thread of its own
 /// that is never joined, so a source stalled in `read` cannot hold the
 /// caller; when `run` returns it sets `input.stop`, and that reader ends at
