@@ -106,7 +106,7 @@ def test_the_answers_table_is_right() -> None:
 
 
 def test_every_bundled_config_is_valid() -> None:
-    from agent_rollout.cli.run import EXAMPLES as KNOWN
+    from agent_rollout.examples.serving import EXAMPLES as KNOWN
 
     assert KNOWN == BUNDLED
     for name in BUNDLED:

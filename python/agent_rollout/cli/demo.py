@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_rollout import _engine, examples
+from agent_rollout import _engine
 from agent_rollout._engine import normalise_rollout_rows
 from agent_rollout._errors import ConfigError, printable
 from agent_rollout._launch import launch_rollout
-
-EXAMPLES = Path(examples.__file__).resolve().parent
+from agent_rollout.examples.serving import bundled_example, serve_example
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +47,10 @@ def _best_ms(fn: Callable[[], Any], repeat: int = 3) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from agent_rollout.config import load_config
-    from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, offline_rollout, serve_drill_env
+    from agent_rollout.examples.openenv_rollout import offline_rollout
 
-    config_path = EXAMPLES / "grpo.yaml"
+    config, prompts = bundled_example("grpo")
+    config_path = Path(config)
     try:
         settings = load_config(str(config_path))
     except ConfigError as exc:
@@ -67,16 +66,15 @@ def run(args: argparse.Namespace) -> int:
 
     seeds = [
         json.loads(line)
-        for line in (EXAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+        for line in Path(prompts).read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
     live = not args.offline and importlib.util.find_spec("openenv") is not None
     start = time.perf_counter()
     if live:
-        with serve_drill_env() as url:
-            os.environ[URL_ENV_VAR] = url
+        with serve_example(kwargs) as served:  # the drill server, for the rollout_func
             result = launch_rollout(prompts=seeds, **kwargs)
-        how = f"live, OpenEnv drill server at {url}"
+        how = f"live, OpenEnv drill server at {served.drill_url}"
     else:
         offline = "agent_rollout.examples.openenv_rollout:offline_rollout"
         result = launch_rollout(prompts=seeds, **(kwargs | {"rollout_func": offline}))

@@ -19,17 +19,17 @@ its own install, where its environments live).
 ``--prompts`` is given; both are found in the installed package.
 
 ``--serve`` starts, for the run only, the bundled loopback servers the config
-names: the scripted policy and judge of ``agent_rollout.examples.scripted_servers``
-at ``rollout_policy_base_url`` / ``rollout_judge_base_url`` (which must be
-``http://127.0.0.1:PORT/...``), and the OpenEnv drill server for the bundled
-openenv rollout functions. A failed connection to one of those addresses
-without ``--serve`` says so. While the backend runs, the progress line (on a
-terminal) counts the rollouts done; the summary line counts the prompts a
-backend dropped (by reason), then lists the drops, the input fields rows could
-not carry and what the backend reported (NeMo Gym servers it reused). The
-packages behind a backend (LiteLLM, transformers) print nothing unless
-``AGENT_ROLLOUT_DEBUG=1``, which also turns an unexpected failure into a
-traceback.
+names (the scripted policy and judge, the OpenEnv drill server); a failed
+connection to one of those addresses without ``--serve`` says so. Both, and
+finding a bundled example, are ``agent_rollout.examples.serving``'s: this
+module calls it and says what it started.
+
+While the backend runs, the progress line (on a terminal) counts the rollouts
+done; the summary line counts the prompts a backend dropped (by reason), then
+lists the drops, the input fields rows could not carry and what the backend
+reported (NeMo Gym servers it reused). The packages behind a backend (LiteLLM,
+transformers) print nothing unless ``AGENT_ROLLOUT_DEBUG=1``, which also turns
+an unexpected failure into a traceback.
 
 Exit status: 0 done; 1 invalid input (config, prompt file, a backend that
 refuses its input or returns bad rows); 2 usage or I/O error, a missing
@@ -41,11 +41,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-from agent_rollout import examples
 from agent_rollout._errors import (
     ConfigError,
     PromptFileError,
@@ -68,18 +66,17 @@ from agent_rollout.cli._args import (
     positive_rows,
 )
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
+from agent_rollout.examples.serving import (
+    EXAMPLES,
+    Served,
+    ServeError,
+    bundled_example,
+    serve_example,
+)
 
 __all__ = ["PromptFileError", "add_arguments", "read_prompts", "run", "write_rows"]
 
 PROG = "agent-rollout run"
-
-
-EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "ruler")
-"""The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
-
-
-def _examples_dir() -> str:
-    return os.path.dirname(os.path.abspath(examples.__file__))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -191,9 +188,8 @@ def _pick_config(args: argparse.Namespace) -> Optional[str]:
         return None
     if args.config is not None:
         raise _Stop(f"{PROG}: give a CONFIG file or --example {example}, not both", 2)
-    folder = _examples_dir()
-    args.config = os.path.join(folder, f"{example}.yaml")
-    return os.path.join(folder, "prompts.jsonl")
+    args.config, prompts = bundled_example(example)
+    return prompts
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -228,7 +224,9 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
         raise _Stop(printable(f"{PROG}: {error_text(exc)}"), 2) from None
 
 
-def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]) -> Any:
+def _launch(
+    args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any], served: Served
+) -> Any:
     name = kwargs["name"]
 
     def names_backend(text: str) -> bool:
@@ -247,7 +245,7 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
     except ValueError as exc:
         raise _Stop(f"{PROG}: {prefixed(exc)}", 1) from None
     except OSError as exc:
-        raise _Stop(f"{PROG}: {prefixed(exc)}{_serve_hint(args, kwargs, exc)}", 2) from None
+        raise _Stop(f"{PROG}: {prefixed(exc)}{served.hint(exc)}", 2) from None
     except Exception as exc:  # user code behind the backend may raise anything
         if debug_enabled():
             raise
@@ -258,134 +256,17 @@ def _launch(args: argparse.Namespace, kwargs: dict[str, Any], prompts: list[Any]
             else f"rollout backend {name!r} failed: {type(exc).__name__}: {text}"
         )
         raise _Stop(
-            f"{PROG}: {what}{_serve_hint(args, kwargs, exc)} (set {DEBUG_ENV}=1 for a traceback)",
+            f"{PROG}: {what}{served.hint(exc)} (set {DEBUG_ENV}=1 for a traceback)",
             2,
         ) from None
 
 
-def _bundled_address(url: str, port: int) -> bool:
-    """``url`` is ``http://<loopback>:<port>/...``: where a bundled config puts a server."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        return parts.scheme == "http" and parts.hostname in _LOOPBACK and parts.port == port
-    except ValueError:
-        return False
-
-
-def _serve_hint(args: argparse.Namespace, kwargs: dict[str, Any], exc: BaseException) -> str:
-    """For a failed connection, without ``--serve``, to an address a bundled config uses:
-    the hint that ``--serve`` starts the bundled server there."""
-    if args.serve or not isinstance(exc, ConnectionError):
-        return ""
-    from agent_rollout.examples.scripted_servers import BUNDLED_PORTS
-
-    text = str(exc)
-    options = kwargs["options"]
-    for kind, option in (("policy", "policy_base_url"), ("judge", "judge_base_url")):
-        url = options.get(option)
-        if isinstance(url, str) and url in text and _bundled_address(url, BUNDLED_PORTS[kind]):
-            return f" (nothing serves it: --serve starts the bundled scripted {kind} there)"
-    func = kwargs.get("rollout_func")
-    if kwargs["name"] == "openenv" and isinstance(func, str) and func.startswith(_DRILL_FUNCS):
-        from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
-
-        try:
-            url = server_url()
-        except ValueError:
-            return ""
-        if url == DEFAULT_URL and url in text:
-            return " (--serve starts the bundled OpenEnv drill server for the run)"
-    return ""
-
-
-_LOOPBACK = ("127.0.0.1", "localhost")
-_DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
-
-
-def _loopback_port(key: str, url: str) -> int:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or parts.hostname not in _LOOPBACK or not port:
-        raise _Stop(
-            f"{PROG}: --serve starts servers on loopback only: {key}={url!r} must look like "
-            "'http://127.0.0.1:PORT/v1'",
-            2,
-        )
-    return port
-
-
-@contextmanager
-def _serving(args: argparse.Namespace, kwargs: dict[str, Any]) -> Iterator[None]:
-    """With ``--serve``, run the bundled servers the config names for the block's duration."""
-    if not args.serve:
-        yield
-        return
-    from agent_rollout.examples import scripted_servers
-
-    options = kwargs["options"]
-    wanted = [
-        (kind, key, options.get(option))
-        for kind, key, option in (
-            ("policy", "rollout_policy_base_url", "policy_base_url"),
-            ("judge", "rollout_judge_base_url", "judge_base_url"),
-        )
-    ]
-    func = kwargs.get("rollout_func")
-    drill = kwargs["name"] == "openenv" and isinstance(func, str) and func.startswith(_DRILL_FUNCS)
-    with ExitStack() as stack:
-        started = []
-        for kind, key, url in wanted:
-            if url is None:
-                continue
-            port = _loopback_port(key, url)
-            try:
-                stack.enter_context(scripted_servers.serve(kind, port=port))
-            except OSError as exc:
-                raise _Stop(
-                    f"{PROG}: --serve: cannot start the scripted {kind} on 127.0.0.1:{port} "
-                    f"({key}): {exc.strerror or exc}",
-                    2,
-                ) from None
-            started.append(f"scripted {kind} at {url}")
-        if drill:
-            started.append(f"OpenEnv drill server at {_serve_drill(stack)}")
-        if not started:
-            sys.stderr.write(f"{PROG}: note: --serve: this config needs no bundled server\n")
-        for what in started:
-            say(f"{PROG}: serving {what}")
-        yield
-
-
-def _serve_drill(stack: ExitStack) -> str:
-    import importlib.util
-
-    from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, serve_drill_env
-
-    if importlib.util.find_spec("openenv") is None:
-        raise _Stop(
-            f"{PROG}: --serve: the OpenEnv drill server needs openenv-core: "
-            "pip install 'agent-rollout[openenv]'",
-            2,
-        )
-    url = stack.enter_context(serve_drill_env())
-    previous = os.environ.get(URL_ENV_VAR)
-    os.environ[URL_ENV_VAR] = url
-
-    def restore() -> None:
-        if previous is None:
-            os.environ.pop(URL_ENV_VAR, None)
-        else:
-            os.environ[URL_ENV_VAR] = previous
-
-    stack.callback(restore)
-    return str(url)
+def _say_served(served: Served) -> None:
+    """With ``--serve``: which servers run for the run (or that the config needs none)."""
+    if served.start and not served.started:
+        sys.stderr.write(f"{PROG}: note: --serve: this config needs no bundled server\n")
+    for what in served.started:
+        say(f"{PROG}: serving {what}")
 
 
 def _plural(count: int, noun: str) -> str:
@@ -449,12 +330,13 @@ def run(args: argparse.Namespace) -> int:
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
-        with (
-            _serving(args, kwargs),
-            progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
-            reporting(reporter),
-        ):
-            result = _launch(args, kwargs, prompts)
+        with serve_example(kwargs, start=args.serve) as served:
+            _say_served(served)
+            with (
+                progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
+                reporting(reporter),
+            ):
+                result = _launch(args, kwargs, prompts, served)
         rows = result.rows
         progress.unit = "rows"
         progress.total = len(rows)
@@ -464,6 +346,10 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(printable_lines(stop.message) + "\n")
         return stop.code
+    except ServeError as exc:
+        progress.finish()
+        sys.stderr.write(printable_lines(f"{PROG}: {exc}") + "\n")
+        return 2
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()

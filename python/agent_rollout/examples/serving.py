@@ -1,0 +1,189 @@
+"""What the bundled examples need to run: their files, and the servers they talk to.
+
+The command line reaches the examples through this module only:
+
+- :data:`EXAMPLES` and :func:`bundled_example`: the bundled configs
+  (``agent-rollout run --example NAME``) and the files of one, found in the
+  installed package;
+- :func:`serve_example`: for the duration of a ``with`` block, the loopback
+  servers a config's launch arguments name (``agent-rollout run --serve``, and
+  the live step of ``agent-rollout demo``): the scripted policy at
+  ``policy_base_url`` and the scripted judge at ``judge_base_url``
+  (:mod:`agent_rollout.examples.scripted_servers`; each must be
+  ``http://127.0.0.1:PORT/...``), and the OpenEnv drill server when
+  ``rollout_func`` is one of :mod:`agent_rollout.examples.openenv_rollout`
+  (its URL in ``AGENT_ROLLOUT_OPENENV_URL`` for the block). Without starting
+  anything, what it yields says whether a failed connection went to an address
+  a bundled config uses (:meth:`Served.hint`).
+
+The servers' modules are imported only when a server starts or a hint is
+wanted, so that the command line's start does not pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from typing import Any, Optional
+
+__all__ = ["EXAMPLES", "ServeError", "Served", "bundled_example", "serve_example"]
+
+EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "ruler")
+"""The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
+
+LOOPBACK = ("127.0.0.1", "localhost")
+DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
+"""The prefix of the rollout functions that play against the OpenEnv drill server."""
+
+_SCRIPTED = (
+    ("policy", "rollout_policy_base_url", "policy_base_url"),
+    ("judge", "rollout_judge_base_url", "judge_base_url"),
+)
+"""Each scripted server: its kind, the config key naming its address, the launch option."""
+
+
+class ServeError(RuntimeError):
+    """A server the config needs cannot be started; the message says which and why."""
+
+
+def bundled_example(name: str) -> tuple[str, str]:
+    """The paths of the bundled config ``examples/<name>.yaml`` and of the bundled seed
+    prompts (``examples/prompts.jsonl``), in the installed package."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(folder, f"{name}.yaml"), os.path.join(folder, "prompts.jsonl")
+
+
+def plays_the_drill(launch: Mapping[str, Any]) -> bool:
+    """The launch arguments run one of the bundled OpenEnv rollout functions."""
+    func = launch.get("rollout_func")
+    return launch["name"] == "openenv" and isinstance(func, str) and func.startswith(DRILL_FUNCS)
+
+
+def bundled_address(url: str, port: int) -> bool:
+    """``url`` is ``http://<loopback>:<port>/...``: where a bundled config puts a server."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        return parts.scheme == "http" and parts.hostname in LOOPBACK and parts.port == port
+    except ValueError:
+        return False
+
+
+def loopback_port(key: str, url: str) -> int:
+    """The port of ``url``, which must be ``http://<loopback>:PORT/...`` (else ``ServeError``)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK or not port:
+        raise ServeError(
+            f"--serve starts servers on loopback only: {key}={url!r} must look like "
+            "'http://127.0.0.1:PORT/v1'"
+        )
+    return port
+
+
+class Served:
+    """What :func:`serve_example` started (``started``: ``"scripted policy at URL"``, ...,
+    in order; ``drill_url``: the OpenEnv drill server's, or ``None``), and the hint for a
+    failed connection when it started nothing."""
+
+    def __init__(self, launch: Mapping[str, Any], start: bool) -> None:
+        self.launch = launch
+        self.start = start
+        self.started: list[str] = []
+        self.drill_url: Optional[str] = None
+
+    def hint(self, exc: BaseException) -> str:
+        """For a failed connection, when nothing was asked to start, to an address a
+        bundled config uses: the hint that ``--serve`` starts the bundled server there
+        (``" (...)"``, else ``""``)."""
+        if self.start or not isinstance(exc, ConnectionError):
+            return ""
+        from agent_rollout.examples.scripted_servers import BUNDLED_PORTS
+
+        text = str(exc)
+        options = self.launch["options"]
+        for kind, _, option in _SCRIPTED:
+            url = options.get(option)
+            if isinstance(url, str) and url in text and bundled_address(url, BUNDLED_PORTS[kind]):
+                return f" (nothing serves it: --serve starts the bundled scripted {kind} there)"
+        if plays_the_drill(self.launch):
+            from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
+
+            try:
+                url = server_url()
+            except ValueError:
+                return ""
+            if url == DEFAULT_URL and url in text:
+                return " (--serve starts the bundled OpenEnv drill server for the run)"
+        return ""
+
+
+@contextmanager
+def serve_example(launch: Mapping[str, Any], *, start: bool = True) -> Iterator[Served]:
+    """Run, on loopback, the bundled servers that ``launch`` (``to_launch_kwargs()`` of a
+    config) names, for as long as the block lasts; yield what was started.
+
+    With ``start=False`` nothing starts: the :class:`Served` yielded only gives hints.
+    Raises :class:`ServeError` when an address is not loopback, a port cannot be bound,
+    or the drill server's package is missing; whatever started is stopped on the way out.
+    """
+    served = Served(launch, start)
+    if not start:
+        yield served
+        return
+    options = launch["options"]
+    with ExitStack() as stack:
+        for kind, key, option in _SCRIPTED:
+            url = options.get(option)
+            if url is None:
+                continue
+            _serve_scripted(stack, kind, key, url)
+            served.started.append(f"scripted {kind} at {url}")
+        if plays_the_drill(launch):
+            served.drill_url = _serve_drill(stack)
+            served.started.append(f"OpenEnv drill server at {served.drill_url}")
+        yield served
+
+
+def _serve_scripted(stack: ExitStack, kind: str, key: str, url: str) -> None:
+    from agent_rollout.examples import scripted_servers
+
+    port = loopback_port(key, url)
+    try:
+        stack.enter_context(scripted_servers.serve(kind, port=port))
+    except OSError as exc:
+        raise ServeError(
+            f"--serve: cannot start the scripted {kind} on 127.0.0.1:{port} "
+            f"({key}): {exc.strerror or exc}"
+        ) from None
+
+
+def _serve_drill(stack: ExitStack) -> str:
+    import importlib.util
+
+    from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, serve_drill_env
+
+    if importlib.util.find_spec("openenv") is None:
+        raise ServeError(
+            "--serve: the OpenEnv drill server needs openenv-core: "
+            "pip install 'agent-rollout[openenv]'"
+        )
+    url = stack.enter_context(serve_drill_env())
+    previous = os.environ.get(URL_ENV_VAR)
+    os.environ[URL_ENV_VAR] = url
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop(URL_ENV_VAR, None)
+        else:
+            os.environ[URL_ENV_VAR] = previous
+
+    stack.callback(restore)
+    return str(url)
