@@ -27,6 +27,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
+from agent_rollout import AgentRolloutError
+
 __all__ = ["EXAMPLES", "ServeError", "Served", "bundled_example", "serve_example"]
 
 EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "ruler")
@@ -43,7 +45,7 @@ _SCRIPTED = (
 """Each scripted server: its kind, the config key naming its address, the launch option."""
 
 
-class ServeError(RuntimeError):
+class ServeError(AgentRolloutError, RuntimeError):
     """A server the config needs cannot be started; the message says which and why."""
 
 
