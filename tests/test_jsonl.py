@@ -29,6 +29,7 @@ import pytest
 from agent_rollout import (
     MAX_LINE_BYTES,
     MAX_ROWS_LIMIT,
+    AgentRolloutError,
     NormaliseReport,
     RolloutFileError,
     RolloutRowError,
@@ -730,7 +731,7 @@ def test_max_rows_is_checked_before_the_file_is_opened(
     ):
         with pytest.raises(error) as info:
             call()
-        assert type(info.value) is error
+        assert isinstance(info.value, AgentRolloutError)
         assert str(info.value) == text
     assert list(tmp_path.iterdir()) == []
 

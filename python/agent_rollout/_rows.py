@@ -22,7 +22,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn, Optional
 
 from agent_rollout._errors import PathSegment, input_error, row_error
-from agent_rollout._exceptions import RolloutTypeError
 
 
 class RuleBroken(Exception):
@@ -241,8 +240,8 @@ def _pairs(obj: Any) -> Iterator[tuple[Any, Any]]:
             yield entry
         elif issubclass(kind, tuple) and tuple.__len__(entry) == 2:
             yield tuple.__getitem__(entry, 0), tuple.__getitem__(entry, 1)
-        else:
-            raise RolloutTypeError(
+        else:  # a TypeError, as the Rust engine raises it (rows.rs)
+            raise TypeError(
                 f"{_name(obj)}.items() must yield (key, value) tuples, got {_name(entry)}"
             )
 
