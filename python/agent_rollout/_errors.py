@@ -344,6 +344,10 @@ class ConfigIssue:
     """``error`` (the config cannot be right) or ``warning`` (it is incomplete for the
     built-in adapter, a value was read otherwise than written, or the trainer's part of
     the file has a key twice)."""
+    end_line: Optional[int] = None
+    end_col: Optional[int] = None
+    """Where the key or value at fault ends (exclusive, 1-based; ``check`` sets it);
+    ``None``: not known, the issue is a point."""
 
     def format(self) -> str:
         """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
@@ -360,6 +364,8 @@ class ConfigIssue:
             "message": self.message,
             "kind": self.kind,
             "severity": self.severity,
+            "end_line": self.line if self.end_line is None else self.end_line,
+            "end_col": self.col if self.end_col is None else self.end_col,
         }
 
 
