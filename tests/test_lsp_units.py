@@ -6,6 +6,8 @@ Over stdio with a real client: ``test_lsp.py``; in Neovim: ``test_lsp_neovim.py`
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import subprocess
 import sys
 import threading
@@ -15,6 +17,7 @@ from typing import Any, Optional
 import pytest
 
 from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
+from agent_rollout.lsp import _start as start
 from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
 from agent_rollout.lsp._text import Lines, document_format, uri_path
 from support import cli_env
@@ -185,3 +188,145 @@ def test_the_server_says_what_it_needs_when_pygls_is_missing() -> None:
     )
     assert done.returncode == 2
     assert "pip install 'agent-rollout[lsp]'" in done.stderr
+
+
+# ---- the first answers, before pygls is loaded ------------------------------------------------
+
+
+class Kept(io.BytesIO):
+    """A stream pygls may close (on ``exit``) that keeps what was written."""
+
+    def close(self) -> None:
+        pass
+
+
+def framed(*messages: dict[str, Any]) -> bytes:
+    out = b""
+    for message in messages:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return out
+
+
+def unframed(data: bytes) -> list[dict[str, Any]]:
+    stream = io.BytesIO(data)
+    found = []
+    while (body := start.read(stream)) is not None:
+        found.append(json.loads(body))
+    return found
+
+
+def session(capabilities: dict[str, Any], *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the server writes for ``initialize`` + ``messages`` + shutdown/exit, in order."""
+    pytest.importorskip("pygls")
+    from agent_rollout.lsp import serve
+
+    stdin = Kept(
+        framed(
+            {"id": 1, "method": "initialize", "params": {"capabilities": capabilities}},
+            {"method": "initialized", "params": {}},
+            *messages,
+            {"id": 99, "method": "shutdown"},
+            {"method": "exit"},
+        )
+    )
+    stdout = Kept()
+    serve(stdin, stdout)
+    return unframed(stdout.getvalue())
+
+
+OPEN = {
+    "method": "textDocument/didOpen",
+    "params": {
+        "textDocument": {
+            "uri": "file:///nowhere/c.yaml",
+            "languageId": "yaml",
+            "version": 1,
+            "text": "training:\n  rollout_fucn: m:f\n",
+        }
+    },
+}
+
+
+def test_the_first_diagnostics_go_out_once_then_pygls_answers() -> None:
+    hover = {
+        "id": 2,
+        "method": "textDocument/hover",
+        "params": {
+            "textDocument": {"uri": OPEN["params"]["textDocument"]["uri"]},
+            "position": {"line": 1, "character": 4},
+        },
+    }
+    out = session({}, OPEN, hover)
+    replies = [message.get("id") for message in out if "id" in message and "method" not in message]
+    assert replies == [1, 2, 99]  # each request answered once
+    published = [m["params"] for m in out if m.get("method") == "textDocument/publishDiagnostics"]
+    assert [(p["version"], [d["code"] for d in p["diagnostics"]]) for p in published] == [
+        (1, ["unknown_key"])
+    ]
+    assert out[0]["result"]["capabilities"]["positionEncoding"] == "utf-16"
+
+
+def test_a_pulling_client_is_answered_early_and_once() -> None:
+    capabilities = {
+        "general": {"positionEncodings": ["utf-32", "utf-8"]},
+        "textDocument": {"diagnostic": {"dynamicRegistration": False}},
+    }
+    uri = OPEN["params"]["textDocument"]["uri"]
+    pull = {"method": "textDocument/diagnostic", "params": {"textDocument": {"uri": uri}}}
+    out = session(capabilities, OPEN, {"id": 2, **pull}, {"id": 3, **pull})
+    assert not any(m.get("method") == "textDocument/publishDiagnostics" for m in out)
+    answers = {m["id"]: m.get("result") for m in out if "id" in m and "method" not in m}
+    assert sorted(answers) == [1, 2, 3, 99]
+    assert answers[1]["capabilities"]["positionEncoding"] == "utf-32"
+    assert [d["code"] for d in answers[2]["items"]] == ["unknown_key"]
+    assert answers[3]["items"] == answers[2]["items"]  # the second one, pygls's
+
+
+@pytest.mark.parametrize(
+    "profile", ["neovim@v0.7.0", "neovim@v0.11.0", "emacs@v29.1", "visual_studio_code@v1.65.2"]
+)
+def test_the_early_capabilities_are_pyglss(profile: str) -> None:
+    """The reply to ``initialize`` given before pygls is loaded is the one pygls builds."""
+    pytest_lsp = pytest.importorskip("pytest_lsp")
+    from lsprotocol.converters import get_converter
+
+    from agent_rollout.lsp._server import build_server
+
+    capabilities = get_converter().unstructure(pytest_lsp.client_capabilities(profile))
+    early = start.answer_first(
+        io.BytesIO(
+            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+        ),
+        Kept(),
+        "9.9",
+    )
+    server = build_server("9.9")
+    written: list[bytes] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            written.append(data)
+
+        def close(self) -> None:
+            pass
+
+    async def initialize() -> None:
+        server.replay(early, Writer())  # pygls's own reply goes nowhere: build it here
+        message = json.loads(early.messages[0], object_hook=server.protocol.structure_message)
+        server.protocol.set_writer(Writer())
+        server.protocol.handle_message(message)
+
+    asyncio.run(initialize())
+    server.shutdown()
+    pygls_reply = unframed(written[-1])[0]["result"]
+    stream = Kept()
+    start.answer_first(
+        io.BytesIO(
+            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+        ),
+        stream,
+        "9.9",
+    )
+    early_reply = unframed(stream.getvalue())[0]["result"]
+    assert early_reply == pygls_reply

@@ -11,13 +11,16 @@ Needs pygls (``pip install 'agent-rollout[lsp]'``); nothing here imports it
 until the server starts, so ``import agent_rollout`` and the other commands
 stay free of it. The modules of this package: ``_text`` (positions and
 encodings), ``_documents`` (open documents and when they are checked),
-``_diagnostics``, ``_actions`` (code actions), ``_help`` (hover and
-completion), ``_server`` (the handlers).
+``_diagnostics``, ``_start`` (the first answers, before pygls is loaded),
+``_actions`` (code actions), ``_help`` (hover and completion), ``_server``
+(the handlers).
 """
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, Optional
+import importlib.util
+import sys
+from typing import BinaryIO, Optional
 
 __all__ = ["MISSING_PYGLS", "serve"]
 
@@ -29,17 +32,21 @@ MISSING_PYGLS = (
 def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:
     """Run the language server on ``stdin``/``stdout`` (the process's own by default)
     until the client says ``exit`` or goes away. Raises ``ImportError`` (with
-    ``MISSING_PYGLS``) when pygls is not installed."""
-    server = _server()
-    server.start_io(stdin, stdout)
+    ``MISSING_PYGLS``) when pygls is not installed.
 
-
-def _server() -> Any:
-    try:
-        import pygls  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(MISSING_PYGLS) from exc
+    The first answers (``initialize``, the first diagnostics) are given before
+    pygls is loaded (``_start``): loading it is most of the server's start.
+    """
+    if importlib.util.find_spec("pygls") is None:
+        raise ImportError(MISSING_PYGLS)
     from agent_rollout import __version__
+    from agent_rollout.lsp._start import answer_first
+
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    early = answer_first(stdin, stdout, __version__)
+    if early.ended:
+        return
     from agent_rollout.lsp._server import build_server
 
-    return build_server(__version__)
+    build_server(__version__, early.documents).run_after(early, stdin, stdout)

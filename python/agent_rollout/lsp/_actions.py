@@ -26,10 +26,37 @@ from agent_rollout.lsp._diagnostics import issue_range, overlaps
 from agent_rollout.lsp._documents import Checked
 from agent_rollout.lsp._text import Lines
 
-__all__ = ["FIX_ALL", "code_actions", "fix_all_edits", "forget"]
+__all__ = ["FIX_ALL", "as_diagnostic", "as_range", "code_actions", "fix_all_edits", "forget"]
 
 FIX_ALL = "source.fixAll.agent-rollout"
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def as_range(value: dict[str, Any]) -> types.Range:
+    """A range of ``_diagnostics`` (the protocol's JSON) as lsprotocol's."""
+    start, end = value["start"], value["end"]
+    return types.Range(
+        types.Position(start["line"], start["character"]),
+        types.Position(end["line"], end["character"]),
+    )
+
+
+def as_diagnostic(value: dict[str, Any]) -> types.Diagnostic:
+    """A diagnostic of ``_diagnostics`` as lsprotocol's."""
+    return types.Diagnostic(
+        range=as_range(value["range"]),
+        message=value["message"],
+        severity=types.DiagnosticSeverity(value["severity"]),
+        code=value["code"],
+        source=value["source"],
+    )
+
+
+def _json_range(value: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
 
 
 def _fix_options(checked: Checked) -> dict[str, Any]:
@@ -39,7 +66,7 @@ def _fix_options(checked: Checked) -> dict[str, Any]:
 def _edits(fix: Fix, lines: Lines) -> list[types.TextEdit]:
     return [
         types.TextEdit(
-            range=issue_range(lines, edit.line, edit.col, edit.end_line, edit.end_col),
+            range=as_range(issue_range(lines, edit.line, edit.col, edit.end_line, edit.end_col)),
             new_text=edit.text,
         )
         for edit in fix.edits
@@ -126,10 +153,10 @@ def code_actions(
     if _wanted(only, types.CodeActionKind.QuickFix):
         for fix in fixes:
             issue = fix.issue
-            diagnostic = diagnostic_of(issue, lines, checked.settings.strict)
+            diagnostic = as_diagnostic(diagnostic_of(issue, lines, checked.settings.strict))
             where = diagnostic.range
             named = any(d.range == where and d.message == diagnostic.message for d in asked)
-            if not (named or overlaps(where, at)):
+            if not (named or overlaps(_json_range(where), _json_range(at))):
                 continue
             actions.append(
                 types.CodeAction(

@@ -33,13 +33,30 @@ from agent_rollout.config import (
     ConfigError,
     check_bytes,
     find_settings,
+    settings_values,
 )
 from agent_rollout.lsp._text import document_format, uri_path
 
-__all__ = ["INLINE_CHARS", "Checked", "Document", "Documents"]
+__all__ = ["INLINE_CHARS", "SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
+
+SETTINGS_SECTION = "agent-rollout"
+"""The section a client keeps our settings under (``workspace/configuration``, and
+optionally in ``initializationOptions``)."""
 
 INLINE_CHARS = 64 * 1024
 """A document of at most this many characters is checked on the event loop."""
+
+
+def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
+    """Settings from a client (a mapping, or one under ``agent-rollout``), and what is wrong."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SETTINGS_SECTION), Mapping):
+        raw = raw[SETTINGS_SECTION]
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, Mapping):
+        return {}, [f"settings must be a mapping, got {type(raw).__name__}"]
+    values, problems = settings_values(raw)
+    return values, [f"{name}: {message}" for name, message in problems]
 
 
 @dataclass(frozen=True)
@@ -106,6 +123,9 @@ class Documents:
     # ---- the documents
 
     def opened(self, uri: str, text: str, version: Optional[int], language: Optional[str]) -> None:
+        known = self.open.get(uri)
+        if known is not None and (known.text, known.version) == (text, version):
+            return  # opened already (the message read before pygls was loaded, handed on)
         document = Document(uri, document_format(uri, language), text, version)
         self.open[uri] = document
         self.schedule(document)

@@ -19,45 +19,41 @@ UTF-8, UTF-16 and UTF-32; UTF-16 when it names none).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional
+from typing import Any, BinaryIO, Optional
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from agent_rollout.config import section_path, settings_values
-from agent_rollout.lsp._actions import FIX_ALL, code_actions, forget
+from agent_rollout.config import section_path
+from agent_rollout.lsp._actions import FIX_ALL, as_diagnostic, code_actions, forget
 from agent_rollout.lsp._diagnostics import SOURCE, diagnostics
-from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
+from agent_rollout.lsp._documents import (
+    INLINE_CHARS,
+    SETTINGS_SECTION,
+    Checked,
+    Document,
+    Documents,
+    client_values,
+)
 from agent_rollout.lsp._help import completions, hover_at
+from agent_rollout.lsp._start import Early
 from agent_rollout.lsp._text import Lines
 
-__all__ = ["SETTINGS_SECTION", "RolloutLanguageServer", "build_server"]
+__all__ = ["RolloutLanguageServer", "build_server"]
 
-SETTINGS_SECTION = "agent-rollout"
-"""The section a client's ``workspace/configuration`` holds our settings under."""
 
 logger = logging.getLogger(__name__)
-
-
-def _client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
-    """Settings from a client (a mapping, or one under ``agent-rollout``), and what is wrong."""
-    if isinstance(raw, Mapping) and isinstance(raw.get(SETTINGS_SECTION), Mapping):
-        raw = raw[SETTINGS_SECTION]
-    if raw is None:
-        return {}, []
-    if not isinstance(raw, Mapping):
-        return {}, [f"settings must be a mapping, got {type(raw).__name__}"]
-    values, problems = settings_values(raw)
-    return values, [f"{name}: {message}" for name, message in problems]
 
 
 class RolloutLanguageServer(LanguageServer):
     """``agent-rollout lsp``: check's diagnostics, fixes, hover and completion."""
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, documents: Optional[Documents] = None) -> None:
         super().__init__(
             "agent-rollout",
             version,
@@ -67,7 +63,9 @@ class RolloutLanguageServer(LanguageServer):
         # Large documents are checked on a thread of their own, never on pygls's pool,
         # which reads standard input: a long check must not hold up the next message.
         checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-rollout-check")
-        self.documents = Documents(self.publish, self.report, checks)
+        self.documents = documents or Documents(self.publish, self.report)
+        self.documents.publish, self.documents.on_error = self.publish, self.report
+        self.documents.executor = checks
         self.pull = False
         self.versioned_edits = False
         self.ask_configuration = False
@@ -76,6 +74,51 @@ class RolloutLanguageServer(LanguageServer):
         self.hover_formats: Optional[list[str]] = None
         self.item_formats: Optional[list[str]] = None
         self.reported: set[str] = set()
+
+    def run_after(self, early: Early, stdin: BinaryIO, stdout: BinaryIO) -> None:
+        """pygls's ``start_io``, given first the messages ``answer_first`` read: its
+        replies to those already answered go nowhere, the others are handled as read."""
+        from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+
+        self._stop_event = stop = threading.Event()
+        reader = StdinAsyncReader(stdin, self.thread_pool)
+        writer = StdoutWriter(stdout)
+
+        async def run() -> None:
+            self.replay(early, writer)
+            await run_async(
+                stop_event=stop,
+                reader=reader,
+                protocol=self.protocol,
+                logger=logger,
+                error_handler=self.report_server_error,
+            )
+
+        try:
+            asyncio.run(run())
+        except BrokenPipeError:
+            logger.error("the client went away")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def replay(self, early: Early, writer: Any) -> None:
+        protocol = self.protocol
+        for body in early.messages:
+            try:
+                message = json.loads(body, object_hook=protocol.structure_message)
+            except Exception as exc:  # pygls's own loop logs and goes on, as here
+                logger.error("unable to handle a message: %s", exc)
+                continue
+            answered = getattr(message, "id", None) in early.answered
+            protocol.set_writer(_Nowhere() if answered else writer)
+            if answered and getattr(message, "method", None) != types.INITIALIZE:
+                continue  # a pull answered already: nothing of it to keep
+            protocol.handle_message(message)  # initialize: pygls's workspace, our flags
+        protocol.set_writer(writer)
+        for problem in early.problems:
+            self.report(problem)
 
     def shutdown(self) -> None:
         """pygls's, and the checks still waiting for the thread are dropped."""
@@ -96,7 +139,9 @@ class RolloutLanguageServer(LanguageServer):
         found = [] if checked is None else diagnostics(checked, self.lines_of(checked))
         version = document.version if checked is None else checked.version
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=document.uri, diagnostics=found, version=version)
+            types.PublishDiagnosticsParams(
+                uri=document.uri, diagnostics=[as_diagnostic(d) for d in found], version=version
+            )
         )
 
     def report(self, message: str) -> None:
@@ -118,7 +163,7 @@ class RolloutLanguageServer(LanguageServer):
     def use_values(self, *layers: Any) -> None:
         merged: dict[str, Any] = {}
         for layer in layers:
-            values, problems = _client_values(layer)
+            values, problems = client_values(layer)
             for problem in problems:
                 self.report(f"agent-rollout: client setting ignored: {problem}")
             merged.update(values)
@@ -143,6 +188,16 @@ class RolloutLanguageServer(LanguageServer):
             self.workspace_diagnostic_refresh(None)
 
 
+class _Nowhere:
+    """A writer that drops what it is given: pygls's reply to a request answered early."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _markup(markdown: str, formats: Optional[Sequence[str]]) -> Any:
     """Markdown where the client takes it, else the same words as plain text (a plain
     string where the client names no format at all)."""
@@ -163,9 +218,10 @@ def _capability(root: Any, *path: str) -> Any:
     return root
 
 
-def build_server(version: str) -> RolloutLanguageServer:
-    """The server with every handler registered (``start_io`` runs it)."""
-    server = RolloutLanguageServer(version)
+def build_server(version: str, documents: Optional[Documents] = None) -> RolloutLanguageServer:
+    """The server with every handler registered (``start_io`` or ``run_after`` runs it);
+    ``documents``: those ``_start.answer_first`` opened."""
+    server = RolloutLanguageServer(version, documents)
 
     @server.feature(types.INITIALIZE)
     def initialize(params: types.InitializeParams) -> None:
@@ -253,7 +309,7 @@ def build_server(version: str) -> RolloutLanguageServer:
     ) -> types.RelatedFullDocumentDiagnosticReport:
         checked = await server.documents.current(params.text_document.uri)
         found = [] if checked is None else diagnostics(checked, server.lines_of(checked))
-        return types.RelatedFullDocumentDiagnosticReport(items=found)
+        return types.RelatedFullDocumentDiagnosticReport(items=[as_diagnostic(d) for d in found])
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
