@@ -216,14 +216,17 @@ def unframed(data: bytes) -> list[dict[str, Any]]:
     return found
 
 
-def session(capabilities: dict[str, Any], *messages: dict[str, Any]) -> list[dict[str, Any]]:
+def session(
+    capabilities: dict[str, Any], *messages: dict[str, Any], options: Any = None
+) -> list[dict[str, Any]]:
     """What the server writes for ``initialize`` + ``messages`` + shutdown/exit, in order."""
     pytest.importorskip("pygls")
     from agent_rollout.lsp import serve
 
+    params = {"capabilities": capabilities, "initializationOptions": options}
     stdin = Kept(
         framed(
-            {"id": 1, "method": "initialize", "params": {"capabilities": capabilities}},
+            {"id": 1, "method": "initialize", "params": params},
             {"method": "initialized", "params": {}},
             *messages,
             {"id": 99, "method": "shutdown"},
@@ -281,6 +284,16 @@ def test_a_pulling_client_is_answered_early_and_once() -> None:
     assert answers[1]["capabilities"]["positionEncoding"] == "utf-32"
     assert [d["code"] for d in answers[2]["items"]] == ["unknown_key"]
     assert answers[3]["items"] == answers[2]["items"]  # the second one, pygls's
+
+
+def test_initialization_options_apply_from_the_first_diagnostics() -> None:
+    options = {"agent-rollout": {"section": "rl", "yamlVersion": "2"}}
+    opened = json.loads(json.dumps(OPEN).replace("training:", "rl:"))
+    out = session({}, opened, options=options)
+    published = [m["params"] for m in out if m.get("method") == "textDocument/publishDiagnostics"]
+    assert [d["code"] for d in published[0]["diagnostics"]] == ["unknown_key"]  # section rl
+    shown = [m["params"]["message"] for m in out if m.get("method") == "window/showMessage"]
+    assert len(shown) == 1 and "yamlVersion: must be '1.1' or '1.2'" in shown[0]
 
 
 @pytest.mark.parametrize(

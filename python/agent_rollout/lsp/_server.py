@@ -116,6 +116,8 @@ class RolloutLanguageServer(LanguageServer):
             if answered and getattr(message, "method", None) != types.INITIALIZE:
                 continue  # a pull answered already: nothing of it to keep
             protocol.handle_message(message)  # initialize: pygls's workspace, our flags
+            if answered:
+                self.reported.clear()  # what it reported went nowhere: report it below
         protocol.set_writer(writer)
         for problem in early.problems:
             self.report(problem)
@@ -145,15 +147,17 @@ class RolloutLanguageServer(LanguageServer):
         )
 
     def report(self, message: str) -> None:
-        """A problem that is not a document's: logged, and shown once."""
+        """A problem that is not a document's (a bad setting, met at every check until it
+        is mended): logged and shown, once."""
+        if message in self.reported:
+            return
+        self.reported.add(message)
         self.window_log_message(
             types.LogMessageParams(type=types.MessageType.Warning, message=message)
         )
-        if message not in self.reported:
-            self.reported.add(message)
-            self.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-            )
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        )
 
     def lines_of(self, checked: Checked) -> Lines:
         return Lines(checked.text, self.encoding(), checked.format)
