@@ -555,7 +555,7 @@ def test_path_like_and_error_records(tmp_path: Path) -> None:
         "kind": "value",
         "severity": "error",
         "end_line": 1,
-        "end_col": 34,
+        "end_col": 35,
     }
 
 
