@@ -144,6 +144,7 @@ bench: $(VENV)/.deps-dev build-release
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
 	$(BIN)/python benches/bench_goals.py
+	$(BIN)/python benches/bench_lsp.py
 
 # TRL's GRPOTrainer, two CPU steps on launch_rollout rows (docs/training.md), in a venv of
 # its own with torch (scripts/setup_train_venv.sh; about 5.7 GB under ~/.cache/agent-rollout).

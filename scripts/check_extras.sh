@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Each backend extra installs from scratch and imports: a fresh venv per extra gets the
+# Each backend extra (and [lsp]) installs from scratch and imports: a fresh venv per extra gets the
 # built platform wheel with that extra (uv resolves the extra's pins anew, from its cache
 # of downloaded packages), then the backend's own imports run. For [art] this includes
 # the openai<3 pin that keeps art.Model(...).openai_client() working
@@ -42,4 +42,10 @@ import pyarrow, agent_rollout
 table = agent_rollout.rows_to_arrow([{"prompt": "2+2?", "answer": "4"}])
 assert table.num_rows == 1
 print("  pyarrow", pyarrow.__version__)
+'
+check lsp '
+import pygls, lsprotocol.types
+from agent_rollout.lsp._server import build_server
+build_server("0")
+print("  pygls", pygls.__version__ if hasattr(pygls, "__version__") else "2")
 '

@@ -62,6 +62,8 @@ INTEGRATION_MODULES = frozenset(
         "test_bundled_configs.py",  # every bundled config run end to end, scripted servers
         "test_cli_run.py",  # agent-rollout run against live servers
         "test_docs_snippets.py",  # every snippet of the docs, servers and Ray included
+        "test_lsp.py",  # the language server, driven over stdio by a real LSP client
+        "test_lsp_neovim.py",  # the language server in a headless Neovim
         "test_nemo_gym_live.py",  # a real NeMo Gym
         "test_ray.py",  # a local Ray cluster
         "test_scripted_servers.py",  # the bundled HTTP servers

@@ -554,6 +554,8 @@ def test_path_like_and_error_records(tmp_path: Path) -> None:
         "message": "rollout_max_steps must be an int, got str '5 '",
         "kind": "value",
         "severity": "error",
+        "end_line": 1,
+        "end_col": 35,
     }
 
 

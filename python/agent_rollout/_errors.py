@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import reprlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from agent_rollout._exceptions import RolloutRuntimeError, RolloutValueError
@@ -344,6 +344,11 @@ class ConfigIssue:
     """``error`` (the config cannot be right) or ``warning`` (it is incomplete for the
     built-in adapter, a value was read otherwise than written, or the trainer's part of
     the file has a key twice)."""
+    end_line: Optional[int] = field(default=None, compare=False)
+    end_col: Optional[int] = field(default=None, compare=False)
+    """Where the key or value at fault ends (exclusive, 1-based; ``check`` sets it);
+    ``None``: not known, the issue is a point. Read from the text after the issue is
+    placed, it is left out of comparisons: an issue is the same wherever it was found."""
 
     def format(self) -> str:
         """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
@@ -360,6 +365,8 @@ class ConfigIssue:
             "message": self.message,
             "kind": self.kind,
             "severity": self.severity,
+            "end_line": self.line if self.end_line is None else self.end_line,
+            "end_col": self.col if self.end_col is None else self.end_col,
         }
 
 

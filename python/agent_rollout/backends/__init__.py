@@ -272,6 +272,16 @@ def validate_rollout_backend(name: object) -> str:
     return canonical
 
 
+def backend_meant(name: str) -> Optional[str]:
+    """The backend a misspelt name means: ``'Nemo-Gym'``, ``'NEMOGYM'`` and ``'nemo gym'``
+    mean ``nemo_gym`` (case, ``-``, ``_``, ``.`` and spaces aside); ``None`` for any other."""
+    folded = re.sub(r"[-_. ]", "", str.lower(name))
+    for backend in BACKEND_NAMES:
+        if backend.replace("_", "") == folded:
+            return backend
+    return None
+
+
 def get_rollout_backend_spec(name: str) -> RolloutBackendSpec:
     """The :class:`RolloutBackendSpec` of a (validated) backend name."""
     return _BACKEND_METADATA[validate_rollout_backend(name)]
@@ -388,6 +398,7 @@ __all__ = [
     "RolloutBackendSpec",
     "RolloutKey",
     "adapter",
+    "backend_meant",
     "get_rollout_backend_spec",
     "key_backends",
     "launch_options",

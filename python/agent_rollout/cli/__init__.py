@@ -1,7 +1,7 @@
 """The ``agent-rollout`` command line (also ``python -m agent_rollout``).
 
 Each command lives in its own module of this package (``check``, ``schema``,
-``normalise``, ``run``, ``demo``) with ``add_arguments(parser)`` and
+``normalise``, ``run``, ``demo``, ``lsp``) with ``add_arguments(parser)`` and
 ``run(args) -> int``; argument types shared by several commands are in
 ``_args``, the progress line and exit codes in ``_progress``. Only the module
 of the command being run is imported, so ``check`` in a pre-commit hook does
@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "normalise": "normalise a rollout JSONL file into canonical {prompt, answer} rows",
     "run": "load a config, launch its rollout backend and write the rows as JSONL",
     "demo": "validate the bundled config, run its rollout and time both engines",
+    "lsp": "run the language server (diagnostics, fixes, hover) over stdin/stdout",
 }
 """Each command and its summary; its module is ``agent_rollout.cli.<name>``."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
@@ -20,7 +21,8 @@ from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
 
 if TYPE_CHECKING:
-    from agent_rollout.config import CheckResult
+    from agent_rollout.cli._fix import Fixed
+    from agent_rollout.config import CheckResult, CheckSettings
 
 __all__ = ["add_arguments", "github_annotation", "run"]
 
@@ -37,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
+        default=None,
         help="warnings (a config incomplete for the built-in adapter) fail too",
     )
     parser.add_argument(
@@ -49,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--skip-unrelated",
         action="store_true",
+        default=None,
         help="skip files with neither the section nor any rollout key (counted as "
         "skipped); the pre-commit hook runs with it",
     )
@@ -61,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--yaml-version",
         choices=("1.1", "1.2"),
-        default="1.1",
+        default=None,
         help="how YAML is read: 1.1 as yaml.safe_load (PyYAML, what trainers use; the "
         "default) or 1.2 (for a trainer whose loader reads YAML 1.2)",
     )
@@ -76,6 +80,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also import rollout_func and check it takes the seed prompts (runs user code)",
     )
+    fixing = parser.add_mutually_exclusive_group()
+    fixing.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the fixes (look-alike keys, backend spellings, YAML 1.1/1.2-ambiguous "
+        "values, quoted numbers) to the files, report each, then what remains",
+    )
+    fixing.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes --fix would make as a unified diff; change nothing "
+        "(exit 1 when there is one)",
+    )
+    parser.add_argument(
+        "--isolated",
+        action="store_true",
+        help="ignore [tool.agent-rollout] in pyproject.toml files",
+    )
+    # Unset options take [tool.agent-rollout]'s value, else these.
+    parser.set_defaults(section=None)
 
 
 def _github_data(text: str) -> str:
@@ -152,20 +176,45 @@ def _check_stdin(fmt: str, options: dict[str, Any]) -> CheckResult:
     return check_bytes(data, format=fmt, source="<stdin>", **options)
 
 
-def _check_all(args: argparse.Namespace) -> list[CheckResult]:
-    from agent_rollout.config import check_file
+def _settings(name: str, args: argparse.Namespace) -> CheckSettings:
+    """The file's ``[tool.agent-rollout]`` settings, the command line's options on top."""
+    from agent_rollout.config import CheckSettings, find_settings
 
-    section: Optional[str] = args.section or None
-    options: dict[str, Any] = {
-        "section": section,
-        "known_keys": frozenset(args.allow_key),
+    settings = (
+        CheckSettings() if args.isolated else find_settings(os.getcwd() if name == "-" else name)
+    )
+    given = {
+        "strict": args.strict,
         "skip_unrelated": args.skip_unrelated,
         "yaml_version": args.yaml_version,
     }
+    values = {key: value for key, value in given.items() if value is not None}
+    if args.section is not None:
+        values["section"] = args.section or None  # '' is the top level
+    settings = settings.merged(values)
+    if args.allow_key:
+        settings = settings.merged({"allow_keys": (*settings.allow_keys, *args.allow_key)})
+    return settings
+
+
+def _check_all(args: argparse.Namespace) -> list[CheckResult]:
+    from agent_rollout.config import check_file
+
     results = []
+    strict = False
     for name in args.files:
+        settings = _settings(name, args)
+        strict = strict or settings.strict
+        section = settings.section
+        options = settings.check_options()
         if name == "-":
             result = _check_stdin(args.stdin_format, options)
+        elif args.fix or args.diff:
+            from agent_rollout.cli._fix import fix_file
+
+            fixed = fix_file(name, options, write=args.fix)
+            result = fixed.result
+            args.fixed.append(fixed)
         else:
             result = check_file(name, **options)
         if args.resolve:
@@ -174,6 +223,8 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
                 result.issues.append(problem)
                 result.settings = None
         results.append(result)
+    if args.strict is None:
+        args.strict = strict  # unset: strict when the settings of any file say so
     return results
 
 
@@ -198,7 +249,13 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _report(results: list[CheckResult], style: str, strict: bool, out: TextIO) -> None:
+def _report(
+    results: list[CheckResult],
+    style: str,
+    strict: bool,
+    out: TextIO,
+    fixed: Optional[list[Fixed]] = None,
+) -> None:
     counts = _summary(results, strict)
     if style == "json":
         report: dict[str, Any] = {
@@ -216,6 +273,8 @@ def _report(results: list[CheckResult], style: str, strict: bool, out: TextIO) -
                 for result in results
             ],
         }
+        for entry, done in zip(report["files"], fixed or [], strict=fixed is not None):
+            entry["fixed"] = [{**fix.issue.as_dict(), "fix": fix.title} for fix in done.fixes]
         out.write(printable_json(json.dumps(report, indent=2)) + "\n")
         return
     for result in results:
@@ -236,10 +295,46 @@ def _position(issue: ConfigIssue) -> tuple[int, int]:
     return (issue.line, issue.col)
 
 
+def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
+    from agent_rollout.cli._fix import fixed_line
+
+    count = 0
+    for entry in fixed:
+        for fix in entry.fixes:
+            out.write(fixed_line(fix) + "\n")
+            count += 1
+    files = sum(1 for entry in fixed if entry.fixes)
+    out.write(f"fixed {_plural(count, 'issue')} in {_plural(files, 'file')}\n")
+
+
+def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
+    for entry in fixed:
+        out.write(entry.diff)
+    count = sum(len(entry.fixes) for entry in fixed)
+    files = sum(1 for entry in fixed if entry.fixes)
+    out.write(f"would fix {_plural(count, 'issue')} in {_plural(files, 'file')}\n")
+    return 1 if count else 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from agent_rollout._errors import ConfigError
+
+    if (args.fix or args.diff) and "-" in args.files:
+        sys.stderr.write("agent-rollout check: --fix and --diff take files, not '-'\n")
+        return 2
+    args.fixed = []
     try:
         results = _check_all(args)
-        _report(results, args.format, args.strict, sys.stdout)
+        if args.diff:
+            return _report_diff(args.fixed, sys.stdout)
+        if args.fix and args.format != "json":
+            _report_fixes(args.fixed, sys.stdout)
+        _report(results, args.format, args.strict, sys.stdout, args.fixed if args.fix else None)
+    except ConfigError as exc:  # a bad [tool.agent-rollout] setting: a usage error
+        for issue in exc.issues:
+            sys.stderr.write(issue.format() + "\n")
+        sys.stderr.write("agent-rollout check: bad settings in pyproject.toml\n")
+        return 2
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         text = printable(f"internal error: {type(exc).__name__}: {error_text(exc)}")
         sys.stderr.write(f"agent-rollout check: {text}\n")

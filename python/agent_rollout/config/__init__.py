@@ -16,7 +16,11 @@ The public face of the config layer; each part lives in a module of its own:
   ``RolloutSettings`` (a frozen model of its own);
 - ``_schema``: the JSON Schema of a whole config file;
 - ``check``: ``check_file``/``check_bytes`` (every issue, positioned) and
-  ``load_config``.
+  ``load_config``;
+- ``_span``: where the key or value of an issue ends (``end_line``/``end_col``);
+- ``_fixes``: the fix of each fixable issue as text edits (``check --fix`` and
+  the language server's code actions), ``fix_text``;
+- ``_settings``: ``[tool.agent-rollout]`` in the nearest ``pyproject.toml``.
 
 Severity: a rule whose breach means the config cannot be right is an error
 (``ValidationError``, ``ConfigError``); a rule that only says the config is
@@ -45,6 +49,7 @@ from agent_rollout._limits import (
 from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_DEFAULTS, ROLLOUT_KEYS
 from agent_rollout.config._document import ConfigDocument, read_config, read_config_bytes
 from agent_rollout.config._fields import RolloutBackend, RolloutFunc
+from agent_rollout.config._fixes import Fix, FixedText, TextEdit, apply_fixes, fix_text, issue_fixes
 from agent_rollout.config._kits import RolloutArguments, add_rollout_arguments
 from agent_rollout.config._lookalike import (
     LOOKALIKE_PAIRS_PATTERN,
@@ -57,6 +62,13 @@ from agent_rollout.config._models import RolloutFields, RolloutSettings
 from agent_rollout.config._parse import DEFAULT_YAML_VERSION, YAML_VERSIONS, format_for_suffix
 from agent_rollout.config._rules import RolloutWarning, section_warnings
 from agent_rollout.config._schema import training_config_schema
+from agent_rollout.config._settings import (
+    CheckSettings,
+    find_settings,
+    read_settings,
+    settings_values,
+)
+from agent_rollout.config._span import split_lines
 from agent_rollout.config.check import (
     CheckResult,
     check_bytes,
@@ -90,19 +102,27 @@ __all__ = [
     "ROLLOUT_KEYS",
     "YAML_VERSIONS",
     "CheckResult",
+    "CheckSettings",
     "ConfigDocument",
     "ConfigError",
     "ConfigIssue",
+    "Fix",
+    "FixedText",
     "RolloutArguments",
     "RolloutBackend",
     "RolloutFields",
     "RolloutFunc",
     "RolloutSettings",
     "RolloutWarning",
+    "TextEdit",
     "add_rollout_arguments",
+    "apply_fixes",
     "check_bytes",
     "check_file",
+    "find_settings",
+    "fix_text",
     "format_for_suffix",
+    "issue_fixes",
     "load_config",
     "load_config_bytes",
     "lookalike_key",
@@ -111,7 +131,10 @@ __all__ = [
     "nearest_key",
     "read_config",
     "read_config_bytes",
+    "read_settings",
     "section_path",
     "section_warnings",
+    "settings_values",
+    "split_lines",
     "training_config_schema",
 ]

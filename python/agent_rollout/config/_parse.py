@@ -975,7 +975,8 @@ def _toml_scan(
                 table = (*array, arrays[array] - 1)
             else:
                 table = resolved(parts)
-            found.setdefault(table, at)
+            for depth in range(1, len(table) + 1):  # [a.b] also places a, as a.b = 1 does
+                found.setdefault(table[:depth], at)
             continue
         match = _TOML_KEY.match(stripped)
         if match is None or not stripped or stripped.startswith("#"):

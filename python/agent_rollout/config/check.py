@@ -57,6 +57,7 @@ from agent_rollout.config._parse import (
     location,
 )
 from agent_rollout.config._rules import RolloutWarning, coercion_warnings, section_warnings
+from agent_rollout.config._span import with_ends
 
 __all__ = [
     "YAML_VERSIONS",
@@ -236,6 +237,10 @@ def check_bytes(
     known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
+        if skip_unrelated and _unrelated_text(
+            raw.decode("utf-8", "replace"), section_path(section)
+        ):
+            return CheckResult(source, None, [], {}, skipped=True)  # as check_file skips it
         message = too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
     issues: list[ConfigIssue] = []
@@ -248,7 +253,9 @@ def check_bytes(
     if isinstance(parsed, ConfigIssue):
         if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
             return CheckResult(source, None, [], {}, skipped=True)
-        return CheckResult(source, None, [parsed], {})
+        return CheckResult(
+            source, None, with_ends(raw.decode("utf-8", "replace"), format, [parsed]), {}
+        )
     root = parsed.root
     path = section_path(section, root)
     if skip_unrelated and _unrelated(root, path):
@@ -294,6 +301,8 @@ def check_bytes(
             add(pos, where, message, kind)
     if issues:
         settings = None
+    text = raw.decode("utf-8")  # parsed: valid UTF-8
+    issues, warnings = with_ends(text, format, issues), with_ends(text, format, warnings)
     return CheckResult(
         source, settings, sorted(issues, key=_order), parsed.keys, sorted(warnings, key=_order)
     )

@@ -1,0 +1,487 @@
+"""The language server's latency: edit -> published diagnostics, start -> first diagnostics.
+
+    python benches/bench_lsp.py [--edits N] [--large-edits M] [--starts K] [--no-neovim]
+
+Edits toggle a look-alike key (``rollout_func`` <-> ``rollout_fucn``) on one
+line, as an incremental change, so every edit changes the diagnostics; the
+time runs from the edit until its ``publishDiagnostics`` (for that version)
+arrives. On a 300-line config and on one at the size limit (just under
+``MAX_CONFIG_BYTES``):
+
+- in process: the server (``agent_rollout.lsp._server``) fed each message as
+  pygls's reader feeds it (``json.loads`` with its ``structure_message``,
+  ``handle_message``), its output caught at pygls's writer: everything the
+  server does per edit (decoding, pygls's document update, ``check``, the
+  diagnostics, encoding), nothing of a pipe or a client;
+- over stdio: ``python -m agent_rollout lsp`` driven by a small JSON-RPC
+  client of this script (a reader thread timestamps what arrives);
+- through Neovim (``nvim --headless``, ``tests/data/neovim_lsp.lua``, didChange
+  debounce 0): ``nvim_buf_set_lines`` until ``DiagnosticChanged``; skipped
+  where ``nvim`` is not on PATH;
+- ruff's server (``ruff server``, where the venv has ruff), the same edit
+  (a name toggled to an undefined one) on a 300-line Python file, over stdio
+  with the same client: a reference for what a fast (Rust) server does.
+
+Start -> first diagnostics: from starting the process until the diagnostics
+of the document opened right after ``initialize`` arrive; the server's CPU
+time at that moment (``/proc/<pid>/stat``) is shown too, a figure that a
+busy machine inflates far less than the wall time. Goals (issue 39): p95
+under 10 ms in process on the 300-line config; start -> first diagnostics
+under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+REPO = Path(__file__).resolve().parent.parent
+LUA = REPO / "tests" / "data" / "neovim_lsp.lua"
+SERVER = [sys.executable, "-m", "agent_rollout", "lsp"]
+TYPO_LINE = 2  # 0-based: the line the edits toggle (rollout_func)
+
+
+SECTION = """\
+# The training run: the trainer's keys and the rollout keys agent-rollout checks.
+training:
+  rollout_func: my_project.rollouts:play_episode  # one episode per call
+  rollout_backend: art
+  rollout_max_steps: 64
+  rollout_group_size: 8
+  rollout_policy_model: Qwen/Qwen2.5-0.5B-Instruct
+  rollout_policy_base_url: http://127.0.0.1:8000/v1
+  epochs: 1
+  learning_rate: 1.0e-6
+  per_device_batch_size: 4
+  gradient_accumulation_steps: 8
+  warmup_ratio: 0.05
+  lr_scheduler: cosine
+  seed: 42
+  logging_steps: 10
+  save_steps: 500
+  beta: 0.04
+  num_generations: 8
+  max_new_tokens: 512
+"""
+
+BLOCK = """\
+# ---- {name}: as a verl-style trainer config lays it out
+{name}:
+  model:
+    path: Qwen/Qwen2.5-0.5B-Instruct
+    # the tokenizer defaults to the model's
+    tokenizer_path: null
+    trust_remote_code: false
+    enable_gradient_checkpointing: true
+  optim:
+    lr: 1.0e-6
+    weight_decay: 0.01
+    betas: [0.9, 0.999]
+    warmup_steps_ratio: 0.0  # no warmup
+  data:
+    train_files: ~/data/gsm8k/train.parquet
+    val_files: ~/data/gsm8k/test.parquet
+    prompt_key: prompt
+    max_prompt_length: 512
+    max_response_length: 512
+    shuffle: true
+  fsdp:
+    param_offload: false
+    optimizer_offload: false
+    wrap_policy:
+      min_num_params: 0
+  checkpoint:
+    contents: [model, optimizer, extra]
+    save_freq: -1
+    # where the run writes
+    default_local_dir: checkpoints/${{trainer.project_name}}/${{trainer.experiment_name}}
+"""
+
+
+def config_text(target_bytes: int) -> str:
+    """A training config: the rollout section first, then verl-style sections up to the size."""
+    parts = [SECTION]
+    size = len(SECTION)
+    index = 0
+    while True:
+        block = BLOCK.format(name=f"stage_{index}")
+        if size + len(block) > target_bytes:
+            return "".join(parts)
+        parts.append(block)
+        size += len(block)
+        index += 1
+
+
+def lines_config(lines: int) -> str:
+    text = config_text(200 * lines)
+    return "\n".join(text.split("\n")[:lines]) + "\n"
+
+
+def python_text(lines: int) -> str:
+    body = [
+        "import os\n",
+        "import sys\n",
+        "value = os.getcwd()\n",
+    ]
+    index = 0
+    while len(body) < lines:
+        body.append(f"def handler_{index}(event, context):\n")
+        body.append(f"    return {{'name': event.get('name'), 'n': {index}, 'cwd': value}}\n")
+        body.append("\n")
+        index += 1
+    return "".join(body[:lines])
+
+
+def typo_edit(text: str, version: int, word: str = "rollout_func") -> tuple[dict[str, Any], str]:
+    """The didChange params that toggle ``word`` on the typo line, and the new text."""
+    lines = text.split("\n")
+    line = lines[TYPO_LINE]
+    start = line.index(word[:-2])
+    old = line[start : start + len(word)]
+    new = word if old != word else word[:-2] + word[-1] + word[-2]
+    lines[TYPO_LINE] = line[:start] + new + line[start + len(word) :]
+    params = {
+        "textDocument": {"uri": "", "version": version},
+        "contentChanges": [
+            {
+                "range": {
+                    "start": {"line": TYPO_LINE, "character": start},
+                    "end": {"line": TYPO_LINE, "character": start + len(word)},
+                },
+                "text": new,
+            }
+        ],
+    }
+    return params, "\n".join(lines)
+
+
+def percentiles(times: list[float]) -> str:
+    ordered = sorted(times)
+    p50 = statistics.median(ordered)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {p50:8.2f} ms  p95 {p95:8.2f} ms  (n={len(ordered)})"
+
+
+# ---- a JSON-RPC client over stdio ----------------------------------------------------------
+
+
+class StdioClient:
+    """Just enough of an LSP client: requests, notifications, timestamped arrivals."""
+
+    def __init__(self, argv: list[str], cwd: Optional[str] = None) -> None:
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd
+        )
+        self.inbox: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            length = 0
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            body = stream.read(length)
+            self.inbox.put((time.perf_counter(), json.loads(body)))
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"method": method, "params": params})
+
+    def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        while True:
+            _, message = self.inbox.get(timeout=120)
+            if message.get("id") == self.next_id and "method" not in message:
+                return message.get("result")
+            if "method" in message and "id" in message:  # a request of the server's
+                self.send({"id": message["id"], "result": None})
+
+    def published(self, uri: str, version: Optional[int] = None) -> float:
+        """When diagnostics for ``uri`` (and ``version``, where the server sends it) arrived."""
+        while True:
+            when, message = self.inbox.get(timeout=120)
+            if "method" in message and "id" in message:
+                self.send({"id": message["id"], "result": [None]})
+                continue
+            if message.get("method") != "textDocument/publishDiagnostics":
+                continue
+            params = message["params"]
+            if params["uri"] == uri and (
+                version is None or params.get("version") in (None, version)
+            ):
+                return when
+
+    def cpu_seconds(self) -> float:
+        """The server's user + system CPU time so far (Linux)."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.process.wait(timeout=30)
+        except Exception:
+            self.process.kill()
+
+
+def open_params(uri: str, text: str, language: str) -> dict[str, Any]:
+    return {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}}
+
+
+def stdio_edits(
+    argv: list[str], path: Path, text: str, edits: int, language: str, word: str
+) -> list[float]:
+    client = StdioClient(argv, cwd=str(path.parent))
+    uri = path.as_uri()
+    client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    client.notify("initialized", {})
+    client.notify("textDocument/didOpen", open_params(uri, text, language))
+    client.published(uri, 1)
+    times = []
+    for version in range(2, edits + 2):
+        params, text = typo_edit(text, version, word)
+        params["textDocument"]["uri"] = uri
+        sent = time.perf_counter()
+        client.notify("textDocument/didChange", params)
+        times.append((client.published(uri, version) - sent) * 1000)
+    client.close()
+    return times
+
+
+def start_to_first(argv: list[str], path: Path, text: str, language: str) -> tuple[float, float]:
+    """(seconds from starting the process to the first diagnostics, the server's CPU seconds)."""
+    client = StdioClient(argv, cwd=str(path.parent))
+    uri = path.as_uri()
+    client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    client.notify("initialized", {})
+    client.notify("textDocument/didOpen", open_params(uri, text, language))
+    arrived = client.published(uri, 1)
+    cpu = client.cpu_seconds()
+    client.close()
+    return arrived - client.started, cpu
+
+
+# ---- in process ------------------------------------------------------------------------------
+
+
+def check_alone(text: str, edits: int) -> tuple[list[float], list[float]]:
+    """The floor: ``check_bytes`` of each edit's text, as the server calls it (wall, CPU ms)."""
+    from agent_rollout.config import check_bytes
+
+    walls, cpus = [], []
+    current = text
+    for version in range(2, edits + 2):
+        _, current = typo_edit(current, version)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        check_bytes(current, format="yaml", source="x.yaml", skip_unrelated=True)
+        cpus.append((time.thread_time() - cpu) * 1000)
+        walls.append((time.perf_counter() - wall) * 1000)
+    return walls, cpus
+
+
+def in_process_edits(path: Path, text: str, edits: int) -> tuple[list[float], list[float]]:
+    from agent_rollout.lsp._server import build_server
+
+    server = build_server("bench")
+    protocol = server.protocol
+    arrivals: list[tuple[float, dict[str, Any]]] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            body = data.split(b"\r\n\r\n", 1)[1]
+            arrivals.append((time.perf_counter(), json.loads(body)))
+
+        def close(self) -> None:
+            pass
+
+    protocol.set_writer(Writer())
+    uri = path.as_uri()
+
+    def feed(message: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+
+    async def until_published(version: int) -> float:
+        while True:
+            for when, message in arrivals:
+                params = message.get("params") or {}
+                if message.get("method") == "textDocument/publishDiagnostics" and (
+                    params.get("uri") == uri and params.get("version") == version
+                ):
+                    return when
+            await asyncio.sleep(0.0005)  # the check runs on a thread: leave it the GIL
+
+    async def run() -> tuple[list[float], list[float]]:
+        feed({"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        feed({"method": "initialized", "params": {}})
+        feed({"method": "textDocument/didOpen", "params": open_params(uri, text, "yaml")})
+        await until_published(1)
+        current = text
+        walls, cpus = [], []
+        for version in range(2, edits + 2):
+            params, current = typo_edit(current, version)
+            params["textDocument"]["uri"] = uri
+            arrivals.clear()
+            cpu = time.process_time()  # the server's threads included (a large check's)
+            sent = time.perf_counter()
+            feed({"method": "textDocument/didChange", "params": params})
+            walls.append((await until_published(version) - sent) * 1000)
+            cpus.append((time.process_time() - cpu) * 1000)
+        return walls, cpus
+
+    try:
+        return asyncio.run(run())
+    finally:
+        server.shutdown()
+
+
+# ---- through Neovim --------------------------------------------------------------------------
+
+
+def neovim_edits(path: Path, text: str, edits: int) -> Optional[dict[str, Any]]:
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        return None
+    path.write_text(text, encoding="utf-8")
+    out = path.with_suffix(".report.json")
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[name] = str(path.parent / name.lower())
+    env.update(
+        AR_FILE=str(path),
+        AR_CMD=json.dumps(SERVER),
+        AR_OUT=str(out),
+        AR_MODE="bench",
+        AR_EDITS=str(edits),
+    )
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {LUA}"],
+        env=env,
+        cwd=str(path.parent),
+        capture_output=True,
+        timeout=3600,
+        check=False,
+    )
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    if "error" in report:
+        raise SystemExit(f"neovim: {report['error']}")
+    return report
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--edits", type=int, default=200, help="edits on the 300-line config")
+    parser.add_argument("--large-edits", type=int, default=8, help="edits at the size limit")
+    parser.add_argument("--starts", type=int, default=7, help="server starts timed")
+    parser.add_argument("--no-neovim", action="store_true")
+    args = parser.parse_args()
+
+    from agent_rollout._limits import MAX_CONFIG_BYTES
+
+    small = lines_config(300)
+    large = config_text(MAX_CONFIG_BYTES - 1024)
+    ruff = shutil.which("ruff", path=os.path.dirname(sys.executable)) or shutil.which("ruff")
+    print(f"300-line config: {len(small):,} bytes; size-limit config: {len(large):,} bytes")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        small_path, large_path = folder / "small.yaml", folder / "large.yaml"
+        small_path.write_text(small, encoding="utf-8")
+        large_path.write_text(large, encoding="utf-8")
+
+        print("edit -> published diagnostics (wall time; CPU time where shown)")
+        floor_wall, floor_cpu = check_alone(small, args.edits)
+        wall, cpu = in_process_edits(small_path, small, args.edits)
+        large_wall, large_cpu = in_process_edits(large_path, large, args.large_edits)
+        rows = [
+            ("check_bytes alone, 300 lines (floor)", floor_wall),
+            ("  its CPU time", floor_cpu),
+            ("in process, 300 lines", wall),
+            ("  its CPU time", cpu),
+            (
+                "over stdio, 300 lines",
+                stdio_edits(SERVER, small_path, small, args.edits, "yaml", "rollout_func"),
+            ),
+        ]
+        if ruff:
+            py = folder / "module.py"
+            source = python_text(300)
+            py.write_text(source, encoding="utf-8")
+            ruff_edits = stdio_edits([ruff, "server"], py, source, args.edits, "python", "value")
+            rows.append(("ruff server, 300-line .py (reference)", ruff_edits))
+        if not args.no_neovim:
+            report = neovim_edits(folder / "nvim-small.yaml", small, args.edits)
+            if report is not None:
+                rows.append(("through Neovim, 300 lines", report["edit_ms"]))
+        rows.append(("in process, size limit", large_wall))
+        rows.append(("  its CPU time", large_cpu))
+        rows.append(
+            (
+                "over stdio, size limit",
+                stdio_edits(SERVER, large_path, large, args.large_edits, "yaml", "rollout_func"),
+            )
+        )
+        if not args.no_neovim:
+            report = neovim_edits(folder / "nvim-large.yaml", large, args.large_edits)
+            if report is not None:
+                rows.append(("through Neovim, size limit", report["edit_ms"]))
+        width = max(len(name) for name, _ in rows)
+        for name, times in rows:
+            print(f"  {name:<{width}}  {percentiles(times)}")
+
+        print("\nstart -> first diagnostics (the 300-line config)")
+        starts = [start_to_first(SERVER, small_path, small, "yaml") for _ in range(args.starts)]
+        walls = [wall * 1000 for wall, _ in starts]
+        cpus = [cpu * 1000 for _, cpu in starts]
+        print(
+            f"  agent-rollout lsp  wall {percentiles(walls)}; "
+            f"server CPU p50 {statistics.median(cpus):.0f} ms"
+        )
+        if ruff:
+            py = folder / "module.py"
+            ruff_starts = [
+                start_to_first([ruff, "server"], py, py.read_text(), "python")
+                for _ in range(args.starts)
+            ]
+            print(f"  ruff server        wall {percentiles([w * 1000 for w, _ in ruff_starts])}")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The open documents: their text and version, their settings, their last check.
+
+Each open document is checked with ``check_bytes`` and the settings that
+apply to it: ``[tool.agent-rollout]`` of the nearest ``pyproject.toml``
+(``find_settings``), under what the client says (``initializationOptions``,
+``workspace/configuration``). The server skips documents that are not
+training configs (``skip_unrelated``) unless a setting says otherwise: a
+client attaches it to every YAML, JSON and TOML file.
+
+A document of at most ``INLINE_CHARS`` characters is checked at once, on
+the event loop (a 300-line config takes a millisecond or two, less than a
+trip to a thread). A larger one is checked on a worker thread; while it
+runs, edits only record the newest version, and when it ends a result for
+an older version than the document's is dropped and the newest is checked.
+So a burst of edits to a large file costs one check in flight and one
+after it, never a queue. ``check`` never raises for bad text; should it
+raise anyway (a bug of ours), the document gets no diagnostics and the
+server goes on (``on_error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from agent_rollout.config import (
+    CheckResult,
+    CheckSettings,
+    ConfigError,
+    check_bytes,
+    find_settings,
+    settings_values,
+)
+from agent_rollout.lsp._text import document_format, uri_path
+
+__all__ = ["INLINE_CHARS", "SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
+
+SETTINGS_SECTION = "agent-rollout"
+"""The section a client keeps our settings under (``workspace/configuration``, and
+optionally in ``initializationOptions``)."""
+
+INLINE_CHARS = 64 * 1024
+"""A document of at most this many characters is checked on the event loop."""
+
+
+def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
+    """Settings from a client (a mapping, or one under ``agent-rollout``), and what is wrong."""
+    if isinstance(raw, Mapping) and isinstance(raw.get(SETTINGS_SECTION), Mapping):
+        raw = raw[SETTINGS_SECTION]
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, Mapping):
+        return {}, [f"settings must be a mapping, got {type(raw).__name__}"]
+    values, problems = settings_values(raw)
+    return values, [f"{name}: {message}" for name, message in problems]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One check of one version of a document."""
+
+    version: Optional[int]
+    text: str
+    format: str
+    settings: CheckSettings
+    result: CheckResult
+
+
+@dataclass
+class Document:
+    """An open document: what the client last sent, and the last check that ended."""
+
+    uri: str
+    format: Optional[str]
+    text: str
+    version: Optional[int]
+    checked: Optional[Checked] = None
+    running: bool = False
+    waiters: list[asyncio.Future[Optional[Checked]]] = field(default_factory=list)
+
+
+class Documents:
+    """Open documents and their checks.
+
+    ``publish(document, checked)`` is called with each check that is still
+    current when it ends (``checked`` None: the check failed, the document's
+    diagnostics go); ``on_error(message)`` with any problem that is not the
+    document's (a bad setting, a bug of ours).
+    """
+
+    def __init__(
+        self,
+        publish: Callable[[Document, Optional[Checked]], None],
+        on_error: Callable[[str], None],
+        executor: Optional[Executor] = None,
+    ) -> None:
+        self.publish = publish
+        self.on_error = on_error
+        self.executor = executor
+        self.open: dict[str, Document] = {}
+        self.client_values: Mapping[str, Any] = {}
+        self.root: Optional[str] = None
+
+    # ---- settings
+
+    def settings_for(self, document: Document) -> CheckSettings:
+        """The settings of ``document``: its ``pyproject.toml``'s, the client's on top."""
+        path = uri_path(document.uri)
+        start = path if path is not None else (self.root or os.getcwd())
+        try:
+            settings = find_settings(start)
+        except ConfigError as exc:
+            self.on_error(f"agent-rollout: settings ignored: {exc}")
+            settings = CheckSettings()
+        if "skip_unrelated" not in settings.explicit:
+            settings = settings.merged({"skip_unrelated": True})
+        return settings.merged(self.client_values)
+
+    # ---- the documents
+
+    def opened(self, uri: str, text: str, version: Optional[int], language: Optional[str]) -> None:
+        known = self.open.get(uri)
+        if known is not None and (known.text, known.version) == (text, version):
+            return  # opened already (the message read before pygls was loaded, handed on)
+        document = Document(uri, document_format(uri, language), text, version)
+        self.open[uri] = document
+        self.schedule(document)
+
+    def changed(self, uri: str, text: str, version: Optional[int]) -> None:
+        document = self.open.get(uri)
+        if document is None:
+            return
+        document.text, document.version = text, version
+        self.schedule(document)
+
+    def closed(self, uri: str) -> None:
+        document = self.open.pop(uri, None)
+        if document is not None:
+            self._wake(document, None)
+
+    def recheck_all(self) -> None:
+        """Check every open document again (the settings changed)."""
+        for document in list(self.open.values()):
+            document.checked = None
+            self.schedule(document)
+
+    # ---- checking
+
+    def check(self, document: Document, text: str, version: Optional[int]) -> Optional[Checked]:
+        """One check of ``text`` (``version`` of ``document``); ``None`` for a format we do
+        not read, or when the check itself failed."""
+        if document.format is None:
+            return None
+        settings = self.settings_for(document)
+        source = uri_path(document.uri) or document.uri
+        try:
+            result = check_bytes(
+                text, format=document.format, source=source, **settings.check_options()
+            )
+        except Exception as exc:  # a bug of ours: no diagnostics, the server goes on
+            self.on_error(f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}")
+            return None
+        return Checked(version, text, document.format, settings, result)
+
+    def schedule(self, document: Document) -> None:
+        """Check the document's current version: now, or on a worker thread when it is large."""
+        if document.running:
+            return  # the check in flight looks at the newest version when it ends
+        if len(document.text) <= INLINE_CHARS or self.executor is None:
+            self._finish(document, self.check(document, document.text, document.version))
+            return
+        document.running = True
+        text, version = document.text, document.version
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.executor, self.check, document, text, version)
+        future.add_done_callback(lambda done: self._ended(document, done))
+
+    def _ended(self, document: Document, done: asyncio.Future[Optional[Checked]]) -> None:
+        document.running = False
+        if self.open.get(document.uri) is not document:
+            return  # closed (or opened again) meanwhile
+        checked = None if done.cancelled() or done.exception() else done.result()
+        if checked is not None and checked.version != document.version:
+            self.schedule(document)  # outdated: dropped, and the newest version goes next
+            return
+        self._finish(document, checked)
+
+    def _finish(self, document: Document, checked: Optional[Checked]) -> None:
+        if checked is None:
+            if document.format is not None:
+                self.publish(document, None)
+            self._wake(document, None)
+            return
+        document.checked = checked
+        self.publish(document, checked)
+        self._wake(document, checked)
+
+    def _wake(self, document: Document, checked: Optional[Checked]) -> None:
+        waiters, document.waiters = document.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(checked)
+
+    async def current(self, uri: str) -> Optional[Checked]:
+        """The check of the document's current version, waiting for it if need be."""
+        document = self.open.get(uri)
+        if document is None:
+            return None
+        checked = document.checked
+        if checked is not None and checked.version == document.version:
+            return checked
+        waiter: asyncio.Future[Optional[Checked]] = asyncio.get_running_loop().create_future()
+        document.waiters.append(waiter)
+        if not document.running:
+            self.schedule(document)
+        return await waiter

@@ -1,0 +1,247 @@
+"""Hover and completion: what a rollout key means, and which keys and backends fit here.
+
+Both read the document's text around the cursor, never its parse, so they
+answer in a half-typed document too. The words come from where the schema
+takes them: each key's help text (``agent_rollout.config._fields``, the
+schema's ``markdownDescription``, example included), its type and range from
+the JSON Schema of ``RolloutSettings``, its default from ``ROLLOUT_DEFAULTS``,
+and the backends that take it and the packages each needs from the backend
+table (``agent_rollout.backends``). The schema is built on the first hover or
+completion, not at start.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from agent_rollout.backends import (
+    BACKEND_NAMES,
+    ROLLOUT_DEFAULTS,
+    ROLLOUT_KEYS,
+    backend_meant,
+    get_rollout_backend_spec,
+    key_backends,
+)
+from agent_rollout.config import RolloutSettings
+
+__all__ = ["Completion", "backend_help", "completions", "hover_at", "key_help"]
+
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+_BACKEND_VALUE = re.compile(
+    r"""^\s*["']?rollout_backend["']?\s*[:=]\s*["']?(?P<typed>[A-Za-z0-9_.-]*)$"""
+)
+_CHOSEN_BACKEND = re.compile(
+    r"""^\s*["']?rollout_backend["']?\s*[:=]\s*["']?(?P<name>[A-Za-z0-9_.-]+)""", re.M
+)
+_KEY_START = {
+    "yaml": re.compile(r"^(?P<indent>\s*)(?P<typed>[A-Za-z0-9_-]*)$"),
+    "toml": re.compile(r"^(?P<indent>\s*)(?P<typed>[A-Za-z0-9_-]*)$"),
+    "json": re.compile(r"""(?:^|[{,])(?P<indent>\s*)"(?P<typed>[A-Za-z0-9_-]*)$"""),
+}
+
+
+@functools.cache
+def _properties() -> dict[str, dict[str, Any]]:
+    """Each key's JSON Schema, its nullable ``anyOf`` folded into one mapping."""
+    schema = RolloutSettings.model_json_schema()["properties"]
+    out: dict[str, dict[str, Any]] = {}
+    for key in ROLLOUT_KEYS:
+        prop = dict(schema.get(key, {}))
+        for member in prop.pop("anyOf", []):
+            if member.get("type") != "null":
+                prop = {**member, **prop}
+        out[key] = prop
+    return out
+
+
+def _type_of(key: str) -> str:
+    if key == "rollout_backend":
+        return f"one of {', '.join(BACKEND_NAMES)} (any case)"
+    if key == "rollout_func":
+        return "string, 'module.path:function_name'"
+    prop = _properties()[key]
+    if prop.get("type") == "integer":
+        return f"int in [{prop.get('minimum', '...')}, {prop.get('maximum', '...')}]"
+    if "pattern" in prop and "http" in str(prop["pattern"]):
+        return "string, an http:// or https:// URL"
+    return str(prop.get("type", "string"))
+
+
+def _backends_of(key: str) -> str:
+    names = key_backends(key)
+    return "every backend" if tuple(sorted(names)) == BACKEND_NAMES else ", ".join(names)
+
+
+def key_help(key: str) -> str:
+    """Markdown: what ``key`` means, its type, default and the backends that take it."""
+    prop = _properties()[key]
+    text = prop.get("markdownDescription") or prop.get("description") or ""
+    default = ROLLOUT_DEFAULTS.get(key)
+    facts = [
+        f"type: {_type_of(key)}",
+        f"default: {default if default is not None else 'unset'}",
+        f"backends: {_backends_of(key)}",
+    ]
+    return f"**{key}**\n\n{text}\n\n" + "  \n".join(facts)
+
+
+def backend_help(name: str) -> str:
+    """Markdown: what backend ``name`` is and the package it needs."""
+    spec = get_rollout_backend_spec(name)
+    lines = [f"**{spec.name}** (rollout backend)", "", spec.description, ""]
+    if spec.required_package is not None:
+        lines.append(
+            f"needs: `{spec.required_package}` (`pip install 'agent-rollout[{spec.extra}]'`)"
+        )
+    else:
+        lines.append("needs: no package of its own")
+    if spec.live_package is not None and spec.live_package != spec.required_package:
+        lines.append(f"  \nrunning it live needs: `{spec.live_package}`")
+    return "\n".join(lines)
+
+
+def _word_at(line: str, col: int) -> Optional[tuple[int, int, str]]:
+    """``(start, end, word)`` (0-based characters) of the word under column ``col``."""
+    for found in _WORD.finditer(line):
+        if found.start() <= col <= found.end():
+            return found.start(), found.end(), found.group(0)
+    return None
+
+
+def hover_at(line: str, col: int) -> Optional[tuple[int, int, str]]:
+    """``(start, end, markdown)`` for the key or backend name at ``col`` of ``line``."""
+    word = _word_at(line, col)
+    if word is None:
+        return None
+    start, end, text = word
+    if text in ROLLOUT_KEYS:
+        return start, end, key_help(text)
+    value = _BACKEND_VALUE.match(line[:end])
+    if value is not None and value.group("typed") == text:
+        name = text.lower() if text.lower() in BACKEND_NAMES else backend_meant(text)
+        if name is not None:
+            return start, end, backend_help(name)
+    return None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completion item: the label, what it inserts, a detail line, markdown help, order."""
+
+    label: str
+    insert: str
+    detail: str
+    documentation: str
+    sort: str
+    is_key: bool
+
+
+def _yaml_path(lines: list[str], row: int, indent: int) -> Optional[tuple[str, ...]]:
+    """The keys whose block mapping holds a line at ``indent`` (YAML, read by indentation)."""
+    path: list[str] = []
+    for above in range(row - 1, -1, -1):
+        text = lines[above]
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        own = len(text) - len(text.lstrip())
+        if own >= indent:
+            continue
+        found = re.match(r"""^\s*["']?([^"':#]+?)["']?\s*:\s*(?:#.*|&\S+\s*)?$""", text)
+        if found is None:
+            return None  # a list item or a flow mapping: not a plain section
+        path.append(found.group(1))
+        indent = own
+        if own == 0:
+            break
+    return tuple(reversed(path))
+
+
+def _toml_path(lines: list[str], row: int) -> Optional[tuple[str, ...]]:
+    for above in range(row - 1, -1, -1):
+        header = re.match(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$", lines[above])
+        if header is not None:
+            return tuple(part.strip().strip("\"'") for part in header.group(1).split("."))
+        if lines[above].lstrip().startswith("[["):
+            return None
+    return ()
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+def _json_path(text: str) -> Optional[tuple[str, ...]]:
+    """The keys of the objects open at the end of ``text`` (JSON up to the cursor)."""
+    stack: list[Optional[str]] = []
+    pending: Optional[str] = None
+    last = ""
+    for token in _JSON_TOKEN.findall(text):
+        if token == ":":
+            pending = last
+        elif token in "{[":
+            stack.append(pending if token == "{" else None)
+            pending = None
+        elif token in "}]":
+            if stack:
+                stack.pop()
+            pending = None
+        elif token == ",":
+            pending = None
+        else:
+            last = token[1:-1]
+    if not stack or None in stack[1:]:
+        return None
+    return tuple(key for key in stack[1:] if key is not None)
+
+
+def completions(
+    lines: list[str], row: int, col: int, fmt: str, section: tuple[str, ...], text: str
+) -> list[Completion]:
+    """What fits at ``(row, col)`` (0-based line, characters): backend names after
+    ``rollout_backend:``, or the rollout keys the section lacks (the chosen backend's first)."""
+    before = lines[row][:col] if row < len(lines) else ""
+    value = _BACKEND_VALUE.match(before)
+    if value is not None:
+        return [
+            Completion(
+                name,
+                name,
+                get_rollout_backend_spec(name).description,
+                backend_help(name),
+                name,
+                False,
+            )
+            for name in BACKEND_NAMES
+        ]
+    start = _KEY_START[fmt].search(before)
+    if start is None:
+        return []
+    if fmt == "yaml":
+        path = _yaml_path(lines, row, len(start.group("indent")))
+    elif fmt == "toml":
+        path = _toml_path(lines, row)
+    else:
+        path = _json_path("\n".join([*lines[:row], before]))
+    if path != section:
+        return []
+    present = set(re.findall(r"""["']?(rollout_[A-Za-z0-9_]+)["']?\s*[:=]""", text))
+    chosen = _CHOSEN_BACKEND.search(text)
+    backend = None
+    if chosen is not None:
+        name = chosen.group("name")
+        backend = name.lower() if name.lower() in BACKEND_NAMES else backend_meant(name)
+    items = []
+    for order, key in enumerate(ROLLOUT_KEYS):
+        if key in present:
+            continue
+        taken = backend is None or backend in key_backends(key)
+        insert = {"yaml": f"{key}: ", "toml": f"{key} = ", "json": key}[fmt]
+        items.append(
+            Completion(
+                key, insert, _type_of(key), key_help(key), f"{0 if taken else 1}{order:02d}", True
+            )
+        )
+    return items

@@ -1,0 +1,160 @@
+"""The fixes of check's issues (``agent_rollout.config._fixes``): one implementation,
+used by ``check --fix``/``--diff`` and the language server's code actions.
+
+Each fix is an edit at a position, so comments, order, quoting style, line
+endings and a byte-order mark stay; a fixed config is checked again.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_rollout.backends import backend_meant
+from agent_rollout.config import apply_fixes, check_bytes, fix_text, issue_fixes
+
+
+def fixed(text: str, fmt: str = "yaml", **options: object) -> str:
+    return fix_text(text, format=fmt, **options).text  # type: ignore[arg-type]
+
+
+def titles(text: str, fmt: str = "yaml", yaml_version: str = "1.1") -> list[str]:
+    result = check_bytes(text, format=fmt, yaml_version=yaml_version)
+    return [fix.title for fix in issue_fixes(text, result, format=fmt, yaml_version=yaml_version)]
+
+
+def test_a_look_alike_key_is_renamed_in_place() -> None:
+    text = "training:\n  rollout_backend: art   # keep me\n  rollout_fucn: m:f  # and me\n"
+    assert fixed(text) == (
+        "training:\n  rollout_backend: art   # keep me\n  rollout_func: m:f  # and me\n"
+    )
+    assert titles(text) == ["Rename 'rollout_fucn' to 'rollout_func'"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "want"),
+    [
+        ("json", '{"training": {"rollout_fucn": "m:f"}}', '{"training": {"rollout_func": "m:f"}}'),
+        ("toml", "[training]\nrollout_fucn = 'm:f'\n", "[training]\nrollout_func = 'm:f'\n"),
+        ("toml", "training.rollout_fucn = 'm:f'\n", "training.rollout_func = 'm:f'\n"),
+        ("toml", 'training = {rollout_fucn = "m:f"}\n', 'training = {rollout_func = "m:f"}\n'),
+        ("yaml", "training: {'rollout_fucn': m:f}\n", "training: {'rollout_func': m:f}\n"),
+    ],
+)
+def test_renames_in_every_format(fmt: str, text: str, want: str) -> None:
+    assert fixed(text, fmt) == want
+
+
+def test_no_rename_onto_a_key_the_section_holds() -> None:
+    text = "training:\n  rollout_func: a:b\n  rollout_fucn: m:f\n"
+    assert titles(text) == []
+    assert fixed(text) == text
+
+
+def test_two_look_alikes_of_one_key_rename_only_one() -> None:
+    text = "training:\n  rollout_backend: art\n  rollout_fucn: m:f\n  rollout_fnuc: m:g\n"
+    assert len(titles(text)) == 2  # each is offered on its own
+    done = fix_text(text)
+    assert done.text.count("rollout_func:") == 1  # never a duplicate key
+    assert [issue.location for issue in done.result.issues] == ["training.rollout_fnuc"]
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [("Nemo-Gym", "nemo_gym"), ("'NEMOGYM'", "'nemo_gym'"), ('"open env"', '"openenv"')],
+)
+def test_a_backend_spelt_another_way_gets_its_canonical_name(value: str, want: str) -> None:
+    text = f"training:\n  rollout_backend: {value}\n  rollout_source: d.jsonl\n"
+    assert fixed(text) == f"training:\n  rollout_backend: {want}\n  rollout_source: d.jsonl\n"
+
+
+def test_backend_meant() -> None:
+    assert backend_meant("Nemo-Gym") == "nemo_gym"
+    assert backend_meant("OPEN.ENV") == "openenv"
+    assert backend_meant("verl") is None
+    assert titles("training:\n  rollout_backend: verl\n") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("010", "8"),
+        ("yes", "true"),
+        ("Off", "false"),
+        ("1e3", '"1e3"'),
+        ("0o10", '"0o10"'),
+        ("1_000", "1000"),
+        ("1:30", "90"),
+        ("~", None),  # read alike: no warning at all
+    ],
+)
+def test_yaml_ambiguous_values_become_what_the_trainer_reads(value: str, want: object) -> None:
+    text = f"training:\n  rollout_backend: art\n  rollout_func: m:f\n  rollout_max_steps: {value}\n"
+    out = fix_text(text)
+    if want is None:
+        assert not out.changed
+        return
+    assert out.text == text.replace(f": {value}\n", f": {want}\n")
+    assert not any(issue.kind == "yaml_version" for issue in out.result.warnings)
+
+
+def test_yaml_fix_follows_the_reading_checked_with() -> None:
+    text = "training:\n  rollout_max_steps: 010\n"
+    assert fixed(text, yaml_version="1.2").endswith("rollout_max_steps: 10\n")
+    assert fixed(text).endswith("rollout_max_steps: 8\n")
+
+
+def test_a_date_has_no_fix() -> None:
+    text = "training:\n  rollout_source: 2001-12-14\n"
+    result = check_bytes(text)
+    assert [issue.kind for issue in result.warnings] == ["yaml_version"]
+    assert titles(text) == []
+
+
+@pytest.mark.parametrize(("fmt", "sep"), [("yaml", ": "), ("toml", " = ")])
+def test_a_quoted_whole_number_in_range_is_unquoted(fmt: str, sep: str) -> None:
+    head = "training:\n  " if fmt == "yaml" else "[training]\n"
+    text = f'{head}rollout_backend{sep}"art"\nrollout_group_size{sep}"8"\n'.replace(
+        "\nrollout_group", "\n  rollout_group" if fmt == "yaml" else "\nrollout_group"
+    )
+    out = fix_text(text, format=fmt)
+    assert f"rollout_group_size{sep}8\n" in out.text
+    assert not [issue for issue in out.result.issues if issue.kind == "value"]
+    far = text.replace('"8"', '"0"')
+    assert fix_text(far, format=fmt).text == far  # out of range: unquoting is not the fix
+
+
+def test_fixes_keep_crlf_and_a_byte_order_mark() -> None:
+    text = "\ufefftraining:\r\n  rollout_fucn: m:f\r\n  rollout_max_steps: 010\r\n"
+    assert fixed(text) == "\ufefftraining:\r\n  rollout_func: m:f\r\n  rollout_max_steps: 8\r\n"
+
+
+def test_fixed_text_is_what_check_accepts() -> None:
+    text = (
+        "# GRPO\n"
+        "training:\n"
+        "  lr: 1.0e-6  # 😀 trainer key\n"
+        "  rollout_backend: Open-Env\n"
+        "  rollout_fucn: pkg.mod:play\n"
+        "  rollout_max_steps: '12'\n"
+        "  rollout_group_sise: 4\n"
+    )
+    out = fix_text(text)
+    assert out.result.issues == [] and out.result.warnings == []
+    assert out.result.settings is not None
+    assert out.result.settings.rollout_func == "pkg.mod:play"
+    assert len(out.fixes) == 4
+    assert "  lr: 1.0e-6  # 😀 trainer key\n" in out.text
+
+
+def test_apply_fixes_skips_overlapping_edits() -> None:
+    text = "training:\n  rollout_fucn: m:f\n"
+    result = check_bytes(text)
+    fixes = issue_fixes(text, result)
+    new, applied = apply_fixes(text, [*fixes, *fixes])
+    assert new == "training:\n  rollout_func: m:f\n"
+    assert applied == fixes
+
+
+def test_unrelated_and_unparsable_text_has_no_fixes() -> None:
+    assert not fix_text("name: ci\non: push\n", skip_unrelated=True).changed
+    assert not fix_text("training: [\n").changed

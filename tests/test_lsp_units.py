@@ -1,0 +1,345 @@
+"""The language server's parts, in this process: positions, scheduling, packaging.
+
+Over stdio with a real client: ``test_lsp.py``; in Neovim: ``test_lsp_neovim.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+import pytest
+
+from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
+from agent_rollout.lsp import _start as start
+from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
+from agent_rollout.lsp._text import Lines, document_format, uri_path
+from support import cli_env
+
+# ---- positions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("encoding", "want"), [("utf-16", 7), ("utf-8", 9), ("utf-32", 6)])
+def test_columns_after_an_emoji(encoding: str, want: int) -> None:
+    lines = Lines("a: '😀', rollout_fucn: 1\n", encoding)
+    # check's column 7 (1-based characters) is the ','
+    assert lines.to_client(1, 7) == (0, want)
+    assert lines.from_client(0, want) == (1, 7)
+
+
+def test_a_byte_order_mark_is_counted_on_line_one_only() -> None:
+    lines = Lines("\ufeffab\ncd\n")
+    assert lines.to_client(1, 1) == (0, 1)
+    assert lines.to_client(2, 1) == (1, 0)
+    assert lines.from_client(0, 1) == (1, 1)
+    assert lines.line_text(1) == "ab"
+
+
+def test_line_breaks_check_and_the_client_count_differently() -> None:
+    # YAML breaks lines at NEL; a client does not: check's line 2 is inside client line 0.
+    text = "a: 1\x85b: 2\r\nc: 3\n"
+    lines = Lines(text, "utf-16", "yaml")
+    assert lines.to_client(2, 1) == (0, 5)
+    assert lines.to_client(3, 1) == (1, 0)
+    assert lines.from_client(0, 5) == (2, 1)
+    # A lone CR breaks a line for the client and for YAML, not for JSON.
+    json_text = '{"a":\r 1}'
+    assert Lines(json_text, "utf-16", "json").to_client(1, 8) == (1, 1)
+
+
+def test_positions_past_the_end_are_clamped() -> None:
+    lines = Lines("ab\n")
+    assert lines.to_client(1, 99) == (0, 2)
+    assert lines.to_client(9, 1) == (8, 0)
+    assert lines.from_client(5, 3) == (6, 1)
+
+
+def test_formats_and_paths() -> None:
+    assert document_format("file:///x/c.YML", None) == "yaml"
+    assert document_format("untitled:1", "toml") == "toml"
+    assert document_format("file:///x/c.jsonc", "jsonc") == "json"
+    assert document_format("file:///x/c.txt", "plaintext") is None
+    assert uri_path("file:///tmp/a%20b/c.yaml") == "/tmp/a b/c.yaml"
+    assert uri_path("untitled:Untitled-1") is None
+
+
+def test_fix_all_edits_end_on_the_last_line_without_a_break() -> None:
+    pytest.importorskip("pygls")
+    from agent_rollout.lsp._actions import fix_all_edits
+
+    edits = fix_all_edits("a: 1\nb: 😀x", "a: 1\nb: 😀y", "utf-16")
+    assert [(e.range.start.line, e.range.end.line, e.range.end.character) for e in edits] == [
+        (1, 1, 6)
+    ]
+    assert edits[0].new_text == "b: 😀y"
+
+
+# ---- when documents are checked ---------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.published: list[tuple[str, Optional[int]]] = []
+        self.errors: list[str] = []
+
+    def publish(self, document: Document, checked: Optional[Checked]) -> None:
+        self.published.append((document.uri, None if checked is None else checked.version))
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+
+
+def test_small_documents_are_checked_at_once_and_skipped_when_unrelated() -> None:
+    seen = Recorder()
+    documents = Documents(seen.publish, seen.error)
+    documents.opened("file:///nowhere/c.yaml", "training:\n  rollout_fucn: m:f\n", 1, "yaml")
+    documents.opened("file:///nowhere/ci.yaml", "on: push\n", 1, "yaml")
+    documents.opened("file:///nowhere/notes.txt", "x", 1, "plaintext")
+    assert seen.published == [("file:///nowhere/c.yaml", 1), ("file:///nowhere/ci.yaml", 1)]
+    checked = documents.open["file:///nowhere/ci.yaml"].checked
+    assert checked is not None and checked.result.skipped  # the server's default
+    assert documents.open["file:///nowhere/notes.txt"].checked is None
+
+
+def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = Recorder()
+    started: list[int] = []
+    release = threading.Event()
+
+    def slow_check(self: Documents, document: Document, text: str, version: Any) -> Any:
+        started.append(version)
+        if version == 1:
+            release.wait(30)  # held until every edit has arrived
+        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text))
+
+    monkeypatch.setattr(Documents, "check", slow_check)
+    big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
+
+    async def scenario() -> None:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            documents = Documents(seen.publish, seen.error, pool)
+            documents.opened("file:///x/big.yaml", big, 1, "yaml")
+            for version in range(2, 6):
+                documents.changed("file:///x/big.yaml", big + f"# {version}\n", version)
+            waiting = asyncio.ensure_future(documents.current("file:///x/big.yaml"))
+            await asyncio.sleep(0.05)
+            assert seen.published == [] and not waiting.done()  # the loop is free meanwhile
+            release.set()
+            checked = await asyncio.wait_for(waiting, 30)
+            assert checked is not None and checked.version == 5
+
+    asyncio.run(scenario())
+    assert started == [1, 5]  # the edits in between were never checked
+    assert seen.published == [("file:///x/big.yaml", 5)]  # version 1's result dropped
+
+
+def test_a_bug_in_the_check_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = Recorder()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("agent_rollout.lsp._documents.check_bytes", broken)
+    Documents(seen.publish, seen.error).opened("file:///x/c.yaml", "a: 1\n", 1, "yaml")
+    assert seen.published == [("file:///x/c.yaml", None)]  # its diagnostics go
+    assert "checking /x/c.yaml failed: RuntimeError: boom" in seen.errors[0]
+
+
+def test_text_over_the_size_limit_that_is_not_a_config_is_skipped() -> None:
+    big = "items:\n" + "  - x\n" * (MAX_CONFIG_BYTES // 6 + 1)
+    assert check_bytes(big, skip_unrelated=True).skipped
+    assert check_bytes(big).issues[0].kind == "file"
+    config = "training:\n  rollout_backend: art\n" + "#" * MAX_CONFIG_BYTES
+    assert check_bytes(config, skip_unrelated=True).issues[0].kind == "file"
+
+
+# ---- packaging --------------------------------------------------------------------------------
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=60
+    )
+
+
+def test_import_and_the_cli_stay_free_of_pygls() -> None:
+    done = run_python(
+        "import sys, agent_rollout, agent_rollout.config, agent_rollout.lsp\n"
+        "from agent_rollout.cli import build_parser\n"
+        "build_parser(['lsp']).parse_args(['lsp', '--stdio'])\n"
+        "print([m for m in ('pygls', 'lsprotocol', 'cattrs') if m in sys.modules])\n"
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_server_says_what_it_needs_when_pygls_is_missing() -> None:
+    done = run_python(
+        "import sys; sys.modules['pygls'] = None\n"
+        "from agent_rollout.cli import main\n"
+        "sys.exit(main(['lsp']))\n"
+    )
+    assert done.returncode == 2
+    assert "pip install 'agent-rollout[lsp]'" in done.stderr
+
+
+# ---- the first answers, before pygls is loaded ------------------------------------------------
+
+
+class Kept(io.BytesIO):
+    """A stream pygls may close (on ``exit``) that keeps what was written."""
+
+    def close(self) -> None:
+        pass
+
+
+def framed(*messages: dict[str, Any]) -> bytes:
+    out = b""
+    for message in messages:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return out
+
+
+def unframed(data: bytes) -> list[dict[str, Any]]:
+    stream = io.BytesIO(data)
+    found = []
+    while (body := start.read(stream)) is not None:
+        found.append(json.loads(body))
+    return found
+
+
+def session(
+    capabilities: dict[str, Any], *messages: dict[str, Any], options: Any = None
+) -> list[dict[str, Any]]:
+    """What the server writes for ``initialize`` + ``messages`` + shutdown/exit, in order."""
+    pytest.importorskip("pygls")
+    from agent_rollout.lsp import serve
+
+    params = {"capabilities": capabilities, "initializationOptions": options}
+    stdin = Kept(
+        framed(
+            {"id": 1, "method": "initialize", "params": params},
+            {"method": "initialized", "params": {}},
+            *messages,
+            {"id": 99, "method": "shutdown"},
+            {"method": "exit"},
+        )
+    )
+    stdout = Kept()
+    serve(stdin, stdout)
+    return unframed(stdout.getvalue())
+
+
+OPEN = {
+    "method": "textDocument/didOpen",
+    "params": {
+        "textDocument": {
+            "uri": "file:///nowhere/c.yaml",
+            "languageId": "yaml",
+            "version": 1,
+            "text": "training:\n  rollout_fucn: m:f\n",
+        }
+    },
+}
+
+
+def test_the_first_diagnostics_go_out_once_then_pygls_answers() -> None:
+    hover = {
+        "id": 2,
+        "method": "textDocument/hover",
+        "params": {
+            "textDocument": {"uri": OPEN["params"]["textDocument"]["uri"]},
+            "position": {"line": 1, "character": 4},
+        },
+    }
+    out = session({}, OPEN, hover)
+    replies = [message.get("id") for message in out if "id" in message and "method" not in message]
+    assert replies == [1, 2, 99]  # each request answered once
+    published = [m["params"] for m in out if m.get("method") == "textDocument/publishDiagnostics"]
+    assert [(p["version"], [d["code"] for d in p["diagnostics"]]) for p in published] == [
+        (1, ["unknown_key"])
+    ]
+    assert out[0]["result"]["capabilities"]["positionEncoding"] == "utf-16"
+
+
+def test_a_pulling_client_is_answered_early_and_once() -> None:
+    capabilities = {
+        "general": {"positionEncodings": ["utf-32", "utf-8"]},
+        "textDocument": {"diagnostic": {"dynamicRegistration": False}},
+    }
+    uri = OPEN["params"]["textDocument"]["uri"]
+    pull = {"method": "textDocument/diagnostic", "params": {"textDocument": {"uri": uri}}}
+    out = session(capabilities, OPEN, {"id": 2, **pull}, {"id": 3, **pull})
+    assert not any(m.get("method") == "textDocument/publishDiagnostics" for m in out)
+    answers = {m["id"]: m.get("result") for m in out if "id" in m and "method" not in m}
+    assert sorted(answers) == [1, 2, 3, 99]
+    assert answers[1]["capabilities"]["positionEncoding"] == "utf-32"
+    assert [d["code"] for d in answers[2]["items"]] == ["unknown_key"]
+    assert answers[3]["items"] == answers[2]["items"]  # the second one, pygls's
+
+
+def test_initialization_options_apply_from_the_first_diagnostics() -> None:
+    options = {"agent-rollout": {"section": "rl", "yamlVersion": "2"}}
+    opened = json.loads(json.dumps(OPEN).replace("training:", "rl:"))
+    out = session({}, opened, options=options)
+    published = [m["params"] for m in out if m.get("method") == "textDocument/publishDiagnostics"]
+    assert [d["code"] for d in published[0]["diagnostics"]] == ["unknown_key"]  # section rl
+    shown = [m["params"]["message"] for m in out if m.get("method") == "window/showMessage"]
+    assert len(shown) == 1 and "yamlVersion: must be '1.1' or '1.2'" in shown[0]
+
+
+@pytest.mark.parametrize(
+    "profile", ["neovim@v0.7.0", "neovim@v0.11.0", "emacs@v29.1", "visual_studio_code@v1.65.2"]
+)
+def test_the_early_capabilities_are_pyglss(profile: str) -> None:
+    """The reply to ``initialize`` given before pygls is loaded is the one pygls builds."""
+    pytest_lsp = pytest.importorskip("pytest_lsp")
+    from lsprotocol.converters import get_converter
+
+    from agent_rollout.lsp._server import build_server
+
+    capabilities = get_converter().unstructure(pytest_lsp.client_capabilities(profile))
+    early = start.answer_first(
+        io.BytesIO(
+            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+        ),
+        Kept(),
+        "9.9",
+    )
+    server = build_server("9.9")
+    written: list[bytes] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            written.append(data)
+
+        def close(self) -> None:
+            pass
+
+    async def initialize() -> None:
+        server.replay(early, Writer())  # pygls's own reply goes nowhere: build it here
+        message = json.loads(early.messages[0], object_hook=server.protocol.structure_message)
+        server.protocol.set_writer(Writer())
+        server.protocol.handle_message(message)
+
+    asyncio.run(initialize())
+    server.shutdown()
+    pygls_reply = unframed(written[-1])[0]["result"]
+    stream = Kept()
+    start.answer_first(
+        io.BytesIO(
+            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+        ),
+        stream,
+        "9.9",
+    )
+    early_reply = unframed(stream.getvalue())[0]["result"]
+    assert early_reply == pygls_reply
