@@ -17,12 +17,15 @@ from agent_rollout._limits import MAX_ROLLOUT_FUNC_LEN, MAX_ROLLOUT_STEPS
 from agent_rollout.backends import BACKEND_NAMES, validate_rollout_backend, validate_rollout_func
 from agent_rollout.config import (
     ROLLOUT_KEYS,
+    RolloutArguments,
     RolloutBackend,
+    RolloutFields,
     RolloutFunc,
     RolloutSettings,
     lookalike_key,
     nearest_key,
 )
+from support import facts
 
 BACKEND = TypeAdapter(RolloutBackend)
 FUNC = TypeAdapter(RolloutFunc)
@@ -451,6 +454,66 @@ def test_text_option_errors(key: str, value: object, needle: str) -> None:
     data = {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
     data[key] = value
     assert needle in only_message(data)
+
+
+# What argv gives for ``$'\xe9t\xe9.jsonl'`` (bytes that are not UTF-8, surrogateescape).
+LATIN1_NAME = b"\xe9t\xe9.jsonl".decode("utf-8", "surrogateescape")
+SURROGATE_VALUES = {
+    "rollout_judge_model": "judge\ud800",
+    "rollout_judge_base_url": "http://h/\udce9",
+    "rollout_policy_model": "\udfffpolicy",
+    "rollout_policy_base_url": "https://h\udce9/v1",
+    "rollout_source": LATIN1_NAME,
+    "rollout_gym_config": "a.yaml,\udce9.yaml",
+}
+
+
+def sections_holding(key: str, value: str) -> dict[str, Any]:
+    """A section that is valid but for ``key``'s value."""
+    if key in ("rollout_judge_model", "rollout_judge_base_url"):
+        section = {"rollout_backend": "ruler", "rollout_func": "m:f", "rollout_judge_model": "j"}
+    elif key.startswith("rollout_policy"):
+        section = {"rollout_backend": "art", "rollout_func": "m:f"}
+        section.update(rollout_policy_model="p", rollout_policy_base_url="http://h/v1")
+    else:
+        section = {"rollout_backend": "nemo_gym", "rollout_source": "s.jsonl"}
+        if key == "rollout_gym_config":
+            section.update(rollout_policy_model="p", rollout_policy_base_url="http://h/v1")
+    return {**section, key: value}
+
+
+class HostWithOurFields(RolloutFields):
+    """A trainer's own model with our keys mixed in."""
+
+    learning_rate: float = 1e-6
+
+
+@pytest.mark.parametrize("key", sorted(SURROGATE_VALUES))
+def test_a_text_value_utf8_cannot_encode_is_refused_by_every_reader(key: str) -> None:
+    """A valid model's JSON dump never fails: such a value is refused where it comes in."""
+    section = sections_holding(key, SURROGATE_VALUES[key])
+    RolloutSettings.model_validate(sections_holding(key, "x" if "url" not in key else "http://h"))
+    readers = (
+        RolloutSettings.model_validate,
+        HostWithOurFields.model_validate,
+        RolloutSettings.from_section,
+        HostWithOurFields.from_section,
+        lambda data: RolloutSettings.from_section(RolloutArguments(**data)),
+    )
+    for read in readers:
+        with pytest.raises(ValidationError) as caught:
+            read(section)
+        (error,) = caught.value.errors()
+        assert (error["loc"], error["type"]) == ((key,), key)
+        point = next(f"U+{ord(c):04X}" for c in SURROGATE_VALUES[key] if "\ud800" <= c <= "\udfff")
+        assert re.search(facts(key, point), error["msg"])
+
+
+def test_every_valid_text_value_dumps_as_json() -> None:
+    for key in SURROGATE_VALUES:
+        fine = "p\u00e9\U0001f600" if "url" not in key else "http://h/\u00e9"
+        settings = RolloutSettings.model_validate(sections_holding(key, fine))
+        assert RolloutSettings.model_validate_json(settings.model_dump_json()) == settings
 
 
 def test_url_accepts_http_and_https_with_paths() -> None:

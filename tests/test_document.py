@@ -12,6 +12,7 @@ lists, in YAML, JSON and TOML.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal, Optional, Union
 
@@ -25,6 +26,7 @@ from agent_rollout.config import (
     read_config,
     read_config_bytes,
 )
+from support import facts
 
 # ------------------------------------------------------------ host models
 
@@ -278,3 +280,26 @@ def test_toml_arrays_of_tables_are_indexed(tmp_path: Path) -> None:
             "Input should be 'chat_template' or 'alpaca' (got 'sharegpt')",
         )
     ]
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+@pytest.mark.parametrize(
+    ("key", "location", "needle"),
+    [
+        ("rollout_fun\\ud800", "training.rollout_fun\ud800", "'rollout_func'"),
+        ("sp\\udce9ed", "training.sp\udce9ed", "'sp\\udce9ed'"),
+    ],
+)
+def test_a_key_holding_a_lone_surrogate_is_placed_at_its_line(
+    fmt: str, key: str, location: str, needle: str
+) -> None:
+    """pydantic writes such a key with U+FFFD in its place, or (under ``extra="forbid"``)
+    refuses it as no str at the model: the issue is at the key's own line, once."""
+    if fmt == "yaml":
+        text = f'training:\n  epochs: 2\n  "{key}": 1\n'
+    else:
+        text = f'{{"training": {{\n  "epochs": 2,\n  "{key}": 1}}}}'
+    document = read_config_bytes(text, format=fmt, source=f"c.{fmt}")
+    ((line, col, where, _, message),) = issues_of(document, TrainingConfig, under="training")
+    assert (line, col, where) == (3, 3, location)
+    assert re.search(facts(needle), message)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -30,6 +31,7 @@ from agent_rollout.config import (
     add_rollout_arguments,
     check_file,
 )
+from support import facts
 
 TRL_CONFIG = """\
 output_dir: /tmp/out
@@ -230,6 +232,24 @@ def test_add_rollout_arguments_on_an_openrlhf_style_parser(
         parser.parse_args(["--help"])
     help_text = capsys.readouterr().out
     assert "agent rollout:" in help_text and "(default: 64)" in help_text
+
+
+def test_a_command_line_path_that_is_not_utf8_is_refused_by_name() -> None:
+    """``--rollout_source $'\\xe9t\\xe9.jsonl'``: argv holds the bytes as lone surrogates
+    (surrogateescape); no config text or JSON dump can hold them, so validation
+    refuses the value, naming the key, instead of a dump failing later."""
+    parser = openrlhf_parser()
+    add_rollout_arguments(parser)
+    name = b"\xe9t\xe9.jsonl".decode("utf-8", "surrogateescape")
+    args = parser.parse_args(["--rollout_backend", "nemo_gym", "--rollout_source", name])
+    with pytest.raises(ValidationError) as caught:
+        RolloutSettings.from_section(args)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("rollout_source",)
+    assert re.search(facts("rollout_source", "U+DCE9", "index 0"), error["msg"])
+    fine = parser.parse_args(["--rollout_backend", "nemo_gym", "--rollout_source", "\u00e9t.jsonl"])
+    settings = RolloutSettings.from_section(fine)
+    assert RolloutSettings.model_validate_json(settings.model_dump_json()) == settings
 
 
 # ------------------------------------------------------------ from_section's inputs

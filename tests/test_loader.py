@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from agent_rollout.config import (
     MAX_CONFIG_BYTES,
     MAX_NESTING_DEPTH,
     MAX_YAML_EXPANDED_NODES,
+    ROLLOUT_KEYS,
     ConfigError,
     ConfigIssue,
     RolloutSettings,
@@ -25,6 +28,7 @@ from agent_rollout.config import (
     load_config,
     load_config_bytes,
 )
+from support import facts
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -723,3 +727,214 @@ def test_a_look_alike_key_changes_no_other_warning(text: str, warned: list[str])
     result = check_bytes(text, source="c.yaml")
     assert [issue.kind for issue in result.issues] == ["unknown_key"]
     assert [issue.location for issue in result.warnings] == warned
+
+
+# ------------------------------------------------------------ look-alike floods
+
+
+def lookalike_flood(count: int, letters: str = "qxz") -> list[str]:
+    """``count`` distinct keys, each two substitutions (by ``letters``) away from one of ours."""
+    keys: list[str] = []
+    for key in ROLLOUT_KEYS:
+        for i, j in itertools.combinations(range(len(key)), 2):
+            for a, b in itertools.product(letters, "9" + letters[0]):
+                variant = key[:i] + a + key[i + 1 : j] + b + key[j + 1 :]
+                if variant not in ROLLOUT_KEYS and variant not in keys:
+                    keys.append(variant)
+                if len(keys) == count:
+                    return keys
+    raise AssertionError("not enough look-alikes")
+
+
+FLOOD_LINES = {  # (head, a key's line, tail, letters of its own: no key is worked out before)
+    "json": ('{"training": {\n', '  "{key}": 1,\n', '  "rollout_backend": "art"}}\n', "qxz"),
+    "yaml": ("training:\n", "  {key}: 1\n", "  rollout_backend: art\n", "jvw"),
+    "toml": ("[training]\n", "{key} = 1\n", 'rollout_backend = "art"\n', "kyq"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml", "toml"])
+def test_a_look_alike_flood_costs_a_few_comparisons_per_key(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each key is compared with our keys once (its look-alike and its nearest key in one
+    pass), never once per rule that asks: the work grows with the keys, by a bound."""
+    from agent_rollout.config import _lookalike
+
+    calls = [0]
+    for name in ("edit_distance", "distance_upto"):
+        original = getattr(_lookalike, name, None)
+        if original is None:
+            continue
+
+        def counted(*args: object, original: object = original) -> object:
+            calls[0] += 1
+            return original(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(_lookalike, name, counted)
+    head, line, tail, letters = FLOOD_LINES[fmt]
+    keys = lookalike_flood(400, letters)
+    text = head + "".join(line.format(key=key) for key in keys) + tail
+    result = check_bytes(text, format=fmt, source=f"c.{fmt}")
+    assert [issue.line for issue in result.issues] == list(range(2, len(keys) + 2))
+    assert all(issue.kind == "unknown_key" for issue in result.issues)
+    assert calls[0] <= len(keys) * len(ROLLOUT_KEYS), calls[0] / len(keys)
+
+
+class CountedList(list):  # type: ignore[type-arg]
+    """A list that counts the walks over it."""
+
+    walks = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        CountedList.walks += 1
+        return super().__iter__()
+
+    def __reversed__(self):  # type: ignore[no-untyped-def]
+        CountedList.walks += 1
+        return super().__reversed__()
+
+
+def test_yaml_places_keys_from_an_index_built_once_per_mapping() -> None:
+    """Placing every key of a mapping walks the mapping once, not once per key."""
+    from agent_rollout.config._parse import parse
+
+    keys = lookalike_flood(300)
+    parsed = parse("training:\n" + "".join(f"  {key}: 1\n" for key in keys), "yaml")
+    section = parsed.walker.root.value[0][1]
+    section.value = CountedList(section.value)
+    CountedList.walks = 0
+    for line, key in enumerate(keys, 2):
+        assert parsed.locate(("training", key)) == (2, (line, 3), (line, 3 + len(key) + 2))
+    assert CountedList.walks <= 1
+
+
+# ------------------------------------------------------------ odd values and keys in messages
+
+
+def test_a_huge_plain_scalar_is_cut_short_in_its_yaml_version_warning() -> None:
+    # 0b1...1 is an int to YAML 1.1 and a string to YAML 1.2: a warning naming the text.
+    text = "0b" + "1" * 400_000
+    result = check_bytes(f"training:\n  rollout_max_steps: {text}\n", source="c.yaml")
+    (warning,) = [issue for issue in result.warnings if issue.kind == "yaml_version"]
+    assert (warning.line, warning.col, warning.location) == (2, 22, "training.rollout_max_steps")
+    assert re.search(facts("<int of 400000 bits>", "YAML 1.1", "YAML 1.2"), warning.message)
+    assert len(warning.message) < 500, len(warning.message)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text"),
+    [
+        ("yaml", "x: !!float 1e3e3" + "3" * 400_000 + "\n"),
+        ("yaml", "x: !!bool maybe" + "e" * 400_000 + "\n"),
+        ("yaml", "x: !custom" + "x" * 400_000 + " 1\n"),
+        ("json", '{"k' + "e" * 400_000 + '": 1, "k' + "e" * 400_000 + '": 2}'),
+    ],
+)
+def test_huge_values_are_cut_short_in_every_message(fmt: str, text: str) -> None:
+    result = check_bytes(text, format=fmt, source=f"c.{fmt}")
+    told = [issue for issue in [*result.issues, *result.warnings] if issue.kind != "missing"]
+    assert told
+    for issue in told:
+        assert len(issue.message) < 500, (issue.message[:80], len(issue.message))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "line", "col"),
+    [
+        ("json", '{"training": {\n  "rollout_backend": "art",\n  "rollout_fun\\ud800": 1}}', 3, 3),
+        ("yaml", 'training:\n  rollout_backend: art\n  "rollout_fun\\ud800": 1\n', 3, 3),
+    ],
+)
+def test_a_key_holding_a_lone_surrogate_is_placed_at_its_line(
+    fmt: str, text: str, line: int, col: int
+) -> None:
+    (issue,) = check_bytes(text, format=fmt, source=f"c.{fmt}").issues
+    assert (issue.line, issue.col, issue.kind) == (line, col, "unknown_key")
+    assert issue.location == "training.rollout_fun\ud800"  # the key itself
+    assert re.search(facts("'rollout_fun\\ud800'", "'rollout_func'"), issue.message)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "got"),
+    [
+        ("json", "null", "null"),
+        ("json", " null\n", "null"),
+        ("yaml", "null\n", "null"),
+        ("yaml", "~\n", "null"),
+        ("yaml", "", "an empty file"),
+        ("yaml", "# only a comment\n", "an empty file"),
+        ("json", "3", "int"),
+    ],
+)
+def test_a_file_of_null_is_not_called_empty(fmt: str, text: str, got: str) -> None:
+    (issue,) = check_bytes(text, format=fmt, source=f"c.{fmt}").issues
+    assert issue.kind == "structure"
+    assert re.search(facts("mapping", f"got {got}"), issue.message)
+
+
+def test_a_value_utf8_cannot_encode_is_an_error_at_the_value() -> None:
+    text = (
+        '{"training": {\n  "rollout_backend": "nemo_gym",\n  "rollout_source": "\\udce9t.jsonl"}}'
+    )
+    (issue,) = check_bytes(text, format="json", source="c.json").issues
+    assert (issue.line, issue.col, issue.kind) == (3, 21, "value")
+    assert issue.location == "training.rollout_source"
+    assert re.search(facts("rollout_source", "U+DCE9", "index 0"), issue.message)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a folder name that is not UTF-8")
+def test_a_relative_source_under_a_folder_named_in_other_bytes_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """The source is read from the config file's folder; when that folder's name is not
+    UTF-8, the joined path is refused as the same path written in the file would be."""
+    folder = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.mkdir(folder)
+    config = os.path.join(folder, b"c.yaml")
+    with open(config, "wb") as handle:
+        handle.write(b"training:\n  rollout_backend: nemo_gym\n  rollout_source: data.jsonl\n")
+    result = check_file(os.fsdecode(config))
+    assert result.settings is None
+    (issue,) = result.issues
+    assert (issue.line, issue.col, issue.kind) == (3, 19, "value")
+    assert issue.location == "training.rollout_source"
+    assert re.search(facts("U+DCE9", "caf\\udce9"), issue.message)
+    # A UTF-8 folder: the joined path, as before.
+    fine = tmp_path / "caf\u00e9"
+    fine.mkdir()
+    (fine / "c.yaml").write_text(
+        "training:\n  rollout_backend: nemo_gym\n  rollout_source: d.jsonl\n"
+    )
+    settings = load_config(fine / "c.yaml")
+    assert settings.rollout_source == str(fine / "d.jsonl")
+    assert RolloutSettings.model_validate_json(settings.model_dump_json()) == settings
+
+
+def test_a_flood_of_duplicate_keys_is_sorted_out_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whether a duplicate is in our section is looked up, not found by a walk of the
+    section per duplicate: the keys are each asked about once."""
+    from agent_rollout.config import check
+
+    asked = [0]
+    original = check.lookalike_key
+
+    def counted(key: object, known: object = ()) -> bool:
+        asked[0] += 1
+        return original(key, known)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(check, "lookalike_key", counted)
+    keys = lookalike_flood(300, "bdf")
+    body = "".join(
+        f'  "{key}": 1,\n  "{key}": 2,\n  "host_{key}": 1,\n  "host_{key}": 2,\n' for key in keys
+    )
+    text = '{"training": {\n' + body + '  "rollout_backend": "art"}}\n'
+    result = check_bytes(text, format="json", source="c.json")
+    duplicates = [issue for issue in result.issues if issue.kind == "duplicate"]
+    assert [issue.line for issue in duplicates] == [3 + 4 * i for i in range(len(keys))]
+    assert [w.line for w in result.warnings if w.kind == "duplicate"] == [
+        5 + 4 * i for i in range(len(keys))
+    ]
+    assert asked[0] <= 2 * (2 * len(keys) + 1), asked[0]

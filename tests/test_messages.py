@@ -314,3 +314,54 @@ def test_errors_spell_our_keys_as_a_renaming_host_does() -> None:
         "rolloutMaxSteps must be in [1, 100000], got 0",
         "rolloutJudgeModel needs rolloutBackend 'ruler', but rolloutBackend is 'nemo_gym'",
     ]
+
+
+# ---- a config file's own messages, and text UTF-8 cannot encode (agent_rollout.config) -------
+
+_LONG = "0b" + "1" * 400_000
+_CUT = "'0b1111111111111111111111111...1111111111111111111111111111'"
+
+
+def _config_message(text: str, fmt: str = "yaml", warning: bool = False) -> str:
+    from agent_rollout.config import check_bytes
+
+    result = check_bytes(text, format=fmt)
+    [issue] = result.warnings if warning else result.issues
+    return issue.message
+
+
+def _settings_message(**section: Any) -> str:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        RolloutSettings.model_validate(section)
+    [error] = info.value.errors()
+    return str(error["msg"])
+
+
+CONFIG_MESSAGES = [
+    (lambda: _config_message("null", "json"), "the file must hold a mapping of settings, got null"),
+    (lambda: _config_message(""), "the file must hold a mapping of settings, got an empty file"),
+    (
+        lambda: _config_message(f"training:\n  rollout_max_steps: {_LONG}\n", warning=True),
+        f"{_CUT} reads as int <int of 400000 bits> under YAML 1.1 (yaml.safe_load, as trainers "
+        f"read it) and as str {_CUT} under YAML 1.2 (YAML editors and 1.2 loaders); quote it, "
+        "or write it so that both read it alike",
+    ),
+    (
+        lambda: _config_message("x: !!float 1e3e" + "3" * 400_000 + "\n"),
+        "bad float '1e3e33333333333333333333333...3333333333333333333333333333': "
+        "could not convert string to float",
+    ),
+    (
+        lambda: _settings_message(rollout_backend="nemo_gym", rollout_source="\udce9t.jsonl"),
+        "rollout_source must be text UTF-8 can encode, got the surrogate U+DCE9 at index 0 "
+        "(what a byte that is not UTF-8 in a command-line argument or file name becomes): no "
+        "config file or JSON dump can hold it; use a UTF-8 name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "text"), CONFIG_MESSAGES, ids=ids(CONFIG_MESSAGES))
+def test_config_message(call: Callable[[], str], text: str) -> None:
+    assert call() == text

@@ -408,6 +408,13 @@ def shown(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
+def loc_key(key: str) -> str:
+    """A str key as pydantic's errors hold it in ``loc``: its Rust core cannot hold a
+    lone surrogate (U+D800..U+DFFF), which it writes as one U+FFFD per byte of the
+    key's UTF-8 form; any other key is itself."""
+    return key.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 # ---- text on a terminal or in a CI log -------------------------------------------------------
 
 # What cannot be shown as it is: C0 controls, DEL, C1 controls (U+0085 among them), the

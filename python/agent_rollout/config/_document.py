@@ -30,7 +30,7 @@ from typing import Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
-from agent_rollout._errors import ConfigError, ConfigIssue, shown
+from agent_rollout._errors import ConfigError, ConfigIssue, loc_key, shown
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
@@ -156,17 +156,51 @@ def _child(node: Any, part: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def split_location(data: Any, loc: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+_LOST = "\ufffd"  # what pydantic writes for each byte of a lone surrogate (``loc_key``)
+
+
+def _loc_child(node: Any, part: Any, lost: dict[int, dict[str, Any]]) -> tuple[bool, Any, Any]:
+    """``(found, key, value)`` of a location part in ``node``, the key as the data holds it.
+
+    pydantic writes a key holding a lone surrogate with U+FFFD in its place
+    (``loc_key``): such a part is looked up among the keys written that way,
+    indexed once per mapping (``lost``, by ``id``), the first of them when two
+    read alike.
+    """
+    found, value = _child(node, part)
+    if found or not (isinstance(part, str) and _LOST in part and isinstance(node, Mapping)):
+        return found, part, value
+    index = lost.get(id(node))
+    if index is None:
+        index = {}
+        for key in node:
+            if isinstance(key, str):
+                index.setdefault(loc_key(key), key)
+        lost[id(node)] = index
+    if part in index:
+        key = index[part]
+        return True, key, node[key]
+    return False, part, None
+
+
+def split_location(
+    data: Any, loc: Sequence[Any], lost: Optional[dict[int, dict[str, Any]]] = None
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """``(path in the data, path to show)`` of a pydantic error location.
 
     pydantic puts the name of a union member into the location
     (``('lr', 'float')``, ``('items', 0, 'Cat', 'name')``): a part the data
     does not hold, where the data goes on past it, is such a name and is
-    left out. A missing key is shown (it ends the path in the data). Without
-    the data (``None``), the location is taken as it is.
+    left out. A missing key is shown (it ends the path in the data). A key
+    holding a lone surrogate, which the location holds with U+FFFD in its
+    place, is the data's own key again (``lost``: the index of such keys
+    ``_loc_child`` keeps, to share between the errors of one validation).
+    Without the data (``None``), the location is taken as it is.
     """
     if data is None:
         return tuple(loc), tuple(loc)
+    if lost is None:
+        lost = {}
     node = data
     real: list[Any] = []
     show: list[Any] = []
@@ -175,14 +209,14 @@ def split_location(data: Any, loc: Sequence[Any]) -> tuple[tuple[Any, ...], tupl
         if not inside:
             show.append(part)
             continue
-        found, value = _child(node, part)
+        found, key, value = _loc_child(node, part, lost)
         if found:
-            real.append(part)
-            show.append(part)
+            real.append(key)
+            show.append(key)
             node = value
         elif isinstance(node, Mapping):
             following = loc[index + 1] if index + 1 < len(loc) else None
-            if following is not None and _child(node, following)[0]:
+            if following is not None and _loc_child(node, following, lost)[0]:
                 continue  # a union member's name
             show.append(part)
             inside = False
@@ -191,6 +225,18 @@ def split_location(data: Any, loc: Sequence[Any]) -> tuple[tuple[Any, ...], tupl
             inside = False
         # else: a union member's name under a list or a scalar
     return tuple(real), tuple(show)
+
+
+def _holds_key(data: Any, path: Sequence[Any], key: Any) -> bool:
+    """Whether the mapping at ``path`` in ``data`` holds the str key ``key``."""
+    if data is None or not isinstance(key, str):
+        return False
+    node = data
+    for part in path:
+        found, node = _child(node, part)
+        if not found:
+            return False
+    return isinstance(node, Mapping) and _child(node, key)[0]
 
 
 def error_issues(
@@ -212,12 +258,16 @@ def error_issues(
     """
     issues = []
     prefix = tuple(under)
+    lost: dict[int, dict[str, Any]] = {}
     for error in errors:
         kind = error["type"]
-        real, show = split_location(data, tuple(error["loc"]))
+        real, show = split_location(data, tuple(error["loc"]), lost)
+        bad_key = kind == "string_unicode" and _holds_key(data, real, error.get("input"))
+        if bad_key:  # a key holding a lone surrogate, which pydantic cannot read as a str
+            real, show = (*real, error["input"]), (*show, error["input"])
         path = (*prefix, *real)
         found, key_pos, value_pos = parsed.locate(path)
-        if found < len(path) or kind in _MISSING or kind in _AT_KEY:
+        if found < len(path) or kind in _MISSING or kind in _AT_KEY or bad_key:
             pos = key_pos
         else:
             pos = value_pos
@@ -279,7 +329,7 @@ def version_warnings(
         if old[0] and new[0] and _same(old[1], new[1]):
             continue
         message = (
-            f"{text!r} reads as {_reading(*old)} under YAML 1.1 (yaml.safe_load, as trainers "
+            f"{shown(text)} reads as {_reading(*old)} under YAML 1.1 (yaml.safe_load, as trainers "
             f"read it) and as {_reading(*new)} under YAML 1.2 (YAML editors and 1.2 loaders); "
             "quote it, or write it so that both read it alike"
         )

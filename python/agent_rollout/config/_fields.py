@@ -39,13 +39,18 @@ from agent_rollout.backends import (
 # it alike; ``fullmatch`` is used in Python.
 _URL_CORE = r"https?://[^\u0000-\u0020\u007f/?#]+(?:[/?#][^\u0000-\u0020\u007f]*)?"
 _URL_RE = re.compile(_URL_CORE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def custom_error(kind: str, message: str) -> PydanticCustomError:
-    """A pydantic error of type ``kind`` whose message is ``message``, as written."""
+def custom_error(kind: str, message: str, **facts: str) -> PydanticCustomError:
+    """A pydantic error of type ``kind`` whose message is ``message``, as written.
+
+    ``facts`` go into the error's context beside the message (``meant``: the
+    key a look-alike stands for), for readers of ``ValidationError.errors()``.
+    """
     # The message goes in through the context so that braces in user values
     # are never read as format fields.
-    return PydanticCustomError(kind, "{reason}", {"reason": message})
+    return PydanticCustomError(kind, "{reason}", {"reason": message, **facts})
 
 
 def _check_backend(value: object) -> str:
@@ -76,6 +81,17 @@ def _text_checker(key: str, max_len: int) -> Callable[[object], str]:
             raise custom_error(key, f"{key} must not contain null bytes")
         if len(value) > max_len:
             raise custom_error(key, f"{key} must be <= {max_len} chars, got {len(value)}")
+        surrogate = _SURROGATE.search(value)
+        if surrogate is not None:
+            # What argv and os.listdir give for bytes that are not UTF-8: a file
+            # may be named so, but no config file, JSON dump or Arrow text holds it.
+            raise custom_error(
+                key,
+                f"{key} must be text UTF-8 can encode, got the surrogate "
+                f"U+{ord(surrogate.group()):04X} at index {surrogate.start()} (what a byte "
+                "that is not UTF-8 in a command-line argument or file name becomes): no "
+                "config file or JSON dump can hold it; use a UTF-8 name",
+            )
         return str.__str__(value)
 
     return check
@@ -373,9 +389,12 @@ PolicyBaseUrl = Annotated[
     _url_schema("rollout_policy_base_url"),
 ]
 
+check_source = _text_checker("rollout_source", MAX_SOURCE_LEN)
+"""The check of a ``rollout_source`` path (also of the path joined to a config's folder)."""
+
 SourcePath = Annotated[
     str,
-    PlainValidator(_text_checker("rollout_source", MAX_SOURCE_LEN), json_schema_input_type=str),
+    PlainValidator(check_source, json_schema_input_type=str),
     WithJsonSchema(
         {
             "type": "string",
@@ -422,6 +441,7 @@ __all__ = [
     "RolloutFunc",
     "SourcePath",
     "backend_in",
+    "check_source",
     "custom_error",
     "digits_between",
     "doc",

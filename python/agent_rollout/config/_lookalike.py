@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, Optional
 
 from agent_rollout.backends import ROLLOUT_KEYS
 
@@ -27,23 +27,134 @@ def fold_key(key: str) -> str:
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Edit distance of ``a`` and ``b``, or ``limit + 1`` once it is over ``limit``."""
+    """Edit distance of ``a`` and ``b``, or ``limit + 1`` once it is over ``limit``.
+
+    Only the cells within ``limit`` of the diagonal are computed (any other
+    is over the limit), so the cost is ``len(a) * (2 * limit + 1)`` at most.
+    """
     if abs(len(a) - len(b)) > limit:
         return limit + 1
-    previous = list(range(len(b) + 1))
+    over = limit + 1
+    previous = [min(j, over) for j in range(len(b) + 1)]
     for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(current) > limit:
-            return limit + 1
+        current = [over] * (len(b) + 1)
+        current[0] = min(i, over)
+        best = current[0]
+        for j in range(max(1, i - limit), min(len(b), i + limit) + 1):
+            cell = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != b[j - 1]))
+            current[j] = cell if cell < over else over
+            best = min(best, current[j])
+        if best > limit:
+            return over
         previous = current
     return previous[-1]
 
 
+def distance_upto(a: str, b: str, limit: int) -> int:
+    """``min(edit_distance(a, b), limit + 1)`` for a small ``limit``, by its definition.
+
+    Past their common start the first characters differ, and one of the three
+    edits (substitute, delete, insert) must take care of them: at most
+    ``3 ** limit`` steps, each a comparison of whole strings done in C.
+    """
+    if a == b:
+        return 0
+    if limit == 0 or abs(len(a) - len(b)) > limit:
+        return limit + 1
+    shorter = min(len(a), len(b))
+    start = 0
+    while start < shorter and a[start] == b[start]:
+        start += 1
+    if start == shorter:  # one starts the other: the rest are insertions
+        return abs(len(a) - len(b))
+    a, b = a[start:], b[start:]
+    best = limit + 1
+    for rest_a, rest_b in ((a[1:], b[1:]), (a[1:], b), (a, b[1:])):
+        best = min(best, 1 + distance_upto(rest_a, rest_b, best - 2))
+        if best == 1:
+            break
+    return best
+
+
+_LENGTHS = (min(len(key) for key in ROLLOUT_KEYS), max(len(key) for key in ROLLOUT_KEYS))
+
+
+_PAIR_SLICES = tuple(slice(i, i + 2) for i in range(_LENGTHS[1] + _MAX_EDITS))
+
+
+def _pairs(text: str) -> frozenset[str]:
+    """The letter pairs of ``text`` (``'roll'``: ``ro``, ``ol``, ``ll``); ``text`` no
+    longer than our longest key and two."""
+    return frozenset(map(text.__getitem__, _PAIR_SLICES[: len(text) - 1]))
+
+
+# An edit changes at most two of the letter pairs of a word, so a word within
+# two edits of ours lacks at most four of our key's pairs, and one within one
+# substitution of a key's start lacks at most two of the start's: a cheap test,
+# done in C, that rules out most of our keys before any distance is computed.
+_KEY_PAIRS = tuple((index, key, _pairs(key)) for index, key in enumerate(ROLLOUT_KEYS))
+_START_PAIRS = {
+    (index, size): _pairs(key[:size])
+    for index, key in enumerate(ROLLOUT_KEYS)
+    for size in range(len(key))
+}
+
+
+def _meant(folded: str) -> Optional[str]:
+    """The key ``folded`` (a key as ``fold_key`` reads it, ``-`` as ``_``) looks like a
+    typo of: the nearest of ours within two edits, or ``None``.
+
+    Only a key of a length within two of ours can be one, and only such keys
+    are remembered (``_meant_near``: the last few thousand, so that a key the
+    model and ``check`` both ask about is worked out once).
+    """
+    if not _LENGTHS[0] - _MAX_EDITS <= len(folded) <= _LENGTHS[1] + _MAX_EDITS:
+        return None
+    return _meant_near(folded)
+
+
+@functools.lru_cache(maxsize=4096)
+def _meant_near(folded: str) -> Optional[str]:
+    """``_meant`` of a key of a length within two of ours.
+
+    The work per key is bounded and small: our keys of a length within two of
+    it that keep enough of their letter pairs in it, and only those, are
+    compared, each in at most nine steps (``distance_upto``). Nearest as
+    ``nearest_key`` reads it: a key cut short (``rollout_group``) counts one
+    more than its distance to the start of ours; ties go to the first in
+    ``ROLLOUT_KEYS``.
+    """
+    size = len(folded)
+    pairs = _pairs(folded)
+    found: list[tuple[int, int]] = []  # (distance, index in ROLLOUT_KEYS)
+    for index, valid, valid_pairs in _KEY_PAIRS:
+        if abs(len(valid) - size) > _MAX_EDITS or len(valid_pairs - pairs) > 2 * _MAX_EDITS:
+            continue
+        distance = distance_upto(folded, valid, _MAX_EDITS)
+        if distance <= _MAX_EDITS:
+            found.append((distance, index))
+    if not found:
+        return None
+    # The nearest is within two edits: a key cut short competes only when its
+    # start is within one (equal lengths: one substitution at most).
+    for index, valid, _ in _KEY_PAIRS:
+        if size < len(valid) and len(_START_PAIRS[index, size] - pairs) <= 2:
+            distance = distance_upto(folded, valid[:size], 1)
+            if distance <= 1:
+                found.append((1 + distance, index))
+    return ROLLOUT_KEYS[min(found)[1]]
+
+
+def _folded(key: str) -> str:
+    return fold_key(key).replace("-", "_")
+
+
 def nearest_key(key: str) -> str:
     """The valid key closest to ``key`` (ties go to the first in ROLLOUT_KEYS)."""
-    folded = fold_key(key).replace("-", "_")
+    folded = _folded(key)
+    meant = _meant(folded)
+    if meant is not None:
+        return meant
 
     def distance(valid: str) -> int:
         # A key cut short ('rollout_group') is closest to the key it starts.
@@ -53,18 +164,23 @@ def nearest_key(key: str) -> str:
     return min(ROLLOUT_KEYS, key=distance)
 
 
+def meant_key(key: object, known_keys: Collection[str] = ()) -> Optional[str]:
+    """The key of ours ``key`` looks like a typo of (its nearest), or ``None`` when it
+    does not look like one (see ``lookalike_key``): both found in one pass."""
+    if not isinstance(key, str) or key in ROLLOUT_KEYS or key in known_keys:
+        return None
+    if "\n" in key:
+        return None
+    return _meant(_folded(key))
+
+
 def lookalike_key(key: object, known_keys: Collection[str] = ()) -> bool:
     """Whether ``key`` is not one of ours but looks like a typo of one.
 
     It does when it is within two edits of one of our keys (see the module
     docstring). Keys in ``known_keys`` (the host trainer's own) never do.
     """
-    if not isinstance(key, str) or key in ROLLOUT_KEYS or key in known_keys:
-        return False
-    if "\n" in key:
-        return False
-    folded = fold_key(key).replace("-", "_")
-    return any(edit_distance(folded, valid, _MAX_EDITS) <= _MAX_EDITS for valid in ROLLOUT_KEYS)
+    return meant_key(key, known_keys) is not None
 
 
 _ANY_CHAR = r"[\s\S]"  # one character in JavaScript, Rust regex and Python re alike
@@ -167,11 +283,13 @@ def key_set(keys: Iterable[str]) -> frozenset[str]:
 
 __all__ = [
     "LOOKALIKE_PAIRS_PATTERN",
+    "distance_upto",
     "edit_distance",
     "fold_key",
     "key_set",
     "lookalike_key",
     "lookalike_key_schema",
+    "meant_key",
     "near_pattern",
     "nearest_key",
 ]

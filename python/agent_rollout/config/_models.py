@@ -35,9 +35,9 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-from pydantic_core import InitErrorDetails
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from agent_rollout._errors import shown
+from agent_rollout._errors import loc_key, shown
 from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS, launch_options
 from agent_rollout.config._fields import (
     INT_RANGES,
@@ -50,6 +50,7 @@ from agent_rollout.config._fields import (
     RolloutBackend,
     RolloutFunc,
     SourcePath,
+    check_source,
     custom_error,
     doc,
     int_schema,
@@ -57,12 +58,7 @@ from agent_rollout.config._fields import (
     integral_float,
 )
 from agent_rollout.config._kits import section_values
-from agent_rollout.config._lookalike import (
-    key_set,
-    lookalike_key,
-    lookalike_key_schema,
-    nearest_key,
-)
+from agent_rollout.config._lookalike import key_set, lookalike_key_schema, meant_key
 from agent_rollout.config._rules import (
     RolloutWarning,
     coercion_warnings,
@@ -141,6 +137,10 @@ def _names_first(message: str, key: str) -> bool:
     return message.startswith(key) and not (after.isalnum() or after == "_")
 
 
+def _is_in(value: Any, keys: set[str]) -> bool:
+    return isinstance(value, str) and value in keys
+
+
 def _alias_names(field: Any) -> set[str]:
     """The top-level keys a field is read from besides its name (str, choices, paths)."""
     names: set[str] = set()
@@ -197,17 +197,30 @@ def _by_field_name(
     return (data if view is None else view), names
 
 
-def _read_source_beside(result: Any, info: ValidationInfo) -> None:
+def _read_source_beside(result: Any, info: ValidationInfo, title: str) -> None:
     """A relative ``rollout_source`` read from the ``base_dir`` of the validation context
-    (the config file's folder): the one place that joins it; an absolute one as written."""
+    (the config file's folder): the one place that joins it; an absolute one as written.
+
+    The joined path is checked as the value was (``check_source``): a folder
+    whose name is not UTF-8, or one that takes the path past its length
+    limit, is an error at the key, as the same path written whole would be.
+    """
     context = info.context
     base = context.get("base_dir") if isinstance(context, Mapping) else None
     source = getattr(result, "rollout_source", None)
     if base is None or not isinstance(source, str) or os.path.isabs(source):
         return
     # The value is checked as written; the joined path is what the backend opens.
-    folder = os.path.abspath(os.fspath(base))
-    result.__dict__["rollout_source"] = os.path.normpath(os.path.join(folder, source))
+    folder = os.path.abspath(os.fsdecode(base))
+    joined = os.path.normpath(os.path.join(folder, source))
+    try:
+        result.__dict__["rollout_source"] = check_source(joined)
+    except PydanticCustomError as exc:
+        message = f"{exc.message()} (the path read from the folder {shown(folder)})"
+        error = InitErrorDetails(
+            type=custom_error("rollout_source", message), loc=("rollout_source",), input=joined
+        )
+        raise ValidationError.from_exception_data(title, [error]) from None
 
 
 def _check_assignment(
@@ -297,14 +310,18 @@ class RolloutFields(BaseModel):
         known = _known_keys(cls, info)
         errors: list[InitErrorDetails] = []
         flagged: set[str] = set()
+        flagged_locs: set[tuple[Any, ...]] = set()  # as pydantic writes them (``loc_key``)
         for key in data:
-            if lookalike_key(key, known):
+            meant = meant_key(key, known)
+            if meant is not None:
                 flagged.add(key)
+                flagged_locs.add((loc_key(key),))
                 errors.append(
                     InitErrorDetails(
                         type=custom_error(
                             "rollout_unknown_key",
-                            f"unknown key {key!r}; did you mean {nearest_key(key)!r}?",
+                            f"unknown key {key!r}; did you mean {meant!r}?",
+                            meant=meant,
                         ),
                         loc=(key,),
                         input=data[key],
@@ -317,10 +334,11 @@ class RolloutFields(BaseModel):
             result = handler(data)
         except ValidationError as exc:
             for error in exc.errors():
-                # Under the host's extra="forbid" a typo would be reported twice.
-                if error["type"] == "extra_forbidden" and error["loc"][:1] in {
-                    (key,) for key in flagged
-                }:
+                # Under the host's extra="forbid" a typo would be reported twice (as an
+                # extra key, or, holding a lone surrogate, as a key that is no string).
+                if error["type"] == "extra_forbidden" and error["loc"][:1] in flagged_locs:
+                    continue
+                if error["type"] == "string_unicode" and _is_in(error.get("input"), flagged):
                     continue
                 errors.append(_as_init_error(error, fields))
         errors.extend(rule_errors(section, names))
@@ -330,7 +348,7 @@ class RolloutFields(BaseModel):
             found = (*section_warnings(section, names), *coercion_warnings(section))
             if found:
                 result._rollout_warnings = found
-            _read_source_beside(result, info)
+            _read_source_beside(result, info, cls.__name__)
         return result
 
     @classmethod

@@ -94,6 +94,9 @@ class Parsed:
     problems: list[tuple[Pos, str, str, str]]  # (pos, location, message, kind)
     walker: Any = None
     """Finds positions at any depth (``locate``); ``None``: ``keys`` only."""
+    empty: bool = False
+    """The text holds no document at all (an empty or comment-only YAML file): ``root``
+    is ``None`` then, as it is for a document that holds ``null``."""
 
     def locate(self, path: Sequence[Any]) -> tuple[int, Pos, Pos]:
         """``(found, key position, value position)`` of ``path`` (keys and list indices).
@@ -172,10 +175,13 @@ def _bad_scalar(node: Any, exc: Exception) -> str:
     tag = node.tag[len(_TAG) :] if node.tag.startswith(_TAG) else node.tag
     text = node.value if isinstance(node.value, str) else ""
     if tag in ("bool", "null") and isinstance(exc, KeyError):
-        return f"{text!r} is not a YAML {tag}"
-    short = text if len(text) <= 40 else text[:40] + "..."
-    reason = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"not a YAML {tag}"
-    return f"bad {tag} {short!r}: {reason}"
+        return f"{shown(text)} is not a YAML {tag}"
+    if isinstance(exc, ValueError):
+        # Without the value Python's text repeats whole ("...float: '1e3e3...'"): shown here.
+        reason = str(exc).split(";")[0].partition(": '")[0]
+    else:
+        reason = f"not a YAML {tag}"
+    return f"bad {tag} {shown(text)}: {reason}"
 
 
 @functools.cache
@@ -407,7 +413,7 @@ def _yaml_shape(order: list[Any], tags: frozenset[str]) -> dict[int, list[Any]]:
             own[id(node)] = keys
         if node.tag in tags or (node.tag in _KEY_TAGS and id(node) in as_key):
             continue
-        raise ParseProblem(_mark(node), f"unsupported YAML tag {node.tag!r}", "value")
+        raise ParseProblem(_mark(node), f"unsupported YAML tag {shown(node.tag)}", "value")
     return own
 
 
@@ -460,7 +466,7 @@ def _compose_events(loader: Any, kit: _YamlKit, plain: set[int]) -> Any:
             line, col = named[event.anchor]
             raise ParseProblem(
                 at,
-                f"invalid YAML: found duplicate anchor {event.anchor!r} "
+                f"invalid YAML: found duplicate anchor {shown(event.anchor)} "
                 f"(first at line {line}, column {col})",
             )
         named[event.anchor] = at
@@ -542,13 +548,33 @@ class _YamlWalker:
         self.root = root
         self.values = values
         self.plain = plain
+        self.indexes: dict[int, dict[Any, tuple[Any, Any]]] = {}
+
+    def _index(self, node: Any) -> dict[Any, tuple[Any, Any]]:
+        """A mapping node's keys -> ``(key node, value node)``, built once per mapping
+        (the last of equal keys is kept, as the values keep it)."""
+        index = self.indexes.get(id(node))
+        if index is None:
+            index = {}
+            for key_node, value_node in node.value:
+                if key_node in self.values:
+                    try:
+                        index[self.values[key_node]] = (key_node, value_node)
+                    except TypeError:  # an unhashable key: the values cannot hold it either
+                        continue
+            self.indexes[id(node)] = index
+        return index
 
     def step(self, node: Any, part: Any) -> Optional[tuple[Any, Pos, Pos]]:
         if node.id == "mapping":
-            for key_node, value_node in reversed(node.value):  # the last one is kept
-                if key_node in self.values and _same_key(self.values[key_node], part):
-                    return value_node, _mark(key_node), _mark(value_node)
-            return None
+            try:
+                found = self._index(node).get(part)
+            except TypeError:  # an unhashable part: no key of a mapping
+                return None
+            if found is None:
+                return None
+            key_node, value_node = found
+            return value_node, _mark(key_node), _mark(value_node)
         if node.id == "sequence" and isinstance(part, int) and not isinstance(part, bool):
             if 0 <= part < len(node.value):
                 item = node.value[part]
@@ -612,13 +638,6 @@ class _YamlWalker:
         return problems
 
 
-def _same_key(key: Any, part: Any) -> bool:
-    try:
-        return bool(key == part)
-    except Exception:  # a key type whose comparison fails: not this one
-        return False
-
-
 def _parse_yaml(text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERSION) -> Parsed:
     import yaml
 
@@ -627,7 +646,7 @@ def _parse_yaml(text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERS
     try:
         root = _compose_yaml(text, kit, plain)
         if root is None:
-            return Parsed(None, (1, 1), {}, [])
+            return Parsed(None, (1, 1), {}, [], empty=True)
         _yaml_size(root)
         own = _yaml_shape(_document_order(root), kit.tags)
         constructor = kit.values()
@@ -767,7 +786,7 @@ def _parse_json(text: str, depth: int = 2) -> Parsed:
                     (
                         lines.pos(start),
                         location((*_json_path(top), key)),
-                        f"duplicate key {key!r} (first at line {line}, column {col}); "
+                        f"duplicate key {shown(key)} (first at line {line}, column {col}); "
                         "JSON readers silently keep this one",
                         "duplicate",
                     )

@@ -90,10 +90,12 @@ def _placed(
 def _version_warnings(
     source: str, parsed: Parsed, prefix: KeyPath, section_value: Mapping[Any, Any]
 ) -> list[RolloutWarning]:
+    found = version_warnings(source, parsed, prefix, section_value)
+    if not found:
+        return []
     keys = {location((*prefix, key)): key for key in section_value}
     return [
-        RolloutWarning(keys[issue.location], issue.message, issue.kind, issue)
-        for issue in version_warnings(source, parsed, prefix, section_value)
+        RolloutWarning(keys[issue.location], issue.message, issue.kind, issue) for issue in found
     ]
 
 
@@ -125,7 +127,7 @@ def _settings_issues(
     # backend it stands for is no backend at all); a key the section does hold
     # keeps its own value, so every other warning stays as it was.
     meant = {
-        nearest_key(str(error["loc"][0]))
+        error.get("ctx", {}).get("meant") or nearest_key(str(error["loc"][0]))
         for error in errors
         if error["type"] == "rollout_unknown_key" and error["loc"]
     }
@@ -142,19 +144,40 @@ def _warning_order(warning: RolloutWarning) -> tuple[int, int]:
     return (warning.issue.line, warning.issue.col)
 
 
-def _in_our_section(where: str, path: KeyPath, section_value: Any) -> bool:
-    """A duplicate key at ``where`` changes what we read: the section (or a mapping
-    holding it) given twice, or one of our keys (or a look-alike) in it."""
-    if any(where == location(path[:depth]) for depth in range(1, len(path) + 1)):
-        return True
-    if not isinstance(section_value, dict):
-        return False
-    for key in section_value:
-        if isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key)):
-            at = location((*path, key))
-            if where == at or where.startswith((f"{at}.", f"{at}[")):
-                return True
-    return False
+class _OurSection:
+    """Whether a duplicate key at ``where`` changes what we read: the section (or a
+    mapping holding it) given twice, or one of our keys (or a look-alike) in it, or a
+    key inside one of those.
+
+    The locations are worked out once per file, and each question looks up the
+    few prefixes of ``where`` as long as one of them: a file of duplicates
+    costs a few lookups each, never a walk of the section per duplicate.
+    """
+
+    def __init__(self, path: KeyPath, section_value: Any) -> None:
+        self.path = path
+        self.section_value = section_value
+        self.sections = {location(path[:depth]) for depth in range(1, len(path) + 1)}
+        self.keys: set[str] = set()
+        self.lengths: list[int] = []
+        self.ready = False
+
+    def holds(self, where: str) -> bool:
+        if not self.ready:  # on the first duplicate: a file without one costs nothing
+            if isinstance(self.section_value, dict):
+                self.keys = {
+                    location((*self.path, key))
+                    for key in self.section_value
+                    if isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key))
+                }
+            self.lengths = sorted({len(at) for at in self.keys})
+            self.ready = True
+        if where in self.sections or where in self.keys:
+            return True
+        return any(
+            size < len(where) and where[size] in ".[" and where[:size] in self.keys
+            for size in self.lengths
+        )
 
 
 @dataclass
@@ -262,7 +285,10 @@ def check_bytes(
         return CheckResult(source, None, [], parsed.keys, skipped=True)
     section_value: Any = root
     if not isinstance(root, dict):
-        got = "an empty file" if root is None else type(root).__name__
+        if parsed.empty:
+            got = "an empty file"
+        else:
+            got = "null" if root is None else type(root).__name__
         message = f"the file must hold a mapping of settings, got {got}"
         add(parsed.root_pos, "", message, "structure")
         section_value = None
@@ -293,8 +319,9 @@ def check_bytes(
         )
         issues.extend(found)
         warnings = [w.issue for w in placed if w.issue is not None]
+    ours = _OurSection(path, section_value)
     for pos, where, message, kind in parsed.problems:
-        if kind == "duplicate" and not _in_our_section(where, path, section_value):
+        if kind == "duplicate" and not ours.holds(where):
             # The trainer's keys: its reader keeps the last one, and so do we.
             warnings.append(ConfigIssue(source, pos[0], pos[1], where, message, kind, "warning"))
         else:
