@@ -31,6 +31,7 @@ from typing import Any, Optional, TypeVar, Union
 from pydantic import BaseModel, ValidationError
 
 from agent_rollout._errors import ConfigError, ConfigIssue, loc_key, shown
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
@@ -559,7 +560,7 @@ def read_config_bytes(
     cannot be read (too big, not UTF-8, bad syntax, too deep). ``base_dir``:
     the folder a relative ``rollout_source`` is read from (see ``validate``)."""
     if format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        raise RolloutValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     check_yaml_version(yaml_version)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:

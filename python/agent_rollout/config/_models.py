@@ -38,6 +38,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agent_rollout._errors import loc_key, shown
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS, launch_options
 from agent_rollout.config._fields import (
     INT_RANGES,
@@ -409,7 +410,7 @@ class RolloutFields(BaseModel):
         """
         backend = self.rollout_backend
         if backend is None:
-            raise ValueError("rollout_backend is not set: there is no rollout to launch")
+            raise RolloutValueError("rollout_backend is not set: there is no rollout to launch")
         options = launch_options(backend, {key: getattr(self, key) for key in ROLLOUT_KEYS})
         return {
             "name": backend,

@@ -30,6 +30,7 @@ from typing import Any, Optional, Union
 from pydantic import ValidationError
 
 from agent_rollout._errors import ConfigError, ConfigIssue
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import ROLLOUT_KEYS
 from agent_rollout.config._document import (
@@ -255,7 +256,7 @@ def check_bytes(
     config file's; ``check_file`` passes it); ``None`` keeps it as written.
     """
     if format not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+        raise RolloutValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     check_yaml_version(yaml_version)
     known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)

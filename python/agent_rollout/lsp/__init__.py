@@ -22,6 +22,8 @@ import importlib.util
 import sys
 from typing import BinaryIO, Optional
 
+from agent_rollout._exceptions import MissingPackageError
+
 __all__ = ["MISSING_PYGLS", "serve"]
 
 MISSING_PYGLS = (
@@ -38,7 +40,7 @@ def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -
     pygls is loaded (``_start``): loading it is most of the server's start.
     """
     if importlib.util.find_spec("pygls") is None:
-        raise ImportError(MISSING_PYGLS)
+        raise MissingPackageError(MISSING_PYGLS)
     from agent_rollout import __version__
     from agent_rollout.lsp._start import answer_first
 
