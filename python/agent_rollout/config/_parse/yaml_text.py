@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
 from agent_rollout._errors import shown
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_NESTING_DEPTH, MAX_YAML_EXPANDED_NODES, int_digits_limit
 from agent_rollout.config._parse.positions import (
     KeyPath,
@@ -56,7 +57,9 @@ _KEY_TAGS = frozenset((_TAG + "merge", _TAG + "value"))  # only as mapping keys
 
 def check_yaml_version(version: str) -> str:
     if version not in YAML_VERSIONS:
-        raise ValueError(f"yaml_version must be one of {', '.join(YAML_VERSIONS)}, got {version!r}")
+        raise RolloutValueError(
+            f"yaml_version must be one of {', '.join(YAML_VERSIONS)}, got {version!r}"
+        )
     return version
 
 
@@ -119,7 +122,7 @@ def _yaml_kit(version: str) -> _YamlKit:
             text = self.construct_scalar(node)
             limit = int_digits_limit()
             if isinstance(text, str) and ":" in text and len(text) > limit:
-                raise ValueError(f"a sexagesimal int longer than {limit} characters")
+                raise RolloutValueError(f"a sexagesimal int longer than {limit} characters")
             return SafeConstructor.construct_yaml_int(self, node)
 
         def document(self, root: Any) -> Any:
