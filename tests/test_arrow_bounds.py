@@ -25,7 +25,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_rollout import normalise_rollout_file, normalise_rollout_rows, read_rollout_jsonl
+from agent_rollout import (
+    RolloutRowError,
+    normalise_rollout_file,
+    normalise_rollout_rows,
+    read_rollout_jsonl,
+)
 from agent_rollout._limits import MAX_MESSAGE_DEPTH, MAX_MESSAGE_FIELDS, MAX_TYPED_DEPTH
 from support import (
     ENGINES,
@@ -192,6 +197,26 @@ def test_the_join_of_message_structs_past_the_bound_is_json_text() -> None:
     rows = [*own_keys(MAX_MESSAGE_FIELDS), {"prompt": [{"role": "user", "new": True}]}]
     assert both.equals(arrow.rows_to_arrow(rows))
     assert arrow.arrow_to_rows(both) == expected_rows(rows)
+
+
+def test_json_text_messages_fit_a_struct_schema_given_only_where_it_holds_them() -> None:
+    """A schema given by hand (``normalise_batch(schema=...)``): the messages are converted
+    to its struct, or refused naming the row and the first key it has no place for."""
+    rows = own_keys(MAX_MESSAGE_FIELDS + 1)
+    table = arrow.rows_to_arrow(rows)
+    with pytest.raises(RolloutRowError) as info:
+        arrow.conform_table(table, arrow.MESSAGES_SCHEMA)
+    assert str(info.value).startswith(
+        "row 0: prompt[0].meta: a value of Arrow type struct<a: int64, b: list<item: double>> "
+        "has no place in the schema"
+    )
+    message = arrow.rows_to_arrow(own_keys(MAX_MESSAGE_FIELDS)).schema.field("prompt").type
+    wide = pa.struct([*message.value_type, pa.field(f"k{MAX_MESSAGE_FIELDS - 5}", pa.int64())])
+    fitted = arrow.conform_table(
+        table, arrow.merge_schemas(pa.schema([("prompt", pa.list_(wide))]))
+    )
+    assert fitted.schema.field("prompt").type.value_type == wide
+    assert arrow.arrow_to_rows(fitted) == expected_rows(rows)
 
 
 # ---- MAX_TYPED_DEPTH -------------------------------------------------------------------------

@@ -296,12 +296,16 @@ def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
 
 
 class NotFits(Exception):
-    """An array's values have no place in the target type; ``name`` is the message key."""
+    """An array's values have no place in the target type; ``name`` is the message key,
+    ``index`` the message (when the messages are JSON text; else the key's first value)."""
 
-    def __init__(self, name: Optional[str], arrow_type: pa.DataType) -> None:
-        super().__init__(name, arrow_type)
+    def __init__(
+        self, name: Optional[str], arrow_type: pa.DataType, index: Optional[int] = None
+    ) -> None:
+        super().__init__(name, arrow_type, index)
         self.name = name
         self.arrow_type = arrow_type
+        self.index = index
 
 
 def _mask(array: pa.Array) -> Optional[pa.Array]:
@@ -345,7 +349,32 @@ def conform(array: pa.Array, target: pa.DataType, *, messages: bool = False) -> 
                     raise NotFits(field.name, child.type) from None
                 raise
         return pa.StructArray.from_arrays(children, fields=list(target), mask=_mask(array))
+    if messages and array.type == JSON_TYPE and pa.types.is_struct(target):
+        return _messages_from_json(array, target)
     raise NotFits(None, array.type)
+
+
+def _messages_from_json(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """Messages as JSON text (past ``MAX_MESSAGE_FIELDS``) as the message struct
+    ``target``, where it holds every value of theirs (a schema given by hand);
+    else ``NotFits`` naming the first message and key it has no place for."""
+    try:
+        messages = _pylist(array)
+    except BadJson:
+        raise NotFits(None, array.type) from None
+    fields = {field.name: field.type for field in target}
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise NotFits(None, array.type)
+        for key, value in message.items():
+            if value is None:
+                continue
+            place = fields.get(key)
+            own = to_arrow_type(absorb("null", value))
+            if place is None or join_types(place, own) != place:
+                raise NotFits(key, own, index)
+    rows = [{name: message.get(name) for name in fields} for message in messages]
+    return build_array(rows, target)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -379,8 +408,10 @@ def _not_fitting(batch: pa.RecordBatch, exc: NotFits, start: int) -> Exception:
         return ValueError(
             f"a rollout table of prompt type {prompt.type} does not fit the schema given"
         )
-    values = prompt.values.field(exc.name)
-    first = values.is_valid().to_pylist().index(True)
+    if exc.index is not None:
+        first = exc.index
+    else:
+        first = prompt.values.field(exc.name).is_valid().to_pylist().index(True)
     offsets = prompt.offsets.to_pylist()
     row = bisect.bisect_right(offsets, first) - 1
     position = first - offsets[row]
