@@ -1,6 +1,7 @@
 """Arrow, Parquet and Ray Data: every contender side by side in one run.
 
-    python benches/bench_arrow.py [--rows N] [--big-rows M] [--repeat R] [--no-ray] [--dir D]
+    python benches/bench_arrow.py [--rows N] [--big-rows M] [--key-rows K] [--repeat R]
+        [--no-ray] [--dir D]
 
 1. rows -> Arrow table, on ``--rows`` rows of each shape (str prompts; two-message
    prompts; four-message prompts with a tool call, whose arguments are an object,
@@ -13,7 +14,10 @@
    ``normalise_rollout_file(src, "out.parquet")`` (Rust, twin) vs
    ``pyarrow.json.read_json`` + the same rules in Python (the twin) +
    ``pyarrow.parquet.write_table``; then the peak RSS of a fresh process doing
-   it on ``--rows`` and on ``--big-rows`` rows.
+   it on ``--rows`` and on ``--big-rows`` rows; and the peak RSS and time of a fresh
+   process writing JSONL and Parquet from ``--key-rows`` rows whose messages each carry
+   a key of their own (past ``MAX_MESSAGE_FIELDS`` keys, messages are JSON text: the
+   Parquet figure stays near the JSONL one instead of growing with keys x rows).
 3. Ray Data: the same file cut in 4 shards, ``agent_rollout.ray.normalise_shards``
    + ``write_parquet`` on a local ``ray.init(num_cpus=2)`` cluster, vs the
    single-process file function (cluster start-up reported apart).
@@ -24,6 +28,7 @@ Times are best of R and include the young-generation collection a call leaves.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import tempfile
@@ -35,7 +40,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from _common import best_settled, message_rows, peak_rss_kib, string_rows
+from _common import best_settled, fresh_call, message_rows, peak_rss_kib, string_rows
 from agent_rollout import _engine, normalise_rollout_file, normalise_rollout_rows
 from agent_rollout.arrow import arrow_to_rows, rows_to_arrow, to_dataset
 from bench_jsonl import write_file
@@ -66,6 +71,14 @@ def tool_call_rows(n: int) -> list[dict]:
         }
         for i in range(n)
     ]
+
+
+def own_key_file(path: Path, n: int) -> None:
+    """``n`` rows of one message each, every message with a key of its own."""
+    with path.open("w") as f:
+        for i in range(n):
+            message = {"role": "user", "content": "c", f"k{i}": 1}
+            f.write(json.dumps({"prompt": [message], "answer": "a"}) + "\n")
 
 
 def with_engine(engine: str, fn: Any) -> Any:
@@ -194,6 +207,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--big-rows", type=int, default=1_000_000)
+    parser.add_argument("--key-rows", type=int, default=6_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--dir", default=None, help="where to write the generated files")
@@ -259,6 +273,20 @@ def main() -> int:
                 f"ratio {big / small:.2f} (file of {big_src.stat().st_size / 1e6:.0f} MB)"
             )
             os.unlink(big_src)
+
+        if args.key_rows:
+            keys_src = tmp / "keys.jsonl"
+            own_key_file(keys_src, args.key_rows)
+            figures = [
+                f"{suffix} {got['peak_kib'] / 1024:.1f} MiB, {got['seconds']:.2f} s"
+                for suffix in ("jsonl", "parquet")
+                for got in [fresh_call(keys_src, tmp / f"keys.out.{suffix}")]
+            ]
+            print(
+                f"\na key per message, {args.key_rows} rows "
+                f"({keys_src.stat().st_size / 1e3:.0f} KB), fresh process, default engine: "
+                + "; ".join(figures)
+            )
 
         if not args.no_ray:
             single = (

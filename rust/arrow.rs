@@ -15,7 +15,11 @@
 //! * message prompts: `prompt: list<struct<role, content, ...>>`: `role` a
 //!   string, `content` a string (or JSON text, `arrow.json`, once any content
 //!   in the batch is not a str), then one field per other message key, in the
-//!   order the keys first appear, typed by `Ty` below.
+//!   order the keys first appear, typed by `Ty` below;
+//! * within the bounds Python passes in (`Shape`): a list or object deeper
+//!   than `typed_depth` levels of a message is JSON text, and past
+//!   `max_fields` other keys each message is JSON text (`prompt:
+//!   list<arrow.json>`, `messages_json`).
 //!
 //! Each batch is typed from its own rows; Python joins the batches' types
 //! (`agent_rollout.arrow.merge_schemas`, the same lattice) and converts the
@@ -82,6 +86,21 @@ impl KindRule {
         };
         Rule::new(code, Some(self.why())).within(Seg::Key("prompt".into()))
     }
+}
+
+/// The bounds of the Arrow shape, from `agent_rollout._limits` (Python passes
+/// them in; no copy is kept here).
+#[derive(Clone, Copy)]
+pub struct Shape {
+    /// `MAX_MESSAGE_FIELDS`: the most message keys besides `role` and
+    /// `content` a batch gives fields of their own; past them, every message
+    /// of the batch is JSON text (`messages_json`), so the batch's data does
+    /// not grow with keys times messages.
+    pub max_fields: usize,
+    /// `MAX_TYPED_DEPTH`: the deepest level of a message (the message is
+    /// level 1) at which a list or object is typed; deeper ones are JSON text,
+    /// which the standard Parquet readers read.
+    pub typed_depth: usize,
 }
 
 /// Too much text for one Arrow string column (32-bit offsets).
@@ -386,8 +405,9 @@ fn fits_i64(text: &str) -> bool {
 }
 
 impl Ty {
-    /// The type of one value.
-    fn of(value: &J<'_>) -> Ty {
+    /// The type of one value at nesting `level` of a message (a message key's
+    /// value is level 2); a list or object deeper than `typed_depth` is JSON.
+    fn of(value: &J<'_>, level: usize, typed_depth: usize) -> Ty {
         match value {
             J::Null => Ty::Null,
             J::Bool(_) => Ty::Bool,
@@ -400,10 +420,11 @@ impl Ty {
             }
             J::Num(_, true) => Ty::Float,
             J::Str(_) => Ty::Str,
+            J::Arr(_) | J::Obj(_) if level > typed_depth => Ty::Json,
             J::Arr(items) => {
                 let mut item = Ty::Null;
                 for value in items {
-                    item.absorb(value);
+                    item.absorb(value, level + 1, typed_depth);
                 }
                 Ty::List(Box::new(item))
             }
@@ -411,19 +432,19 @@ impl Ty {
             J::Obj(members) => Ty::Struct(
                 members
                     .iter()
-                    .map(|(key, value)| (key.to_string(), Ty::of(value)))
+                    .map(|(key, value)| (key.to_string(), Ty::of(value, level + 1, typed_depth)))
                     .collect(),
             ),
         }
     }
 
-    /// Join the type of `value` into this one.
-    fn absorb(&mut self, value: &J<'_>) {
+    /// Join the type of `value`, at nesting `level` of a message, into this one.
+    fn absorb(&mut self, value: &J<'_>, level: usize, typed_depth: usize) {
         if matches!(value, J::Null) || matches!(self, Ty::Json) {
             return;
         }
         if matches!(self, Ty::Null) {
-            *self = Ty::of(value);
+            *self = Ty::of(value, level, typed_depth);
             return;
         }
         let keeps = match (&mut *self, value) {
@@ -431,7 +452,7 @@ impl Ty {
             (Ty::Int, J::Num(text, false)) => fits_i64(text),
             (Ty::List(item), J::Arr(items)) => {
                 for value in items {
-                    item.absorb(value);
+                    item.absorb(value, level + 1, typed_depth);
                 }
                 true
             }
@@ -443,7 +464,7 @@ impl Ty {
                         .all(|((name, _), (key, _))| name == key);
                 if same_keys {
                     for ((_, ty), (_, value)) in fields.iter_mut().zip(members) {
-                        ty.absorb(value);
+                        ty.absorb(value, level + 1, typed_depth);
                     }
                 }
                 same_keys
@@ -876,13 +897,18 @@ impl<'a> Batch<'a> {
 
     /// Type the extras and build every column (no Python needed: runs on
     /// worker threads for files).
-    fn finish(self) -> Result<Built, String> {
+    fn finish(self, shape: Shape) -> Result<Built, String> {
         let prompt = match self.kind {
             Kind::Text => Col::Str(self.prompts),
             Kind::Messages => Col::List {
                 valid: Bits::all_set(self.rows),
                 offsets: self.list_offsets,
-                child: Box::new(message_struct(self.roles, self.contents, &self.extras)?),
+                child: Box::new(message_struct(
+                    self.roles,
+                    self.contents,
+                    &self.extras,
+                    shape,
+                )?),
             },
         };
         Ok(Built {
@@ -954,8 +980,14 @@ fn assemble(
 }
 
 /// The struct column of a batch's messages parsed from JSON: `role`,
-/// `content`, then one field per other key in the order keys first appear.
-fn message_struct(roles: StrCol, contents: StrCol, extras: &[Extra<'_>]) -> Result<Col, String> {
+/// `content`, then one field per other key in the order keys first appear;
+/// past `shape.max_fields` such keys, the messages as JSON text (`messages_json`).
+fn message_struct(
+    roles: StrCol,
+    contents: StrCol,
+    extras: &[Extra<'_>],
+    shape: Shape,
+) -> Result<Col, String> {
     let count = roles.valid.len;
     let mut types = MsgTypes::default();
     for extra in extras {
@@ -966,8 +998,11 @@ fn message_struct(roles: StrCol, contents: StrCol, extras: &[Extra<'_>]) -> Resu
             }
             let at = types.slot(key);
             if let Some(ty) = types.types.get_mut(at) {
-                ty.absorb(value);
+                ty.absorb(value, 2, shape.typed_depth);
             }
+        }
+        if types.names.len() > shape.max_fields {
+            return messages_json(&roles, &contents, extras);
         }
     }
     let content = if types.content_json {
@@ -1010,6 +1045,60 @@ fn message_struct(roles: StrCol, contents: StrCol, extras: &[Extra<'_>]) -> Resu
     assemble(roles, content, types.names, columns)
 }
 
+/// Starts the JSON text of one message: `{"role":...` and its content, if any
+/// (a str, or `other`: JSON text already written).
+fn open_message_json(out: &mut String, role: &str, content: Option<&str>, other: Option<&str>) {
+    out.push_str("{\"role\":");
+    write_json_str(role, out);
+    if let Some(text) = content {
+        out.push_str(",\"content\":");
+        write_json_str(text, out);
+    } else if let Some(json) = other {
+        out.push_str(",\"content\":");
+        out.push_str(json);
+    }
+}
+
+/// The messages of a batch as JSON text, past `Shape::max_fields` keys: each
+/// message as `agent_rollout.arrow.message_text` writes it (`role`, `content`,
+/// then the other members sorted by key, those null left out: one text
+/// however the rows were cut into batches).
+fn messages_json(roles: &StrCol, contents: &StrCol, extras: &[Extra<'_>]) -> Result<Col, String> {
+    let mut column = StrCol::new();
+    let mut pending = extras.iter().peekable();
+    let mut members: Vec<(&str, &J<'_>)> = Vec::new();
+    let mut content_json = String::new();
+    for i in 0..roles.valid.len {
+        members.clear();
+        content_json.clear();
+        if let Some(extra) = pending.next_if(|extra| extra.message == i) {
+            for (key, value) in &extra.members {
+                if matches!(value, J::Null) {
+                    continue;
+                }
+                if key == "content" {
+                    jsonl::write_value(value, &mut content_json);
+                } else {
+                    members.push((key, value));
+                }
+            }
+        }
+        members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let role = roles.get(i).ok_or_else(|| MISMATCH.to_string())?;
+        let other = (!content_json.is_empty()).then_some(content_json.as_str());
+        open_message_json(&mut column.data, role, contents.get(i), other);
+        for (key, value) in &members {
+            column.data.push(',');
+            write_json_str(key, &mut column.data);
+            column.data.push(':');
+            jsonl::write_value(value, &mut column.data);
+        }
+        column.data.push('}');
+        column.end_value(true)?;
+    }
+    Ok(Col::Json(column))
+}
+
 impl Built {
     /// The finished batch as Python objects (`ArrowBatch`).
     fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, ArrowBatch>> {
@@ -1031,6 +1120,7 @@ impl Built {
 /// What a worker is making of one chunk of a JSONL file.
 struct ChunkArrow<'d> {
     rule: KindRule,
+    shape: Shape,
     /// The messages of the row `add_verbatim` is looking at.
     messages: Vec<VerbatimMessage<'d>>,
     batch: Option<Batch<'d>>,
@@ -1048,9 +1138,10 @@ pub struct ChunkArrowDone {
 }
 
 impl<'d> ChunkArrow<'d> {
-    fn new(rule: KindRule) -> Self {
+    fn new(rule: KindRule, shape: Shape) -> Self {
         ChunkArrow {
             rule,
+            shape,
             messages: Vec::new(),
             batch: None,
             mismatch: None,
@@ -1105,7 +1196,8 @@ impl<'d> ChunkArrow<'d> {
 
     fn finish(self) -> ChunkArrowDone {
         let mut failed = self.failed;
-        let batch = match self.batch.map(Batch::finish) {
+        let shape = self.shape;
+        let batch = match self.batch.map(|batch| batch.finish(shape)) {
             Some(Ok(built)) => Some(built),
             Some(Err(err)) => {
                 failed.get_or_insert(err);
@@ -1162,6 +1254,7 @@ pub fn read_file(
     path: &Path,
     limits: FileLimits,
     rule: KindRule,
+    shape: Shape,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> Result<FileStats, Fault> {
@@ -1181,7 +1274,7 @@ pub fn read_file(
         } = jsonl::process_chunk(
             data,
             lines,
-            ChunkArrow::new(rule),
+            ChunkArrow::new(rule, shape),
             |out: &mut ChunkArrow<'_>, text, ascii| out.add_verbatim(text, lines, ascii),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
         );
@@ -1444,6 +1537,8 @@ pub struct Walk {
     pub max_int_digits: usize,
     /// How this interpreter's `str()` refuses a long int (`IntRule::of`).
     pub ints: IntRule,
+    /// The bounds of the Arrow shape.
+    pub shape: Shape,
 }
 
 /// The interpreter's facts behind `str()`'s refusal of a long int.
@@ -1595,6 +1690,9 @@ fn absorb_py(
         if level > walk.max_depth {
             return Err(Stop::Slow);
         }
+        if level > walk.shape.typed_depth {
+            *ty = Ty::Json;
+        }
         match ty {
             Ty::Null => *ty = Ty::List(Box::new(Ty::Null)),
             Ty::List(_) | Ty::Json => {}
@@ -1612,6 +1710,9 @@ fn absorb_py(
     } else if let Ok(dict) = value.cast_exact::<PyDict>() {
         if level > walk.max_depth {
             return Err(Stop::Slow);
+        }
+        if level > walk.shape.typed_depth {
+            *ty = Ty::Json;
         }
         absorb_dict(ty, dict, level, walk, size)?;
     } else {
@@ -1959,6 +2060,8 @@ struct PyBatch<'py> {
     in_step: bool,
     /// The JSON text of each content that is not a str, with its message's position.
     content_json: Vec<(usize, String)>,
+    /// Past `Shape::max_fields` keys: every message is JSON text (`py_messages_json`).
+    messages_json: bool,
     extras: Vec<PyExtra<'py>>,
     walk: Walk,
 }
@@ -1971,6 +2074,7 @@ impl<'py> PyBatch<'py> {
             columns: Vec::new(),
             in_step: true,
             content_json: Vec::new(),
+            messages_json: false,
             extras: Vec::new(),
             walk,
         }
@@ -2008,9 +2112,23 @@ impl<'py> PyBatch<'py> {
             }
             extra = true;
             self.batch.extra_bytes += name.len();
+            let size = &mut self.batch.extra_bytes;
+            if !self.messages_json && self.types.find(name).is_none() {
+                self.messages_json = self.types.names.len() >= self.walk.shape.max_fields;
+                if self.messages_json {
+                    // One key too many: the messages will be JSON text; the
+                    // columns filled so far go.
+                    self.in_step = false;
+                    self.columns = Vec::new();
+                }
+            }
+            if self.messages_json {
+                // Checked as the first pass takes it, not typed.
+                absorb_py(&mut Ty::Json, &value, 2, self.walk, size)?;
+                continue;
+            }
             let at = self.types.slot(name);
             let ty = self.types.types.get_mut(at).ok_or_else(changed)?;
-            let size = &mut self.batch.extra_bytes;
             if self.in_step {
                 if self.columns.len() == at {
                     self.columns.push(Col::Null { len: 0 });
@@ -2049,6 +2167,7 @@ impl<'py> PyBatch<'py> {
             columns,
             in_step,
             content_json,
+            messages_json,
             extras,
             walk,
         } = self;
@@ -2068,15 +2187,11 @@ impl<'py> PyBatch<'py> {
             Kind::Messages => Col::List {
                 valid: Bits::all_set(rows),
                 offsets: list_offsets,
-                child: Box::new(py_message_struct(
-                    roles,
-                    contents,
-                    types,
-                    content_json,
-                    columns,
-                    &extras,
-                    walk,
-                )?),
+                child: Box::new(if messages_json {
+                    py_messages_json(&roles, &contents, content_json, &extras, walk)?
+                } else {
+                    py_message_struct(roles, contents, types, content_json, columns, &extras, walk)?
+                }),
             },
         };
         Ok(Built {
@@ -2141,6 +2256,45 @@ fn py_message_struct(
         }
     }
     Ok(assemble(roles, content, types.names, columns)?)
+}
+
+/// The messages of a batch from Python rows as JSON text (`messages_json`'s
+/// twin), their other members read a second time.
+fn py_messages_json(
+    roles: &StrCol,
+    contents: &StrCol,
+    content_json: Vec<(usize, String)>,
+    extras: &[PyExtra<'_>],
+    walk: Walk,
+) -> Result<Col, Stop> {
+    let mut column = StrCol::new();
+    let mut written = content_json.into_iter().peekable();
+    let mut pending = extras.iter().peekable();
+    for i in 0..roles.valid.len {
+        let role = roles.get(i).ok_or_else(changed)?;
+        let other = written.next_if(|(message, _)| *message == i);
+        let other = other.as_ref().map(|(_, json)| json.as_str());
+        open_message_json(&mut column.data, role, contents.get(i), other);
+        if let Some(extra) = pending.next_if(|extra| extra.message == i) {
+            let mut members = Vec::new();
+            for (key, value) in items(&extra.dict) {
+                let name = text(exact_str(&key)?)?;
+                if name != "role" && name != "content" && !value.is_none() {
+                    members.push((name.to_owned(), value));
+                }
+            }
+            members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (name, value) in &members {
+                column.data.push(',');
+                write_json_str(name, &mut column.data);
+                column.data.push(':');
+                write_py_json(value, 2, walk, &mut column.data)?;
+            }
+        }
+        column.data.push('}');
+        column.end_value(true)?;
+    }
+    Ok(Col::Json(column))
 }
 
 /// A caller's row that may take the fast walk: an exact dict whose prompt is
@@ -2379,9 +2533,14 @@ mod tests {
     }
 
     fn joined(values: &[J<'static>]) -> Ty {
+        joined_within(values, usize::MAX)
+    }
+
+    /// The join of values of a message key (level 2), typed to `typed_depth`.
+    fn joined_within(values: &[J<'static>], typed_depth: usize) -> Ty {
         let mut ty = Ty::Null;
         for value in values {
-            ty.absorb(value);
+            ty.absorb(value, 2, typed_depth);
         }
         ty
     }
@@ -2423,6 +2582,35 @@ mod tests {
         let list = J::Arr(vec![num("1", false), J::Str(Cow::Borrowed("s"))]);
         assert_eq!(joined(&[list]), Ty::List(Box::new(Ty::Json)));
         assert_eq!(joined(&[J::Arr(vec![])]), Ty::List(Box::new(Ty::Null)));
+    }
+
+    #[test]
+    fn lists_and_objects_past_the_typed_depth_are_json() {
+        let int = || num("1", false);
+        let nested = J::Arr(vec![J::Arr(vec![int()])]);
+        let list = |item: Ty| Ty::List(Box::new(item));
+        assert_eq!(
+            joined_within(std::slice::from_ref(&nested), 3),
+            list(list(Ty::Int))
+        );
+        assert_eq!(
+            joined_within(std::slice::from_ref(&nested), 2),
+            list(Ty::Json)
+        );
+        assert_eq!(joined_within(&[nested], 1), Ty::Json);
+        let object = obj(vec![("a", obj(vec![("b", int())]))]);
+        let inner = Ty::Struct(vec![("b".into(), Ty::Int)]);
+        assert_eq!(
+            joined_within(std::slice::from_ref(&object), 3),
+            Ty::Struct(vec![("a".into(), inner)])
+        );
+        assert_eq!(
+            joined_within(&[object.clone(), J::Null], 2),
+            Ty::Struct(vec![("a".into(), Ty::Json)])
+        );
+        // A scalar is never too deep; once JSON, a later list keeps it JSON.
+        assert_eq!(joined_within(&[int()], 1), Ty::Int);
+        assert_eq!(joined_within(&[J::Null, object], 1), Ty::Json);
     }
 
     #[test]

@@ -77,8 +77,9 @@ fn normalise_file(
 /// typed from its own rows: `first` is the caller's rows (None: run the row
 /// rules, then call again), else rows fresh from the row rules, which no one
 /// else holds (the walk borrows from them without checking the collector).
+/// `max_fields` and `typed_depth` bound the Arrow shape (`arrow::Shape`).
 #[pyfunction]
-#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, max_int_digits, first))]
+#[pyo3(signature = (rows, prompt_kind, batch_rows, batch_bytes, max_rows, max_depth, max_int_digits, max_fields, typed_depth, first))]
 #[allow(clippy::too_many_arguments)]
 fn rows_to_arrow<'py>(
     rows: &Bound<'py, PyAny>,
@@ -88,6 +89,8 @@ fn rows_to_arrow<'py>(
     max_rows: usize,
     max_depth: usize,
     max_int_digits: usize,
+    max_fields: usize,
+    typed_depth: usize,
     first: bool,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
@@ -106,6 +109,10 @@ fn rows_to_arrow<'py>(
             max_depth: errors::nesting_limit("max_depth", max_depth)?,
             max_int_digits,
             ints: arrow::IntRule::of(rows.py())?,
+            shape: arrow::Shape {
+                max_fields,
+                typed_depth,
+            },
         },
         pass,
     )
@@ -114,18 +121,26 @@ fn rows_to_arrow<'py>(
 
 /// Read a rollout JSONL file as Arrow record batches, calling
 /// `on_batch(ArrowBatch)` per chunk in order; returns the run's statistics.
+/// `max_fields` and `typed_depth` bound the Arrow shape (`arrow::Shape`).
 #[pyfunction]
-#[pyo3(signature = (src, limits, prompt_kind, on_batch, progress=None))]
+#[pyo3(signature = (src, limits, prompt_kind, max_fields, typed_depth, on_batch, progress=None))]
+#[allow(clippy::too_many_arguments)]
 fn read_jsonl_arrow(
     py: Python<'_>,
     src: PathBuf,
     limits: FileLimits,
     prompt_kind: u8,
+    max_fields: usize,
+    typed_depth: usize,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<FileStats> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
-    arrow::read_file(py, &src, limits, rule, on_batch, progress)
+    let shape = arrow::Shape {
+        max_fields,
+        typed_depth,
+    };
+    arrow::read_file(py, &src, limits, rule, shape, on_batch, progress)
         .map_err(|fault| fault.into_pyerr(py))
 }
 

@@ -225,7 +225,7 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
             limits(*args)
     for call in (
         lambda: native.normalise_rows([], 10, ceiling + 1),
-        lambda: native.rows_to_arrow([], 0, 100, 1 << 30, 10, ceiling + 1, 4300, True),
+        lambda: native.rows_to_arrow([], 0, 100, 1 << 30, 10, ceiling + 1, 4300, 64, 32, True),
     ):
         with pytest.raises(ValueError, match=f"max_depth must be at most {ceiling}, got"):
             call()
@@ -237,7 +237,8 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
     # a message 3, so a message's value may hold ceiling - 3 levels, a
     # top-level value ceiling - 1. Values of an extra message key (typed and
     # built into Arrow), of a content (JSON text in Arrow) and of a dropped key
-    # (stepped over).
+    # (stepped over). Typed as deep as they go (typed_depth=ceiling), so the
+    # typing walks every level.
     at_ceiling = limits(ceiling, ceiling)
     deep = ceiling - 3
     lines = {
@@ -250,7 +251,7 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
         src.write_text(line + "\n")
         assert len(native.read_jsonl(str(src), at_ceiling)) == 1, case
         batches: list[object] = []
-        native.read_jsonl_arrow(str(src), at_ceiling, 0, batches.append)
+        native.read_jsonl_arrow(str(src), at_ceiling, 0, 64, ceiling, batches.append)
         assert len(batches) == 1, case
         dest = tmp_path / "deep.out.jsonl"
         stats = native.normalise_file(str(src), str(dest), "file", -1, at_ceiling)
@@ -266,7 +267,10 @@ def test_the_native_depth_limits_stop_at_a_depth_the_stack_holds(tmp_path: Path)
         value = {"k": value}
     deep_rows = [{"prompt": [{"role": "user", "content": "x", "m": value}]}]
     assert len(native.normalise_rows(deep_rows, 10, ceiling)) == 1
-    assert native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, 4300, True) is not None
+    assert (
+        native.rows_to_arrow(deep_rows, 0, 100, 1 << 30, 10, ceiling, 4300, 64, ceiling, True)
+        is not None
+    )
     deeper = [{"prompt": [{"role": "user", "content": "x", "m": {"k": value}}]}]
     with pytest.raises(native.NativeRowError) as refused:
         native.normalise_rows(deeper, 10, ceiling)

@@ -56,6 +56,35 @@ def int_digits_limit() -> int:
     return limit if limit > 0 else 2**62
 
 
+# ---- Arrow and Parquet ---------------------------------------------------------------------
+
+MAX_MESSAGE_FIELDS = 64
+"""The most message keys besides ``role`` and ``content`` a table gives fields of their own.
+
+Each such key is a field of every message, so a table's Arrow data grows with
+keys times messages: a file whose messages each carry a key of their own would
+take memory and time growing with the square of its length. Past this many
+distinct keys (over the whole table), each message is stored as JSON text
+instead (``prompt: list<arrow.json>``). Real chat messages have a handful
+(``tool_calls``, ``tool_call_id``, ``name``, ``reasoning_content``...).
+"""
+MAX_TYPED_DEPTH = 10
+"""The deepest level of a message at which a list or object is a typed Arrow field.
+
+Levels count as in ``MAX_MESSAGE_DEPTH`` (the message is level 1, the value of
+one of its keys level 2); a list or object deeper than this is stored as JSON
+text. The standard readers, with their defaults, refuse deeper types:
+pyarrow's Parquet reader (``pq.read_table``, ``datasets.load_dataset("parquet")``)
+a list at level 49 ("Parquet schema too deeply nested": 100 Parquet levels, two
+a list), ``datasets`` an object at level 62 (pyarrow's C data interface nests
+64 types). And ``datasets`` decodes a list above JSON text twice at each level,
+so reading a value takes time doubling with its lists (a chain of 16 lists
+took 89 ms, 31 would take hours): at 10, the worst such value takes about a
+millisecond. Real values nest far less deeply (a tool call's arguments are at
+level 5).
+"""
+
+
 # ---- config keys -----------------------------------------------------------------------------
 
 MAX_BACKEND_NAME_LEN = 32

@@ -140,12 +140,16 @@ def rows_to_arrow(
     max_rows: int,
     max_depth: int,
     max_int_digits: int,
+    max_fields: int,
+    typed_depth: int,
     first: bool,
 ) -> list[ArrowBatch] | None: ...
 def read_jsonl_arrow(
     src: str,
     limits: FileLimits,
     prompt_kind: int,
+    max_fields: int,
+    typed_depth: int,
     on_batch: Callable[[ArrowBatch], object],
     progress: Callable[[int, int, int], object] | None = None,
 ) -> FileStats: ...

@@ -22,6 +22,11 @@ and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
   feature): a key whose values are of different JSON types, objects whose
   keys differ, an int past int64, and ``content`` once any content is not a
   str (then every content of the table is JSON text). Nothing is dropped.
+* Two bounds (``agent_rollout._limits``) keep the shape one the standard
+  readers read, in memory that does not grow with keys times messages: a
+  list or object deeper than ``MAX_TYPED_DEPTH`` levels of a message is JSON
+  text; past ``MAX_MESSAGE_FIELDS`` keys besides ``role`` and ``content``, each
+  message is JSON text (``prompt: list<arrow.json>``, ``message_text``).
 * ``answer`` is a ``string`` (null: the row has no answer).
 
 The typing is a join over the values (``merge_schemas``): batches are typed
@@ -64,8 +69,10 @@ from agent_rollout._files import (
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress, Tally
 from agent_rollout._limits import (
     MAX_MESSAGE_DEPTH,
+    MAX_MESSAGE_FIELDS,
     MAX_ROLLOUT_BYTES,
     MAX_ROLLOUT_ROWS,
+    MAX_TYPED_DEPTH,
     check_max_bytes,
     check_max_rows,
     int_digits_limit,
@@ -161,8 +168,10 @@ _ARROW_TYPES = {
 }
 
 
-def absorb(ty: Ty, value: Any) -> Ty:
-    """``ty`` joined with the type of one normalised value (``Ty::absorb``)."""
+def absorb(ty: Ty, value: Any, level: int = 2) -> Ty:
+    """``ty`` joined with the type of one normalised value at nesting ``level`` of a
+    message (a message key's value is level 2; ``Ty::absorb``). A list or object
+    deeper than ``MAX_TYPED_DEPTH`` is JSON text."""
     if value is None or ty == "json":
         return ty
     kind = type(value)
@@ -171,6 +180,8 @@ def absorb(ty: Ty, value: Any) -> Ty:
         scalar = "int" if _INT64_MIN <= value <= _INT64_MAX else "json"
     if scalar is not None:
         return scalar if ty == "null" or ty == scalar else "json"
+    if level > MAX_TYPED_DEPTH:
+        return "json"  # deeper than the standard Parquet readers read
     if kind is list:
         if ty == "null":
             item = "null"
@@ -179,16 +190,19 @@ def absorb(ty: Ty, value: Any) -> Ty:
         else:
             return "json"
         for entry in value:
-            item = absorb(item, entry)
+            item = absorb(item, entry, level + 1)
         return ("list", item)
     if kind is dict:
         if not value:
             return "json"  # Parquet has no struct without fields
         names = tuple(value)
         if ty == "null":
-            return ("struct", names, tuple(absorb("null", entry) for entry in value.values()))
+            types = tuple(absorb("null", entry, level + 1) for entry in value.values())
+            return ("struct", names, types)
         if type(ty) is tuple and ty[0] == "struct" and ty[1] == names:
-            joined = tuple(absorb(t, entry) for t, entry in zip(ty[2], value.values(), strict=True))
+            joined = tuple(
+                absorb(t, entry, level + 1) for t, entry in zip(ty[2], value.values(), strict=True)
+            )
             return ("struct", names, joined)
         return "json"
     raise TypeError(f"not a normalised value: {kind.__name__}")  # pragma: no cover - a guard
@@ -226,16 +240,34 @@ def join_types(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     return JSON_TYPE
 
 
+def _other_keys(fields: Iterable[str]) -> int:
+    """How many of a message struct's fields are not ``role`` or ``content``."""
+    return sum(1 for name in fields if name != "role" and name != "content")
+
+
 def join_messages(a: pa.DataType, b: pa.DataType) -> pa.DataType:
-    """Two message structs joined: every key of both (``a``'s first, in order), typed by
-    ``join_types``."""
+    """Two message types joined: every key of both structs (``a``'s first, in order),
+    typed by ``join_types``; past ``MAX_MESSAGE_FIELDS`` keys besides ``role`` and
+    ``content`` (or when either is already JSON text), JSON text."""
     if a == b:
         return a
+    if a == JSON_TYPE or b == JSON_TYPE:
+        return JSON_TYPE
     fields = {field.name: field.type for field in a}
     for field in b:
         known = fields.get(field.name)
         fields[field.name] = field.type if known is None else join_types(known, field.type)
+    if _other_keys(fields) > MAX_MESSAGE_FIELDS:
+        return JSON_TYPE
     return pa.struct(list(fields.items()))
+
+
+def _message_list(arrow_type: pa.DataType) -> bool:
+    """A list of messages: of structs, or of JSON text (past ``MAX_MESSAGE_FIELDS``)."""
+    return bool(
+        pa.types.is_list(arrow_type)
+        and (pa.types.is_struct(arrow_type.value_type) or arrow_type.value_type == JSON_TYPE)
+    )
 
 
 def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
@@ -246,12 +278,7 @@ def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
         other = schema.field("prompt").type
         if prompt is None or prompt == other:
             prompt = other
-        elif (
-            pa.types.is_list(prompt)
-            and pa.types.is_list(other)
-            and pa.types.is_struct(prompt.value_type)
-            and pa.types.is_struct(other.value_type)
-        ):
+        elif _message_list(prompt) and _message_list(other):
             prompt = pa.list_(join_messages(prompt.value_type, other.value_type))
         else:
             raise ValueError(
@@ -267,12 +294,16 @@ def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
 
 
 class NotFits(Exception):
-    """An array's values have no place in the target type; ``name`` is the message key."""
+    """An array's values have no place in the target type; ``name`` is the message key,
+    ``index`` the message (when the messages are JSON text; else the key's first value)."""
 
-    def __init__(self, name: Optional[str], arrow_type: pa.DataType) -> None:
-        super().__init__(name, arrow_type)
+    def __init__(
+        self, name: Optional[str], arrow_type: pa.DataType, index: Optional[int] = None
+    ) -> None:
+        super().__init__(name, arrow_type, index)
         self.name = name
         self.arrow_type = arrow_type
+        self.index = index
 
 
 def _mask(array: pa.Array) -> Optional[pa.Array]:
@@ -289,6 +320,8 @@ def conform(array: pa.Array, target: pa.DataType, *, messages: bool = False) -> 
     if array.null_count == count:
         return pa.nulls(count, target)
     if target == JSON_TYPE:
+        if messages and pa.types.is_struct(array.type):
+            return messages_as_json(_pylist(array))
         return build_array(_pylist(array), JSON_TYPE)
     if pa.types.is_list(array.type) and pa.types.is_list(target):
         child = conform(array.values, target.value_type, messages=messages)
@@ -314,7 +347,32 @@ def conform(array: pa.Array, target: pa.DataType, *, messages: bool = False) -> 
                     raise NotFits(field.name, child.type) from None
                 raise
         return pa.StructArray.from_arrays(children, fields=list(target), mask=_mask(array))
+    if messages and array.type == JSON_TYPE and pa.types.is_struct(target):
+        return _messages_from_json(array, target)
     raise NotFits(None, array.type)
+
+
+def _messages_from_json(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """Messages as JSON text (past ``MAX_MESSAGE_FIELDS``) as the message struct
+    ``target``, where it holds every value of theirs (a schema given by hand);
+    else ``NotFits`` naming the first message and key it has no place for."""
+    try:
+        messages = _pylist(array)
+    except BadJson:
+        raise NotFits(None, array.type) from None
+    fields = {field.name: field.type for field in target}
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise NotFits(None, array.type)
+        for key, value in message.items():
+            if value is None:
+                continue
+            place = fields.get(key)
+            own = to_arrow_type(absorb("null", value))
+            if place is None or join_types(place, own) != place:
+                raise NotFits(key, own, index)
+    rows = [{name: message.get(name) for name in fields} for message in messages]
+    return build_array(rows, target)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -348,8 +406,10 @@ def _not_fitting(batch: pa.RecordBatch, exc: NotFits, start: int) -> Exception:
         return ValueError(
             f"a rollout table of prompt type {prompt.type} does not fit the schema given"
         )
-    values = prompt.values.field(exc.name)
-    first = values.is_valid().to_pylist().index(True)
+    if exc.index is not None:
+        first = exc.index
+    else:
+        first = prompt.values.field(exc.name).is_valid().to_pylist().index(True)
     offsets = prompt.offsets.to_pylist()
     row = bisect.bisect_right(offsets, first) - 1
     position = first - offsets[row]
@@ -415,7 +475,8 @@ def build_array(values: list, arrow_type: pa.DataType) -> pa.Array:
 
 
 def message_array(roles: list, contents: list, extras: list[tuple[int, dict]]) -> pa.Array:
-    """The struct array of a batch's messages (``rust/arrow.rs``'s ``message_struct``).
+    """The struct array of a batch's messages (``rust/arrow.rs``'s ``message_struct``),
+    or past ``MAX_MESSAGE_FIELDS`` keys their JSON text.
 
     ``contents`` holds each str content (None for none); ``extras`` the other
     members of the messages that have any, as ``(message index, members)``.
@@ -428,6 +489,8 @@ def message_array(roles: list, contents: list, extras: list[tuple[int, dict]]) -
                 content_json = True  # only a content that is neither str nor None gets here
                 continue
             types[key] = absorb(types.get(key, "null"), value)
+        if len(types) > MAX_MESSAGE_FIELDS:
+            return _messages_text(roles, contents, extras)
     fields = {name: to_arrow_type(ty) for name, ty in types.items()}
     if content_json:
         values = list(contents)
@@ -449,6 +512,38 @@ def message_array(roles: list, contents: list, extras: list[tuple[int, dict]]) -
         children,
         fields=[pa.field(name, child.type) for name, child in zip(names, children, strict=True)],
     )
+
+
+def message_text(message: dict) -> str:
+    """A message as JSON text, the form of every message of a table with more than
+    ``MAX_MESSAGE_FIELDS`` keys besides ``role`` and ``content``: ``role``,
+    ``content``, then the other keys in sorted order (one order however the rows
+    were cut into batches), those whose value is None left out (as a null field
+    reads back)."""
+    out = {"role": message.get("role")}
+    content = message.get("content")
+    if content is not None:
+        out["content"] = content
+    for key in sorted(message):
+        value = message[key]
+        if value is not None and key != "role" and key != "content":
+            out[key] = value
+    return _json.dumps(out)
+
+
+def messages_as_json(messages: list) -> pa.Array:
+    """Messages (dicts) as an array of JSON text, each by ``message_text``."""
+    return JSON_TYPE.wrap_array(pa.array([message_text(m) for m in messages], type=_STRING))
+
+
+def _messages_text(roles: list, contents: list, extras: list[tuple[int, dict]]) -> pa.Array:
+    """The messages of a batch as JSON text (``message_array`` past ``MAX_MESSAGE_FIELDS``)."""
+    messages = [
+        {"role": role, "content": content} for role, content in zip(roles, contents, strict=True)
+    ]
+    for index, members in extras:
+        messages[index].update(members)
+    return messages_as_json(messages)
 
 
 def _json_size(value: Any) -> int:
@@ -708,6 +803,12 @@ def batch_from_buffers(parts: Any) -> pa.RecordBatch:
 _KIND_CODES = {"auto": 0, "text": 1, "messages": 2}
 
 
+def _shape() -> tuple[int, int]:
+    """The bounds of the Arrow shape, as the Rust engine takes them (``max_fields``,
+    ``typed_depth``): read at each call, as the twin reads them."""
+    return MAX_MESSAGE_FIELDS, MAX_TYPED_DEPTH
+
+
 def _native_batches(
     rows: Any, backend: str, max_rows: int, prompt_kind: str
 ) -> list[pa.RecordBatch]:
@@ -717,7 +818,7 @@ def _native_batches(
     # input; anything else (None) goes through the row rules first.
     digits = int_digits_limit()
     parts = native.rows_to_arrow(
-        rows, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, digits, True
+        rows, code, BATCH_ROWS, _BATCH_BYTES, max_rows, MAX_MESSAGE_DEPTH, digits, *_shape(), True
     )
     if parts is None:
         normalised = _engine.normalise_rollout_rows(rows, backend, max_rows=max_rows)
@@ -730,6 +831,7 @@ def _native_batches(
                 max_rows,
                 MAX_MESSAGE_DEPTH,
                 digits,
+                *_shape(),
                 False,
             )
         except native.NativeRowError as exc:
@@ -1091,6 +1193,7 @@ def file_batches(
                 src,
                 _engine.file_limits(max_rows, limits.max_bytes),
                 _KIND_CODES[prompt_kind],
+                *_shape(),
                 lambda parts: on_batch(batch_from_buffers(parts)),
                 progress,
             )
@@ -1175,7 +1278,8 @@ def parquet_writer(path: str, schema: pa.Schema) -> Any:
     import pyarrow.parquet as pq
 
     prompt = schema.field("prompt").type
-    dictionary = ["prompt.list.element.role"] if pa.types.is_list(prompt) else []
+    messages = pa.types.is_list(prompt) and pa.types.is_struct(prompt.value_type)
+    dictionary = ["prompt.list.element.role"] if messages else []
     # Opened by its bytes: pyarrow takes a str path as UTF-8, which a file name need not be.
     sink = pa.OSFile(os.fsencode(path), "wb")
     try:
