@@ -46,10 +46,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Optional, cast
 
+from agent_rollout._exceptions import MissingPackageError, RolloutTypeError, RolloutValueError
+
 try:
     import pyarrow as pa
 except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
-    raise ImportError(
+    raise MissingPackageError(
         "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
     ) from exc
 
@@ -131,12 +133,12 @@ def arrow_schema(prompt_kind: Literal["text", "messages"]) -> pa.Schema:
         return TEXT_SCHEMA
     if prompt_kind == "messages":
         return MESSAGES_SCHEMA
-    raise ValueError(f"prompt_kind must be 'text' or 'messages', got {prompt_kind!r}")
+    raise RolloutValueError(f"prompt_kind must be 'text' or 'messages', got {prompt_kind!r}")
 
 
 def check_prompt_kind(prompt_kind: object) -> PromptKind:
     if prompt_kind not in PROMPT_KINDS:
-        raise ValueError(
+        raise RolloutValueError(
             f"prompt_kind must be one of {', '.join(PROMPT_KINDS)}; got {prompt_kind!r}"
         )
     return cast(PromptKind, prompt_kind)
@@ -205,7 +207,7 @@ def absorb(ty: Ty, value: Any, level: int = 2) -> Ty:
             )
             return ("struct", names, joined)
         return "json"
-    raise TypeError(f"not a normalised value: {kind.__name__}")  # pragma: no cover - a guard
+    raise RolloutTypeError(f"not a normalised value: {kind.__name__}")  # pragma: no cover - a guard
 
 
 def to_arrow_type(ty: Ty) -> pa.DataType:
@@ -281,12 +283,12 @@ def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
         elif _message_list(prompt) and _message_list(other):
             prompt = pa.list_(join_messages(prompt.value_type, other.value_type))
         else:
-            raise ValueError(
+            raise RolloutValueError(
                 f"rollout tables with prompt columns of types {prompt} and {other} "
                 "cannot share one schema"
             )
     if prompt is None:
-        raise ValueError("merge_schemas needs at least one schema")
+        raise RolloutValueError("merge_schemas needs at least one schema")
     return schema_for(prompt)
 
 
@@ -403,7 +405,7 @@ def conform_table(table: pa.Table, schema: pa.Schema, start: int = 0) -> pa.Tabl
 def _not_fitting(batch: pa.RecordBatch, exc: NotFits, start: int) -> Exception:
     prompt = batch.column(0)
     if exc.name is None or not pa.types.is_list(prompt.type):
-        return ValueError(
+        return RolloutValueError(
             f"a rollout table of prompt type {prompt.type} does not fit the schema given"
         )
     if exc.index is not None:
@@ -894,7 +896,9 @@ def to_dataset(
     try:
         import datasets
     except ImportError as exc:
-        raise ImportError("to_dataset needs the 'datasets' package: pip install datasets") from exc
+        raise MissingPackageError(
+            "to_dataset needs the 'datasets' package: pip install datasets"
+        ) from exc
     table = rows_to_arrow(rows, backend, max_rows=max_rows, prompt_kind=prompt_kind)
     return datasets.Dataset(datasets.table.InMemoryTable(table), fingerprint=_fingerprint(table))
 
@@ -929,7 +933,7 @@ def _as_table(data: Any) -> pa.Table:
         return data.with_format("arrow")[:]
     if hasattr(data, "__arrow_c_stream__"):  # polars, DuckDB, arro3, ... (the PyCapsule interface)
         return pa.table(data)
-    raise TypeError(
+    raise RolloutTypeError(
         "arrow_to_rows needs a pyarrow Table or RecordBatch, a datasets.Dataset or an object "
         f"with __arrow_c_stream__, got {type(data).__name__}"
     )
@@ -1083,12 +1087,12 @@ def iter_rows(data: Any) -> Iterator[dict]:
     for name in ("prompt", "answer"):
         count = names.count(name)
         if count > 1:
-            raise ValueError(
+            raise RolloutValueError(
                 f"a rollout table has {count} columns named {name!r}; it needs one "
                 f"(columns: {names})"
             )
     if "prompt" not in names:
-        raise ValueError(f"a rollout table needs a 'prompt' column; columns: {names}")
+        raise RolloutValueError(f"a rollout table needs a 'prompt' column; columns: {names}")
     prompt_at = names.index("prompt")
     answer_at = names.index("answer") if "answer" in names else None
     decode = _prompt_decoder(table.schema.field(prompt_at).type)
@@ -1583,7 +1587,7 @@ def write_parquet(
             src, limits, prompt_kind, sink.add, progress, None, ROW_GROUP_ROWS, ROW_GROUP_BYTES
         )
         if sink.schema is None:  # pragma: no cover - file_batches gives a batch or raises
-            raise ValueError(f"{src}: no rows")
+            raise RolloutValueError(f"{src}: no rows")
         bytes_out = sink.finish()
     except BaseException as exc:
         earlier = sink.abandon(interrupted=not isinstance(exc, Exception))
