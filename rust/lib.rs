@@ -73,7 +73,7 @@ fn normalise_file(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
-/// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow.rs), each
+/// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow/), each
 /// typed from its own rows: `first` is the caller's rows (None: run the row
 /// rules, then call again), else rows fresh from the row rules, which no one
 /// else holds (the walk borrows from them without checking the collector).
