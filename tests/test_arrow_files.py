@@ -276,7 +276,7 @@ def test_missing_source_and_bad_destination(engine: str, tmp_path: Path) -> None
     _, error = outcome_on(engine, normalise_rollout_file, src, tmp_path / "no" / "o.parquet")
     assert error[0] == "FileNotFoundError" and "o.parquet" in error[1]
     _, error = outcome_on(engine, read_rollout_jsonl, src, as_arrow=True, prompt_kind="x")
-    assert error[0] == "ValueError" and "prompt_kind must be one of" in error[1]
+    assert error[0] == "RolloutValueError" and "prompt_kind must be one of" in error[1]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
