@@ -327,3 +327,24 @@ def test_progress_line_shows_a_status_escaped() -> None:
     drawn = stream.getvalue()
     assert "\n" not in drawn
     assert printable(INJECTIONS[0]) in drawn
+
+
+def test_check_fix_and_diff_print_the_files_lines_and_names_escaped(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (
+        'note: "a\n  ::warning file=evil.py,line=1::injected"\n# ##[warning]legacy\n'
+        'training:\n  rollout_backend: openenv\n  rollout_max_steps: "8"\n'
+    )
+    config = tmp_path / f"{HOSTILE_NAME}.yaml"
+    config.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    diff = cli("check", "--diff", config.name)
+    assert diff.code == 1, diff.err
+    lines = safe_lines(diff.out)
+    assert any("8" in line and line.startswith("+") for line in lines)
+    assert sum(printable(config.name) in line for line in lines) >= 2  # --- and +++
+    fixed = cli("check", "--fix", config.name)
+    assert fixed.code == 0, fixed.err
+    (line, *_) = safe_lines(fixed.out)
+    assert line.startswith(printable(config.name) + ":") and ": fixed: " in line

@@ -15,6 +15,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_rollout._errors import printable
 from agent_rollout._files import Output, destination
 
 if TYPE_CHECKING:
@@ -69,8 +70,8 @@ def fix_file(name: str, options: dict[str, Any], write: bool) -> Fixed:
         difflib.unified_diff(
             text.splitlines(keepends=True),
             fixed.text.splitlines(keepends=True),
-            fromfile=name,
-            tofile=name,
+            fromfile=printable(name),
+            tofile=printable(name),
         )
     )
     if diff and not diff.endswith("\n"):
@@ -82,4 +83,4 @@ def fixed_line(fix: Fix) -> str:
     """``path:line:col: fixed: location: what was done`` (at the issue as it was)."""
     issue = fix.issue
     where = f"{issue.location}: " if issue.location else ""
-    return f"{issue.path}:{issue.line}:{issue.col}: fixed: {where}{fix.title}"
+    return printable(f"{issue.path}:{issue.line}:{issue.col}: fixed: {where}{fix.title}")

@@ -15,7 +15,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
-from agent_rollout._errors import ConfigIssue, error_text, printable, printable_json
+from agent_rollout._errors import (
+    ConfigIssue,
+    error_text,
+    printable,
+    printable_json,
+    printable_lines,
+)
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
@@ -309,7 +315,8 @@ def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
 
 def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
     for entry in fixed:
-        out.write(entry.diff)
+        if entry.diff:  # the file's own lines and its name: escaped like any user text
+            out.write(printable_lines(entry.diff.removesuffix("\n")) + "\n")
     count = sum(len(entry.fixes) for entry in fixed)
     files = sum(1 for entry in fixed if entry.fixes)
     out.write(f"would fix {_plural(count, 'issue')} in {_plural(files, 'file')}\n")
