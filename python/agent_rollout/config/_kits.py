@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from agent_rollout.backends import ROLLOUT_DEFAULTS, ROLLOUT_KEYS
-from agent_rollout.config._fields import INT_RANGES, KEY_HELP
+from agent_rollout.config._fields import INT_RANGES, KEY_HELP, int_text
 
 
 def _help(key: str) -> dict[str, str]:
@@ -92,12 +92,22 @@ def add_rollout_arguments(parser: Any, *, title: str = "agent rollout") -> Any:
             f"--{key}",
             f"--{key.replace('_', '-')}",
             dest=key,
-            type=int if key in INT_RANGES else str,
+            type=whole_number if key in INT_RANGES else str,
             default=default,
             metavar="N" if key in INT_RANGES else "VALUE",
             help=KEY_HELP[key].replace("%", "%%") + shown_default,
         )
     return group
+
+
+def whole_number(text: str) -> int:
+    """An integer option's text, read as ``check`` reads a quoted number (``int_text``):
+    ``8`` is 8; ``8 ``, ``+8``, ``08``, ``1_0`` or ``٨`` are refused, where argparse's
+    ``int`` would read them all."""
+    value = int_text(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a whole number in digits, got {text!r}")
+    return value
 
 
 def _omegaconf_values(section: Any) -> tuple[Any, bool]:
