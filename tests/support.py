@@ -170,6 +170,29 @@ def check_rows(rows: Any) -> None:
         typed_json(row)  # only JSON-like exact types inside, keys included
 
 
+# ---- the arrow package's module globals -------------------------------------------------------
+
+
+def arrow_modules(name: str) -> list[Any]:
+    """``agent_rollout.arrow`` and those of its modules that hold ``name``: a test changing a
+    bound or a function changes it in each, wherever the package reads it."""
+    import importlib
+    import pkgutil
+
+    package = importlib.import_module("agent_rollout.arrow")
+    modules = [package] + [
+        importlib.import_module(f"agent_rollout.arrow.{info.name}")
+        for info in pkgutil.iter_modules(package.__path__)
+    ]
+    return [module for module in modules if hasattr(module, name)]
+
+
+def patch_arrow(patch: Any, name: str, value: Any, **options: Any) -> None:
+    """``patch.setattr`` (a pytest ``MonkeyPatch``) of ``name`` in every ``arrow_modules(name)``."""
+    for module in arrow_modules(name):
+        patch.setattr(module, name, value, **options)
+
+
 # ---- outcomes: what a call did, comparable across engines ------------------------------------
 
 ERROR_FACTS = ("line", "column", "index", "path", "code", "source")

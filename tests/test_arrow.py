@@ -16,6 +16,7 @@ from agent_rollout import RolloutRowError, normalise_rollout_rows
 from support import (
     ENGINES,
     indexed_outcome_on,
+    patch_arrow,
     row_strategy,
     typed_unordered,
     use_engine,
@@ -448,7 +449,7 @@ def test_every_nemo_gym_example_file_goes_into_one_table() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_batches_hold_batch_rows(engine: str, monkeypatch: Any) -> None:
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 10)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 10)
     rows = [{"prompt": f"q{i}"} for i in range(35)]
     for kind in arrow.PROMPT_KINDS:
         _, table = indexed_outcome_on(engine, arrow.rows_to_arrow, rows, prompt_kind=kind)
@@ -503,7 +504,7 @@ def test_the_engines_buffers_live_as_long_as_the_arrays(tmp_path: Path) -> None:
 
     batches: list[Any] = []
     with use_engine("rust"), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(arrow, "buffer_of", watched)
+        patch_arrow(patch, "buffer_of", watched)
         table = arrow.rows_to_arrow(rows)
         arrow.file_batches(str(src), FileLimits(10_000, 1 << 30), "auto", batches.append, None)
     streamed = pa.Table.from_batches(batches)

@@ -34,6 +34,7 @@ from agent_rollout import (
 from agent_rollout._limits import MAX_MESSAGE_DEPTH, MAX_MESSAGE_FIELDS, MAX_TYPED_DEPTH
 from support import (
     ENGINES,
+    arrow_modules,
     json_scalars,
     on_engine,
     outcome_on,
@@ -57,15 +58,18 @@ def shaped(
     for the block, on both engines (the twin reads them at each call, and passes them
     to the Rust engine)."""
     names = ("MAX_MESSAGE_FIELDS", "MAX_TYPED_DEPTH", "BATCH_ROWS", "ROW_GROUP_ROWS")
-    saved = {name: getattr(arrow, name) for name in names}
+    saved = [
+        (module, name, getattr(module, name)) for name in names for module in arrow_modules(name)
+    ]
     for name, value in zip(names, (fields, depth, batch_rows, batch_rows), strict=True):
         if value is not None:
-            setattr(arrow, name, value)
+            for module in arrow_modules(name):
+                setattr(module, name, value)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(arrow, name, value)
+        for module, name, value in saved:
+            setattr(module, name, value)
 
 
 def expected_rows(rows: list) -> tuple:

@@ -25,6 +25,7 @@ from support import (
     Cli,
     cli_env,
     outcome_on,
+    patch_arrow,
     row_strategy,
     temp_files,
     use_engine,
@@ -130,8 +131,8 @@ def test_text_buffers_pyarrow_let_go_of_hold_only_the_next_text(tmp_path: Path) 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_row_groups_bound_memory(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 50)
     # Over a mebibyte, so the Rust reader hands over several chunks.
     # (a 1 MiB chunk holds about 4,900 of these rows)
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
@@ -166,7 +167,7 @@ def test_row_groups_hold_about_row_group_rows(engine: str, tmp_path: Path) -> No
 @pytest.mark.parametrize("engine", ENGINES)
 def test_row_groups_are_bounded_in_bytes_too(engine: str, tmp_path: Path, monkeypatch: Any) -> None:
     # Long rows: the row cap alone (16,384 rows) would hold all 4 MB in one group.
-    monkeypatch.setattr(arrow, "ROW_GROUP_BYTES", 1 << 20, raising=False)
+    patch_arrow(monkeypatch, "ROW_GROUP_BYTES", 1 << 20, raising=False)
     rows = [{"prompt": "p" * 200 + str(i)} for i in range(20000)]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
     dest = tmp_path / "out.parquet"
@@ -332,8 +333,8 @@ def test_rows_that_widen_the_schema_rewrite_what_was_written(
 ) -> None:
     """Row groups already written under a narrower schema are rewritten under the wider one:
     the file has one schema, and every row reads back."""
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 50)
     # Over a mebibyte of plain rows first (several Rust chunks), then tool calls, then an image.
     filler = {"prompt": [{"role": "user", "content": "p" * 200}]}
     rows = [filler] * 6000 + [TOOL_CALL] * 3 + [PLAIN] * 400 + [IMAGE]
@@ -368,8 +369,8 @@ def test_rows_that_widen_the_schema_rewrite_what_was_written(
 def test_a_failed_widening_run_leaves_nothing(
     engine: str, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 50)
     filler = {"prompt": [{"role": "user", "content": "p" * 200}]}
     rows = [filler] * 6000 + [TOOL_CALL] + [filler] * 6000 + [{"prompt": 1}]
     src = write_jsonl(tmp_path / "in.jsonl", rows)
@@ -391,8 +392,8 @@ def test_an_interrupt_while_widening_leaves_nothing(
     there): the destination keeps its bytes, no temporary file is left."""
     import pyarrow.parquet
 
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 50)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 50)
     filler = {"prompt": [{"role": "user", "content": "p" * 200}]}
     src = write_jsonl(tmp_path / "in.jsonl", [filler] * 6000 + [TOOL_CALL])
     dest = tmp_path / "out.parquet"
@@ -411,8 +412,8 @@ def test_an_interrupt_while_widening_leaves_nothing(
         real = pyarrow.parquet.ParquetFile
         monkeypatch.setattr(pyarrow.parquet, "ParquetFile", interrupted)
     else:
-        real = arrow.remove_temp
-        monkeypatch.setattr(arrow, "remove_temp", interrupted)
+        real = arrow.parquet.remove_temp
+        patch_arrow(monkeypatch, "remove_temp", interrupted)
     with use_engine(engine), pytest.raises(KeyboardInterrupt):
         normalise_rollout_file(src, dest, max_rows=10**6)
     assert moved_aside and moved_aside[0].endswith(".old.tmp")
@@ -563,10 +564,10 @@ def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
     # The twin hands over 100-row batches: group 3 (rows 200-299) is written on the
     # writer thread while rows 300-399 are read, and row 350 is refused. The write came
     # first: its error is reported (naming the destination), not the row's.
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-    monkeypatch.setattr(arrow, "BATCH_ROWS", 100)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "BATCH_ROWS", 100)
     calls: list[int] = []
-    monkeypatch.setattr(arrow, "parquet_writer", failing_writer(arrow.parquet_writer, 3, calls))
+    patch_arrow(monkeypatch, "parquet_writer", failing_writer(arrow.parquet_writer, 3, calls))
     rows: list[Any] = [{"prompt": f"q{i}"} for i in range(1000)]
     rows[350] = {"prompt": 5}
     src = write_jsonl(tmp_path / "in.jsonl", rows)
@@ -579,7 +580,7 @@ def test_a_group_write_that_failed_before_a_bad_row_is_the_error_reported(
     assert temp_files(tmp_path) == [] and not dest.exists()
     assert set(threading.enumerate()) <= threads
     # With no failing write, the row is the error.
-    monkeypatch.setattr(arrow, "parquet_writer", failing_writer(arrow.parquet_writer, 0, []))
+    patch_arrow(monkeypatch, "parquet_writer", failing_writer(arrow.parquet_writer, 0, []))
     _, (error_type, message) = outcome_on("python", normalise_rollout_file, src, dest)
     assert error_type == "RolloutRowError" and ":351: row 350: prompt" in message
 
@@ -624,10 +625,10 @@ def gated_sink(
     ``gated_writer(..., **options)``: the sink, its destination, the gate and the calls."""
     from agent_rollout._files import destination
 
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
     gate, calls = threading.Event(), []
     writer = gated_writer(arrow.parquet_writer, gate, calls, **options)
-    monkeypatch.setattr(arrow, "parquet_writer", writer)
+    patch_arrow(monkeypatch, "parquet_writer", writer)
     dest = tmp_path / "out.parquet"
     return arrow.ParquetSink(destination(str(dest)), str(dest)), dest, gate, calls
 
@@ -664,7 +665,7 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
     parsing) until IN_FLIGHT_ROWS; then adding waits for the writer. They are written
     in order."""
     sink, dest, gate, calls = gated_sink(tmp_path, monkeypatch)
-    monkeypatch.setattr(arrow, "IN_FLIGHT_ROWS", 300)
+    patch_arrow(monkeypatch, "IN_FLIGHT_ROWS", 300)
     try:
         # Room for a fourth group, if the bound let one in: the adder waits after three.
         adder, added = add_in_a_thread(sink, sink_batches(8), 3)
@@ -684,7 +685,7 @@ def test_finished_groups_queue_for_the_writer_up_to_the_in_flight_bound(
 def test_the_in_flight_bound_counts_bytes_too(tmp_path: Path, monkeypatch: Any) -> None:
     sink, dest, gate, _ = gated_sink(tmp_path, monkeypatch)
     batches = sink_batches(8)
-    monkeypatch.setattr(arrow, "IN_FLIGHT_BYTES", 2 * batches[0].nbytes)  # two groups
+    patch_arrow(monkeypatch, "IN_FLIGHT_BYTES", 2 * batches[0].nbytes)  # two groups
     try:
         adder, _ = add_in_a_thread(sink, batches, 2)  # the rows bound (65,536) is far off
     finally:
@@ -771,7 +772,7 @@ def test_a_writer_thread_that_cannot_start_writes_no_group_twice(
     pool; the group is written in line and nothing is submitted again."""
     from agent_rollout._files import destination
 
-    monkeypatch.setattr(arrow, "ROW_GROUP_ROWS", 100)
+    patch_arrow(monkeypatch, "ROW_GROUP_ROWS", 100)
     start = threading.Thread.start
     refused: list[str] = []
 

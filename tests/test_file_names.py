@@ -34,6 +34,7 @@ from support import (
     cli_process,
     expected_offline_bytes,
     outcome_on,
+    patch_arrow,
     temp_files,
     use_engine,
     write_config,
@@ -184,15 +185,15 @@ def test_a_parquet_file_of_255_bytes_whose_schema_widens(engine: str, tmp_path: 
     src.write_bytes(first * 6000 + b'{"prompt":[{"role":"user","content":"c","name":"x"}]}\n')
     dest = tmp_path / long_name(".parquet")
     removed: list[str] = []
-    remove_temp = arrow.remove_temp
+    remove_temp = arrow.parquet.remove_temp
 
     def remove(path: str) -> None:
         removed.append(os.path.basename(path))
         remove_temp(path)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(arrow, "ROW_GROUP_ROWS", 100)
-        patch.setattr(arrow, "remove_temp", remove)
+        patch_arrow(patch, "ROW_GROUP_ROWS", 100)
+        patch_arrow(patch, "remove_temp", remove)
         normalise_rollout_file(src, dest)
     (aside,) = removed  # the groups moved aside, copied back and removed
     assert aside.startswith(".n") and aside.endswith(".old.tmp")

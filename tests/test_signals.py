@@ -29,7 +29,16 @@ import pytest
 
 from agent_rollout import normalise_rollout_file, read_rollout_jsonl
 from agent_rollout._errors import Terminated
-from support import ENGINES, SMALL_ROW, FifoFeeder, cli_argv, cli_env, temp_files, use_engine
+from support import (
+    ENGINES,
+    SMALL_ROW,
+    FifoFeeder,
+    cli_argv,
+    cli_env,
+    patch_arrow,
+    temp_files,
+    use_engine,
+)
 
 ROW = b'{"prompt":"a"}\n'
 
@@ -235,7 +244,7 @@ def test_a_sigterm_lost_while_widening_ends_the_parquet_run_at_the_next_batch(
             dropped.append(1)
         add(self, batch)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(arrow, "merge_schemas", merge_dropping)
+    patch_arrow(monkeypatch, "merge_schemas", merge_dropping)
     monkeypatch.setattr(arrow.ParquetSink, "add", counting_add)
     runners = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:

@@ -9,7 +9,7 @@
 //! offsets, values), described by a `_native.Column` tree that
 //! `agent_rollout.arrow.batch_from_buffers` assembles with
 //! `pyarrow.Array.from_buffers`. The schema is written down in Python
-//! (`agent_rollout/arrow.py`, docs/arrow.md); this file follows it:
+//! (`agent_rollout/arrow/schema.py`, docs/arrow.md); this file follows it:
 //!
 //! * text prompts: `prompt: string`, `answer: string`;
 //! * message prompts: `prompt: list<struct<role, content, ...>>`: `role` a
@@ -25,7 +25,7 @@
 //! (`agent_rollout.arrow.merge_schemas`, the same lattice) and converts the
 //! few batches that need it, so a table has one schema.
 //!
-//! One file per concern (the Python side, `agent_rollout/arrow.py`, has the
+//! One file per concern (the Python side, `agent_rollout/arrow/`, has the
 //! same sections; docs/architecture.md maps them to these files):
 //! - `types.rs`: the type lattice of a column and its join (`Ty`);
 //! - `buffers.rs`: validity bits, string columns, and the `Buffer` handed to
