@@ -73,7 +73,7 @@ class FileStats:
     @property
     def bytes_out(self) -> int: ...
 
-# Arrow buffers (rust/arrow.rs), assembled by agent_rollout.arrow.
+# Arrow buffers (rust/arrow/), assembled by agent_rollout.arrow.
 @final
 class Buffer:
     """One Arrow buffer as the engine built it: ``address`` and ``size`` (bytes) for

@@ -4,7 +4,7 @@ Needs ``pyarrow`` (``pip install 'agent-rollout[arrow]'``), so the package
 imports this module only when it is asked for (``agent_rollout.rows_to_arrow``
 and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
 ``agent_rollout.ray``). The schema is written down here and in
-``docs/arrow.md``; ``rust/arrow.rs`` builds the same tables:
+``docs/arrow.md``; ``rust/arrow/`` builds the same tables:
 
 * ``prompt`` is a ``string`` column (TRL's *standard* format) or a
   ``list<struct<role: string, content: string, ...>>`` column (TRL's

@@ -211,7 +211,7 @@ def build_array(values: list, arrow_type: pa.DataType) -> pa.Array:
 
 
 def message_array(roles: list, contents: list, extras: list[tuple[int, dict]]) -> pa.Array:
-    """The struct array of a batch's messages (``rust/arrow.rs``'s ``message_struct``),
+    """The struct array of a batch's messages (``rust/arrow/batch.rs``'s ``message_struct``),
     or past ``MAX_MESSAGE_FIELDS`` keys their JSON text.
 
     ``contents`` holds each str content (None for none); ``extras`` the other

@@ -90,7 +90,7 @@ def schema_for(prompt_type: pa.DataType) -> pa.Schema:
 # ---- the types: one join over the values ----------------------------------------------------
 
 
-# The twin's types while a batch is typed (``rust/arrow.rs``'s ``Ty``): "null",
+# The twin's types while a batch is typed (``rust/arrow/types.rs``'s ``Ty``): "null",
 # "bool", "int", "float", "str", "json", ("list", item) or ("struct", names, types).
 Ty = Any
 _SCALARS = {str: "str", bool: "bool", float: "float"}
