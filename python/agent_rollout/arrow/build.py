@@ -4,7 +4,7 @@ a wider schema (``conform``, ``conform_table``, ``unify``), values Arrow cannot 
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -15,9 +15,6 @@ from agent_rollout._limits import (
     MAX_MESSAGE_FIELDS,
     int_digits_limit,
 )
-
-if TYPE_CHECKING:
-    pass
 from agent_rollout.arrow.read import BadJson, pylist
 from agent_rollout.arrow.schema import (
     BATCH_BYTES,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -21,9 +21,6 @@ from agent_rollout._limits import (
     check_max_bytes,
     check_max_rows,
 )
-
-if TYPE_CHECKING:
-    pass
 from agent_rollout.arrow.buffers import KIND_CODES, batch_from_buffers, shape
 from agent_rollout.arrow.build import TableBuilder, unify
 from agent_rollout.arrow.schema import PromptKind, check_prompt_kind

@@ -7,7 +7,7 @@ import shutil
 import stat
 import tempfile
 from collections import deque
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -21,9 +21,6 @@ from agent_rollout._files import (
     remove_temp,
 )
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress
-
-if TYPE_CHECKING:
-    pass
 from agent_rollout.arrow.build import conform_batch, conform_table
 from agent_rollout.arrow.files import file_batches
 from agent_rollout.arrow.schema import check_prompt_kind, merge_schemas

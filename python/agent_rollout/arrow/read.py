@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -14,9 +14,6 @@ from agent_rollout._limits import (
     MAX_ROLLOUT_ROWS,
     int_digits_limit,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def _as_table(data: Any) -> pa.Table:

@@ -4,7 +4,7 @@ value types (``absorb``, ``to_arrow_type``), ``join_types`` and ``merge_schemas`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal, Optional, cast
+from typing import Any, Literal, Optional, cast
 
 import pyarrow as pa
 
@@ -13,10 +13,6 @@ from agent_rollout._limits import (
     MAX_MESSAGE_FIELDS,
     MAX_TYPED_DEPTH,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 PromptKind = Literal["auto", "text", "messages"]
 PROMPT_KINDS: tuple[str, ...] = ("auto", "text", "messages")
