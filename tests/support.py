@@ -174,13 +174,14 @@ def check_rows(rows: Any) -> None:
 
 
 def arrow_modules(name: str) -> list[Any]:
-    """``agent_rollout.arrow`` and those of its modules that hold ``name``: a test changing a
-    bound or a function changes it in each, wherever the package reads it."""
+    """``agent_rollout.arrow``, its modules and ``agent_rollout._engine.arrow``, those that
+    hold ``name``: a test changing a bound or a function changes it in each, wherever the
+    package reads it."""
     import importlib
     import pkgutil
 
     package = importlib.import_module("agent_rollout.arrow")
-    modules = [package] + [
+    modules = [package, importlib.import_module("agent_rollout._engine.arrow")] + [
         importlib.import_module(f"agent_rollout.arrow.{info.name}")
         for info in pkgutil.iter_modules(package.__path__)
     ]

@@ -116,3 +116,37 @@ def test_the_allowed_imports_point_down_the_table() -> None:
             if target in order and order.index(target) >= position:
                 late.append(f"{name} may import {target}, listed at or below it")
     assert late == []
+
+
+def engine_uses(path: Path) -> list[str]:
+    """Where a module reaches the Rust bindings or branches on the engine in use: an
+    import of ``_native``, ``_engine.native``, or ``implementation()`` compared."""
+    uses = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and "_native" in node.module:
+            uses.append(f"{node.lineno}: imports {node.module}")
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "_native" for a in node.names):
+            uses.append(f"{node.lineno}: imports _native")
+        elif isinstance(node, ast.Attribute) and node.attr == "native":
+            uses.append(f"{node.lineno}: .native")
+        elif isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                called = side.func if isinstance(side, ast.Call) else None
+                if getattr(called, "attr", getattr(called, "id", None)) == "implementation":
+                    uses.append(f"{node.lineno}: compares implementation()")
+    return uses
+
+
+def test_only_the_engine_package_reaches_the_bindings_or_branches_on_the_engine() -> None:
+    wrong = []
+    for name, path in sorted(package_modules().items()):
+        if name == "agent_rollout._engine" or name.startswith("agent_rollout._engine."):
+            continue
+        wrong += [f"{path.relative_to(REPO)}:{use}" for use in engine_uses(path)]
+    assert wrong == [], "only agent_rollout._engine may do this:\n" + "\n".join(wrong)
+
+
+def test_the_engine_seam_check_sees_a_branch() -> None:
+    found = engine_uses(PACKAGE / "_engine" / "jsonl.py")
+    assert any("compares implementation()" in use for use in found)
+    assert any(".native" in use for use in found)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from agent_rollout import _engine, _errors, _limits
+from agent_rollout._engine.jsonl import file_limits
+from agent_rollout._jsonl import FileLimits
 
 pytestmark = pytest.mark.skipif(not _engine.native_available(), reason="needs the Rust engine")
 
@@ -32,7 +34,7 @@ def test_python_only_codes_are_in_the_tables() -> None:
 
 
 def test_file_limits_carry_every_limit_from_python() -> None:
-    limits = _engine.file_limits(5, 7)
+    limits = file_limits(FileLimits(5, 7))
     assert (limits.max_rows, limits.max_bytes) == (5, 7)
     assert limits.max_line_bytes == _limits.MAX_LINE_BYTES
     assert limits.json_depth == _limits.MAX_JSON_DEPTH

@@ -1,22 +1,21 @@
 """The public file API: ``read_rollout_jsonl`` and ``normalise_rollout_file``.
 
 This module alone decides how a file is handled: JSONL or Parquet output (by
-the destination's name), and which engine runs (the Rust engine's file
-functions in ``agent_rollout._native``, or the twin in
-``agent_rollout._jsonl``). Both engines share the destination
-(``agent_rollout._files.destination``), the signal handling and every message.
+the destination's name). The engine in use does the work
+(``agent_rollout._engine.jsonl``, ``agent_rollout.arrow.write_parquet``); both
+share the destination (``agent_rollout._files.destination``), the signal
+handling and every message.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
-from agent_rollout import _engine, _jsonl
-from agent_rollout._errors import from_native_file
+from agent_rollout import _engine
+from agent_rollout._engine.jsonl import read_rows, write_jsonl
 from agent_rollout._exceptions import RolloutTypeError
 from agent_rollout._files import (
     destination,
@@ -24,7 +23,6 @@ from agent_rollout._files import (
     raise_if_terminated,
     replacing,
     signals_end_cleanly,
-    source_name,
 )
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress
 from agent_rollout._limits import (
@@ -115,15 +113,7 @@ def read_rollout_jsonl(
     text = path_text(path, "path")
     max_rows = check_max_rows(max_rows)
     max_bytes = check_max_bytes(max_bytes)
-    if _engine.implementation() == "python":
-        return _jsonl.read_rows(text, FileLimits(max_rows, max_bytes))
-    native = _engine.native
-    try:
-        rows = native.read_jsonl(text, _engine.file_limits(max_rows, max_bytes))
-    except native.NativeRowError as exc:
-        raise from_native_file(exc, source_name(text), None, max_rows, max_bytes) from None
-    result: tuple[dict, ...] = rows
-    return result
+    return read_rows(text, FileLimits(max_rows, max_bytes))
 
 
 def _checked(progress: Progress) -> Progress:
@@ -189,26 +179,8 @@ def normalise_rollout_file(
                 from agent_rollout.arrow import write_parquet
 
                 counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
-            elif engine == "python":
-                counts = _jsonl.normalise_to_jsonl(src_text, dst_text, where, limits, progress)
             else:
-                if where.kind == "fd" and where.fd in (1, 2):
-                    (sys.stdout if where.fd == 1 else sys.stderr).flush()
-                native = _engine.native
-                try:
-                    stats = native.normalise_file(
-                        src_text,
-                        where.path,
-                        where.kind,
-                        where.fd,
-                        _engine.file_limits(max_rows, max_bytes),
-                        progress,
-                    )
-                except native.NativeRowError as exc:
-                    raise from_native_file(
-                        exc, source_name(src_text), dst_text, max_rows, max_bytes
-                    ) from None
-                counts = _engine.file_counts(stats)
+                counts = write_jsonl(src_text, dst_text, where, limits, progress)
     return NormaliseReport(
         rows=counts.rows,
         lines=counts.lines,

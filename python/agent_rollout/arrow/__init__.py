@@ -18,7 +18,7 @@ and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
   ``datasets.Dataset.from_list`` types it. Messages with only ``role`` and a
   str ``content`` are exactly ``struct<role: string, content: string>``.
 * What one Arrow type cannot hold consistently is JSON text in an
-  ``arrow.json`` field (``datasets`` reads ithe value, its ``Json()``
+  ``arrow.json`` field (``datasets`` reads the value, its ``Json()``
   feature): a key whose values are of different JSON types, objects whose
   keys differ, an int past int64, and ``content`` once any content is not a
   str (then every content of the table is JSON text). Nothing is dropped.
@@ -48,12 +48,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
         "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
     ) from exc
 
-from agent_rollout.arrow.buffers import (
+from agent_rollout._engine.arrow import (
     array_of,
     batch_from_buffers,
     buffer_of,
-    rows_to_arrow,
-    to_dataset,
+    file_batches,
 )
 from agent_rollout.arrow.build import (
     KindCheck,
@@ -68,10 +67,6 @@ from agent_rollout.arrow.build import (
     messages_as_json,
     unify,
     unstorable_error,
-)
-from agent_rollout.arrow.files import (
-    file_batches,
-    read_rollout_table,
 )
 from agent_rollout.arrow.parquet import (
     IN_FLIGHT_BYTES,
@@ -109,6 +104,7 @@ from agent_rollout.arrow.schema import (
     schema_for,
     to_arrow_type,
 )
+from agent_rollout.arrow.tables import read_rollout_table, rows_to_arrow, to_dataset
 
 __all__ = [
     "BATCH_ROWS",

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import pyarrow as pa
 
+from agent_rollout._engine.arrow import file_batches
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import (
     Destination,
@@ -22,7 +23,6 @@ from agent_rollout._files import (
 )
 from agent_rollout._jsonl import FileCounts, FileLimits, Progress
 from agent_rollout.arrow.build import conform_batch, conform_table
-from agent_rollout.arrow.files import file_batches
 from agent_rollout.arrow.schema import check_prompt_kind, merge_schemas
 
 ROW_GROUP_ROWS = 16384

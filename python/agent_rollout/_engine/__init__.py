@@ -1,4 +1,9 @@
-"""Which engine runs the row rules, and the public ``normalise_rollout_rows``.
+"""The engine seam: which engine runs, and the public ``normalise_rollout_rows``.
+
+This package is the only place that imports the Rust bindings or asks which
+engine is in use. Its modules give the rest of the package functions that
+behave the same on both engines and raise our exceptions: rows here, files in
+``_engine.jsonl``, Arrow in ``_engine.arrow``.
 
 The Rust engine (``agent_rollout._native``) is used when it imports; setting
 ``AGENT_ROLLOUT_PURE_PYTHON=1`` (read once, at import) forces the pure-Python
@@ -19,14 +24,10 @@ from typing import Any, Literal
 from agent_rollout import _rows
 from agent_rollout._errors import from_native
 from agent_rollout._exceptions import RolloutRuntimeError, RolloutValueError
-from agent_rollout._jsonl import FileCounts
 from agent_rollout._limits import (
-    MAX_JSON_DEPTH,
-    MAX_LINE_BYTES,
     MAX_MESSAGE_DEPTH,
     MAX_ROLLOUT_ROWS,
     check_max_rows,
-    int_digits_limit,
 )
 from agent_rollout.backends import validate_rollout_backend
 
@@ -38,17 +39,19 @@ PURE_WHEEL_MARKER = "_pure_python_wheel"
 
 native: Any = None
 """The Rust engine's module (``agent_rollout._native``), or None where it is not there."""
-_pure_wheel = os.path.exists(os.path.join(os.path.dirname(__file__), PURE_WHEEL_MARKER))
+_PACKAGE = "agent_rollout"
+_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+"""The folder of the package, where the native module and the pure wheel's marker are."""
+_pure_wheel = os.path.exists(os.path.join(_HOME, PURE_WHEEL_MARKER))
 if not _pure_wheel and os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
     try:
-        native = importlib.import_module(f"{__package__}._native")
+        native = importlib.import_module(f"{_PACKAGE}._native")
     except ImportError as exc:
         # Fall back only when the native module itself is absent or broken (a
         # file that is missing, truncated or built for another interpreter);
         # an ImportError about anything else is a real bug: re-raise it.
-        here = os.path.dirname(os.path.abspath(__file__))
-        own_file = exc.path is not None and os.path.dirname(os.path.abspath(exc.path)) == here
-        if exc.name != f"{__package__}._native" and not (exc.name == "_native" and own_file):
+        own_file = exc.path is not None and os.path.dirname(os.path.abspath(exc.path)) == _HOME
+        if exc.name != f"{_PACKAGE}._native" and not (exc.name == "_native" and own_file):
             raise
         warnings.warn(
             f"agent_rollout: the Rust engine could not be imported ({exc}); "
@@ -119,30 +122,3 @@ def normalise_rollout_rows(
     backend = validate_rollout_backend(backend)
     max_rows = check_max_rows(max_rows)
     return _RUNNERS[_active](rows, backend, max_rows)
-
-
-# ---- the Rust engine's file functions ------------------------------------------------
-
-
-def file_limits(max_rows: int, max_bytes: int) -> Any:
-    """The limits of one file run, as the Rust engine takes them (``_native.FileLimits``)."""
-    return native.FileLimits(
-        max_rows=max_rows,
-        max_bytes=max_bytes,
-        max_depth=MAX_MESSAGE_DEPTH,
-        json_depth=MAX_JSON_DEPTH,
-        max_int_digits=int_digits_limit(),
-        max_line_bytes=MAX_LINE_BYTES,
-    )
-
-
-def file_counts(stats: Any) -> FileCounts:
-    """The Rust engine's ``FileStats`` as ``FileCounts``."""
-    return FileCounts(
-        stats.rows,
-        stats.lines,
-        stats.blank_lines,
-        stats.dropped_keys,
-        stats.bytes_in,
-        stats.bytes_out,
-    )
