@@ -72,6 +72,12 @@ class FileStats:
     def bytes_in(self) -> int: ...
     @property
     def bytes_out(self) -> int: ...
+    @property
+    def bad_rows(self) -> int:
+        """Bad rows a run that went on past them counted (``normalise_file``'s ``on_bad``)."""
+    @property
+    def bad(self) -> tuple[NativeRowError, ...]:
+        """The first ``keep_bad`` of them, in line order."""
 
 # Arrow buffers (rust/arrow/), assembled by agent_rollout.arrow.
 @final
@@ -131,6 +137,9 @@ def normalise_file(
     dest_fd: int,
     limits: FileLimits,
     progress: Callable[[int, int, int], object] | None = None,
+    on_bad: str = "stop",
+    keep_bad: int = 0,
+    gzip_level: int | None = None,
 ) -> FileStats: ...
 def rows_to_arrow(
     rows: Any,
