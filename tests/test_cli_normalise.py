@@ -114,17 +114,17 @@ def test_existing_output_is_replaced(engine: str, rollouts: Path, tmp_path: Path
 BAD_FILES = [
     (
         ['{"prompt": "a"}', '{"prompt": "b", "answer": 3}'],
-        ":2: row 1: answer: must be a str or None, got 'int'",
+        [":2: row 1: answer: must be a str or None, got 'int'", ": 1 bad row of 2; nothing"],
     ),
-    (['{"prompt": "a"}', "", '{"prompt": "b",'], ":3:16: invalid JSON"),
-    (['{"prompt": ""}'], ":1: row 0: prompt: empty prompt"),
-    (["", "  "], ": no rows (the file is empty or blank)"),
+    (['{"prompt": "a"}', "", '{"prompt": "b",'], [":3:16: invalid JSON", ": 1 bad row of 2;"]),
+    (['{"prompt": ""}'], [":1: row 0: prompt: empty prompt", ": 1 bad row of 1;"]),
+    (["", "  "], [": no rows (the file is empty or blank)"]),
 ]
 
 
-@pytest.mark.parametrize(("lines", "message"), BAD_FILES)
+@pytest.mark.parametrize(("lines", "messages"), BAD_FILES)
 def test_invalid_input_exits_1_and_keeps_the_old_output(
-    engine: str, tmp_path: Path, lines: list[str], message: str, cli: Cli
+    engine: str, tmp_path: Path, lines: list[str], messages: list[str], cli: Cli
 ) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text("\n".join(lines) + "\n")
@@ -132,9 +132,10 @@ def test_invalid_input_exits_1_and_keeps_the_old_output(
     out.write_text("previous contents\n")
     result = cli("normalise", str(src), "-o", str(out))
     assert result.code == 1
-    err = result.err
-    assert err.startswith(f"{src}{message}"), err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    err = result.err.splitlines()
+    assert len(err) == len(messages), err
+    for line, message in zip(err, messages, strict=True):
+        assert line.startswith(f"{src}{message}"), err
     assert out.read_text() == "previous contents\n"
     assert temp_files(tmp_path) == []
 
@@ -144,17 +145,91 @@ def test_bad_utf8_names_line_and_byte(engine: str, tmp_path: Path, cli: Cli) -> 
     src.write_bytes(b'{"prompt": "ok"}\n{"prompt": "\xff"}\n')
     result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"))
     assert result.code == 1
-    assert result.err == f"{src}:2: invalid UTF-8 at byte 13 of the line\n"
+    assert result.err.startswith(f"{src}:2: invalid UTF-8 at byte 13 of the line\n")
     assert not (tmp_path / "out.jsonl").exists()
 
 
-def test_row_cap(engine: str, rollouts: Path, cli: Cli) -> None:
+def test_row_cap_hint_names_the_flag(engine: str, rollouts: Path, cli: Cli) -> None:
     result = cli("normalise", str(rollouts), "--max-rows", "2")
     assert result.code == 1
     assert result.err == (
-        f"{rollouts}:4: more than 2 rows (max_rows=2; raise the limit with max_rows= or "
-        "--max-rows)\n"
+        f"{rollouts}:4: more than 2 rows (max_rows=2; raise the limit with --max-rows N)\n"
     )
+
+
+def test_mixed_prompt_kinds_hint_names_the_flag(engine: str, tmp_path: Path, cli: Cli) -> None:
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "mixed.jsonl"
+    src.write_text('{"prompt": "a"}\n{"prompt": [{"role": "user", "content": "b"}]}\n')
+    result = cli("normalise", str(src), "-o", str(tmp_path / "out.parquet"))
+    assert result.code == 1
+    assert result.err.startswith(f"{src}:2: row 1: prompt: a list of chat messages")
+    assert "; --prompt-kind messages makes every prompt a message list" in result.err
+    assert "prompt_kind=" not in result.err
+
+
+# ---- every bad row at once -----------------------------------------------------------------
+
+
+def bad_file(path: Path, bad: int, good: int = 3) -> Path:
+    """``good`` good rows, then ``bad`` bad ones (row rules and JSON syntax in turn)."""
+    lines = ['{"prompt": "ok", "answer": "a"}'] * good
+    lines += ['{"prompt": 5}' if i % 2 else '{"prompt": ' for i in range(bad)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_every_bad_row_is_counted_the_first_20_shown(engine: str, tmp_path: Path, cli: Cli) -> None:
+    src = bad_file(tmp_path / "bad.jsonl", 25)
+    out = tmp_path / "out.jsonl"
+    out.write_text("previous contents\n")
+    result = cli("normalise", str(src), "-o", str(out))
+    assert result.code == 1
+    err = result.err.splitlines()
+    assert len(err) == 21, err
+    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str or a list")
+    assert err[19].startswith(f"{src}:23: row 22: prompt:")
+    assert err[20] == (
+        f"{src}: 25 bad rows of 28 (the first 20 listed); nothing written "
+        "(--skip-bad writes the good rows)"
+    )
+    assert out.read_text() == "previous contents\n"
+    assert temp_files(tmp_path) == []
+
+
+def test_skip_bad_writes_the_good_rows_and_lists_the_skipped(
+    engine: str, tmp_path: Path, cli: Cli
+) -> None:
+    src = bad_file(tmp_path / "bad.jsonl", 2)
+    out = tmp_path / "out.jsonl"
+    result = cli("normalise", str(src), "-o", str(out), "--skip-bad")
+    assert result.code == 0, result.err
+    assert out.read_bytes() == canonical([{"prompt": "ok", "answer": "a"}] * 3)
+    err = result.err.splitlines()
+    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str")
+    assert err[2] == f"{src}: 2 bad rows of 5, skipped"
+    assert err[3].startswith("normalised 5 rows in, 3 rows out, 2 bad rows and 0 blank lines ")
+    assert len(err) == 4
+
+
+def test_bad_rows_then_a_fault_of_the_file(engine: str, tmp_path: Path, cli: Cli) -> None:
+    src = bad_file(tmp_path / "bad.jsonl", 4)
+    result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), "--max-rows", "5")
+    assert result.code == 1
+    err = result.err.splitlines()
+    assert [line.split(": ")[0] for line in err[:3]] == [f"{src}:4:12", f"{src}:5", f"{src}:6"]
+    assert err[2] == f"{src}:6: more than 5 rows (max_rows=5; raise the limit with --max-rows N)"
+    assert err[3].startswith(f"{src}: 2 bad rows, then the error above stopped the read;")
+
+
+def test_skip_bad_is_for_jsonl_outputs(
+    engine: str, rollouts: Path, tmp_path: Path, cli: Cli
+) -> None:
+    result = cli("normalise", str(rollouts), "-o", str(tmp_path / "o.parquet"), "--skip-bad")
+    assert result.code == 2
+    assert "--skip-bad writes JSONL outputs" in result.err
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)

@@ -11,6 +11,8 @@ mounting is not allowed).
 from __future__ import annotations
 
 import errno
+import gzip
+import json
 import os
 import socket
 import stat
@@ -25,6 +27,7 @@ import pytest
 
 from agent_rollout import RolloutRowError, _files, normalise_rollout_file
 from agent_rollout._files import RELEASE_ASIDE_BYTES, destination
+from agent_rollout._io import write_rollout_rows
 from agent_rollout._jsonl import write_canonical
 from support import (
     BUNDLED_PROMPTS,
@@ -34,6 +37,7 @@ from support import (
     cli_argv,
     cli_env,
     expected_offline_bytes,
+    facts,
     temp_files,
     write_config,
 )
@@ -782,3 +786,79 @@ def test_a_child_forked_before_the_thread_lets_go_closes_its_copy(
     threads.start_now()
     threads.join()
     assert descriptors_on(old) == 0
+
+
+# ---- the format an output's name says --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["out.jsonl.gz", "OUT.JSONL.GZ"])
+def test_a_jsonl_gz_name_gets_gzip_that_readers_take(
+    engine: str, tmp_path: Path, name: str
+) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_bytes(ROWS * 20_000)  # several of the Rust engine's chunks: a member each
+    dst = tmp_path / name
+    report = normalise_rollout_file(src, dst)
+    assert dst.read_bytes()[:2] == b"\x1f\x8b"
+    with gzip.open(dst, "rb") as unpacked:
+        assert unpacked.read() == EXPECTED * 20_000
+    assert report.bytes_out == dst.stat().st_size  # the bytes written: compressed
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_json(dst, lines=True)
+    assert list(frame.columns) == ["prompt", "answer"] and len(frame) == 60_000
+    assert temp_files(tmp_path) == []
+
+
+def test_a_jsonl_gz_name_through_the_shared_writer(tmp_path: Path) -> None:
+    dst = tmp_path / "out.jsonl.gz"
+    write_rollout_rows([{"prompt": "q", "answer": "a"}] * 3, str(dst))
+    assert gzip.decompress(dst.read_bytes()) == EXPECTED
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.json", "out.gz", "out"])
+def test_a_name_that_says_no_format_is_refused(
+    engine: str, src: Path, tmp_path: Path, name: str
+) -> None:
+    dst = tmp_path / name
+    with pytest.raises(ValueError, match=r"end it in \.jsonl, \.jsonl\.gz .* or \.parquet"):
+        normalise_rollout_file(src, dst)
+    assert not dst.exists()
+    dst.write_text("kept\n")  # an existing file is left as it was
+    with pytest.raises(ValueError, match=facts(name, "must say its format")):
+        normalise_rollout_file(src, dst)
+    assert dst.read_text() == "kept\n"
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", ["normalise", "run"])
+def test_commands_refuse_a_name_that_says_no_format(
+    engine: str, src: Path, tmp_path: Path, cli: Cli, command: str
+) -> None:
+    dst = tmp_path / "out.csv"
+    if command == "normalise":
+        args = ["normalise", str(src)]
+    else:
+        args = ["run", str(write_config(tmp_path, OFFLINE)), "--prompts", str(BUNDLED_PROMPTS)]
+    result = cli(*args, "-o", str(dst))
+    assert result.code == 2
+    assert "argument -o/--output: " in result.err and ".jsonl.gz" in result.err
+    assert not dst.exists()
+
+
+def test_run_writes_the_format_its_output_is_named_for(
+    engine: str, tmp_path: Path, cli: Cli
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    config = write_config(tmp_path, OFFLINE)
+    for name in ("o.parquet", "o.jsonl.gz", "o.jsonl"):
+        dst = tmp_path / name
+        args = ["run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(dst)]
+        result = cli(*args)
+        assert result.code == 0, result.err
+    expected = expected_offline_bytes()
+    assert (tmp_path / "o.jsonl").read_bytes() == expected
+    assert gzip.decompress((tmp_path / "o.jsonl.gz").read_bytes()) == expected
+    table = pq.read_table(tmp_path / "o.parquet")
+    rows = [json.loads(line) for line in expected.splitlines()]
+    assert table.column("prompt").to_pylist() == [row["prompt"] for row in rows]
+    assert temp_files(tmp_path) == []

@@ -253,6 +253,7 @@ PUBLIC = {
     "ConfigError",
     "ConfigIssue",
     "NormaliseReport",
+    "RolloutBadRowsError",
     "RolloutFileError",
     "load_config",
     "normalise_rollout_file",

@@ -32,7 +32,9 @@ from agent_rollout._json import scan
 from agent_rollout._limits import MAX_ROLLOUT_BYTES
 from support import (
     ENGINES,
+    OS_ERROR_FACTS,
     canonical,
+    error_facts,
     gzip_member,
     temp_files,
     typed_bits,
@@ -683,3 +685,68 @@ def test_scan_on_what_json_loads_takes_but_json_does_not(
     text: str, problem: tuple[str, int] | None
 ) -> None:
     assert scan(text) == problem
+
+
+# ---- going on past bad rows (on_bad="report" and "skip") -------------------------------------
+
+
+def bad_rows_outcome(
+    src: Path, dst: Path, max_rows: int, on_bad: str, max_bytes: int = MAX_ROLLOUT_BYTES
+) -> tuple[Any, ...]:
+    """What ``normalise_rollout_file(on_bad=...)`` did: the bytes written and the report's
+    counts and skipped errors, or the error with its bad rows; ``dst`` is put back."""
+    before = dst.read_bytes()
+
+    def listed(errors: Any) -> list[tuple[Any, ...]]:
+        return [(type(e).__name__, str(e), error_facts(e)) for e in errors]
+
+    try:
+        report = normalise_rollout_file(
+            src, dst, max_rows=max_rows, max_bytes=max_bytes, on_bad=on_bad
+        )
+    except Exception as exc:  # the error itself is compared
+        assert dst.read_bytes() == before, "the destination changed although the run failed"
+        return (
+            "error",
+            type(exc).__name__,
+            str(exc),
+            error_facts(exc, OS_ERROR_FACTS),
+            getattr(exc, "bad_rows", None),
+            getattr(exc, "rows", None),
+            listed(getattr(exc, "errors", ())),
+        )
+    written = dst.read_bytes()
+    dst.write_bytes(before)
+    counts = (report.rows, report.lines, report.blank_lines, report.dropped_keys, report.bytes_in)
+    return ("ok", written, counts, report.bad_rows, listed(report.skipped))
+
+
+@given(
+    data=corrupted(),
+    max_rows=st.integers(1, 6),
+    compressed=st.booleans(),
+    on_bad=st.sampled_from(["report", "skip"]),
+)
+def test_bad_rows_are_counted_alike_on_both_engines(
+    workdir: Path, data: bytes, max_rows: int, compressed: bool, on_bad: str
+) -> None:
+    src = workdir / ("going.jsonl.gz" if compressed else "going.jsonl")
+    src.write_bytes(gzip.compress(data, mtime=0) if compressed else data)
+    dst = workdir / "kept.jsonl"
+    dst.write_bytes(b"previous content\n")
+    seen = {}
+    for name in ENGINES:
+        with use_engine(name):
+            seen[name] = bad_rows_outcome(src, dst, max_rows, on_bad)
+            stopped = normalise_outcome(src, dst, max_rows)
+        going = seen[name]
+        if stopped[0] == "ok":  # no bad row: the same output, none skipped
+            assert going[:2] == ("ok", stopped[1]) and going[3] == 0, name
+        elif going[0] == "ok" or going[1] == "RolloutBadRowsError":
+            # The first bad row is the error a run that stops raises.
+            first = going[4][0] if going[0] == "ok" else going[6][0]
+            assert first[:2] == stopped[1:3], name
+        else:  # a fault of the file as a whole came first
+            assert going[:3] == stopped[:3], name
+    assert len(set(map(repr, seen.values()))) == 1, seen
+    assert temp_files(workdir) == []

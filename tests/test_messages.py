@@ -21,16 +21,19 @@ import pytest
 
 from agent_rollout import (
     AgentRolloutError,
+    RolloutBadRowsError,
     RolloutDrop,
     RolloutResult,
     RolloutRowError,
     launch_rollout,
+    normalise_rollout_file,
     register_rollout_runner,
     resolve_rollout_func,
     unregister_rollout_runner,
     validate_rollout_backend,
     validate_rollout_func,
 )
+from agent_rollout._errors import for_command_line
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends.nemo_gym import GymRowError
 from agent_rollout.config import RolloutFields, RolloutSettings
@@ -365,3 +368,57 @@ CONFIG_MESSAGES = [
 @pytest.mark.parametrize(("call", "text"), CONFIG_MESSAGES, ids=ids(CONFIG_MESSAGES))
 def test_config_message(call: Callable[[], str], text: str) -> None:
     assert call() == text
+
+
+# ---- files: every bad row, outputs by name, hints on the command line ------------------------
+
+
+def test_bad_rows_error_text(engine: str, tmp_path: Any) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"prompt": 1}\n{"prompt": "ok"}\n{"prompt": \n')
+    with pytest.raises(RolloutBadRowsError) as info:
+        normalise_rollout_file(src, tmp_path / "o.jsonl", on_bad="report")
+    assert str(info.value) == (
+        f"{src}:1: row 0: prompt: must be a str or a list of chat messages, got 'int'\n"
+        f"{src}:3:12: invalid JSON: expected a JSON value\n"
+        f"{src}: 2 bad rows of 3"
+    )
+    assert isinstance(info.value, AgentRolloutError)
+
+
+def test_output_name_text(engine: str, tmp_path: Any) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"prompt": "ok"}\n')
+    with pytest.raises(ValueError) as info:
+        normalise_rollout_file(src, "out.csv")
+    assert str(info.value) == (
+        "out.csv: the output's name must say its format: end it in .jsonl, .jsonl.gz "
+        "(gzip-compressed JSONL) or .parquet ('-': JSONL on standard output)"
+    )
+    assert isinstance(info.value, AgentRolloutError)
+
+
+@pytest.mark.parametrize(
+    ("library", "command_line"),
+    [
+        (
+            "r.jsonl:4: more than 2 rows (max_rows=2; raise the limit with max_rows= or "
+            "--max-rows)",
+            "r.jsonl:4: more than 2 rows (max_rows=2; raise the limit with --max-rows N)",
+        ),
+        (
+            "r.jsonl:1: more than 8 bytes after gzip decompression, blank lines included "
+            "(max_bytes=8; raise the limit with max_bytes= or --max-bytes)",
+            "r.jsonl:1: more than 8 bytes after gzip decompression, blank lines included "
+            "(max_bytes=8; raise the limit with --max-bytes B)",
+        ),
+        (
+            "row 1: prompt: a str in a table of chat-message prompts (set by row 0); "
+            "prompt_kind='messages' wraps each str prompt as one user message",
+            "row 1: prompt: a str in a table of chat-message prompts (set by row 0); "
+            "--prompt-kind messages wraps each str prompt as one user message",
+        ),
+    ],
+)
+def test_hints_on_the_command_line(library: str, command_line: str) -> None:
+    assert for_command_line(library) == command_line

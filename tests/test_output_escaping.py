@@ -187,15 +187,19 @@ def test_normalise_errors_name_a_hostile_file_on_one_line(
     source.write_text('{"prompt": "ok"}\n{"prompt": 1}\n', encoding="utf-8")
     done = cli("normalise", str(source))
     assert done.code == 1
+    # Every bad row, then the count: each line names the file, escaped.
+    summary = f"{printable(str(source))}: 1 bad row of 2; no row written after the first bad one"
     assert safe_lines(done.err) == [
         f"{printable(str(source))}:2: row 1: prompt: must be a str or a list of chat messages, "
-        "got 'int'"
+        "got 'int'",
+        f"{summary} (--skip-bad writes the good rows)",
     ]
     source.write_text('{"prompt": "ok"}\n{"prompt": \n', encoding="utf-8")
     done = cli("normalise", str(source))
     assert done.code == 1
     assert safe_lines(done.err) == [
-        f"{printable(str(source))}:2:12: invalid JSON: expected a JSON value"
+        f"{printable(str(source))}:2:12: invalid JSON: expected a JSON value",
+        f"{summary} (--skip-bad writes the good rows)",
     ]
 
 
@@ -228,7 +232,9 @@ def test_normalise_shows_an_undecodable_file_name_as_bytes(
     assert done.code == 1, done.err
     assert safe_lines(done.err) == [
         f"{tmp_path}/in\\xff.jsonl:1: row 0: prompt: missing "
-        "(every row needs a 'prompt': a str or a list of chat messages)"
+        "(every row needs a 'prompt': a str or a list of chat messages)",
+        f"{tmp_path}/in\\xff.jsonl: 1 bad row of 1; no row written after the first bad one "
+        "(--skip-bad writes the good rows)",
     ]
     done = cli("normalise", str(tmp_path / os.fsdecode(b"gone\xff.jsonl")))
     assert done.code == 2

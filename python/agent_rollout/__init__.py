@@ -13,7 +13,7 @@ try:
     from typing import TYPE_CHECKING, Any
 
     from agent_rollout._engine import implementation, normalise_rollout_rows
-    from agent_rollout._errors import RolloutFileError, RolloutRowError
+    from agent_rollout._errors import RolloutBadRowsError, RolloutFileError, RolloutRowError
     from agent_rollout._exceptions import AgentRolloutError
     from agent_rollout._io import NormaliseReport, normalise_rollout_file, read_rollout_jsonl
     from agent_rollout._launch import (
@@ -133,6 +133,7 @@ __all__ = [
     "NormaliseReport",
     "RolloutBackend",
     "RolloutBackendSpec",
+    "RolloutBadRowsError",
     "RolloutDrop",
     "RolloutFields",
     "RolloutFileError",

@@ -240,6 +240,22 @@ def temp_stem(name: str) -> str:
     return os.fsdecode(raw[:cut])
 
 
+class _Counted:
+    """A binary sink that counts the bytes written through it (gzip's output)."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.count = 0
+
+    def write(self, data: Any) -> int:
+        written: int = self.sink.write(data)
+        self.count += len(data)
+        return written
+
+    def flush(self) -> None:
+        self.sink.flush()
+
+
 class Output:
     """One output, written all or nothing where the destination allows it.
 
@@ -273,6 +289,7 @@ class Output:
         self.file: Any = None
         self._raw: Any = None
         """Under a gzip ``file``: the sink it compresses into."""
+        self._counted: Optional[_Counted] = None
 
     def open(self) -> Output:
         """Make the sink; on any error or interrupt, ``abandon`` removes what was made.
@@ -281,10 +298,20 @@ class Output:
         self._sink()
         if self.gzip_level is not None:
             self._raw = self.file
+            self._counted = _Counted(self._raw)
             self.file = gzip.GzipFile(
-                filename="", mode="wb", compresslevel=self.gzip_level, fileobj=self._raw, mtime=0
+                filename="",
+                mode="wb",
+                compresslevel=self.gzip_level,
+                fileobj=self._counted,
+                mtime=0,
             )
         return self
+
+    def compressed(self) -> Optional[int]:
+        """The bytes a gzip output wrote so far (all of them once committed); None if
+        the output is not gzip."""
+        return None if self._counted is None else self._counted.count
 
     def _sink(self) -> None:
         if self.where.kind != "file":

@@ -518,7 +518,7 @@ def write_canonical(
     gzip_level: Optional[int] = None,
 ) -> int:
     """Write ``rows`` as canonical JSONL to ``dest`` (gzip-compressed at ``gzip_level``,
-    when given); return the bytes written.
+    when given); return the bytes written (after compression).
 
     A regular file (or a new one; a symlink is followed to its target) is
     written beside ``dest`` and renamed over it only once complete; on any
@@ -541,7 +541,7 @@ def write_rows(
     gzip_level: Optional[int] = None,
 ) -> int:
     """``write_canonical`` to a destination already resolved (``shown`` names it in
-    errors); the bytes written are counted before compression."""
+    errors); returns the bytes written (after compression)."""
     output = Output(where, shown, gzip_level=gzip_level)  # nothing made yet: open() below
     try:
         output.open()
@@ -552,7 +552,8 @@ def write_rows(
     except BaseException:
         output.abandon()  # also when the final rename failed
         raise
-    return written
+    compressed = output.compressed()
+    return written if compressed is None else compressed
 
 
 def _write_each(

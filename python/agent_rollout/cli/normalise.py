@@ -1,14 +1,25 @@
-"""``agent-rollout normalise IN [-o OUT] [--max-rows N] [--max-bytes B]``: canonical rows.
+"""``agent-rollout normalise IN [-o OUT] [--skip-bad] [--max-rows N] [--max-bytes B]``.
 
 Reads ``IN`` (``-``: standard input; ``.jsonl.gz`` works), checks every row
-and writes canonical JSONL to ``OUT`` (default ``-``: standard output) with
-:func:`agent_rollout.normalise_rollout_file`. A file ``OUT`` is written aside
-and renamed into place only when every row passed, so an error, Ctrl-C,
-SIGTERM or SIGHUP leaves no partial file (a device, a named pipe or
-``/dev/stdout`` is written in place). On a terminal, a progress line on
-standard error; always, a one-line summary there at the end.
+and writes canonical rows to ``OUT`` (default ``-``: JSONL on standard output)
+with :func:`agent_rollout.normalise_rollout_file`, in the format ``OUT``'s
+name says: ``.jsonl``, ``.jsonl.gz`` (gzip), ``.parquet``; any other name is
+a usage error (a device, a named pipe or ``/dev/stdout`` gets JSONL). A file
+``OUT`` is written aside and renamed into place only when every row passed,
+so an error, Ctrl-C, SIGTERM or SIGHUP leaves no partial file (a device, a
+named pipe or ``/dev/stdout`` is written in place). On a terminal, a progress
+line on standard error; always, a one-line summary there at the end.
 
-Exit status: 0 done, 1 invalid input (the message names file:line), 2 usage
+Bad rows (bad UTF-8, bad JSON, a broken row rule) are all counted: the first
+20 are listed with ``file:line``, then ``N bad rows of M``, and nothing is
+written (exit 1). ``--skip-bad`` writes the good rows instead, lists the
+skipped ones the same way and exits 0: the user asked for it. A fault of the
+file as a whole (a line over MAX_LINE_BYTES, ``--max-rows``, ``--max-bytes``,
+bad gzip) still stops the read, after the bad rows before it. Parquet output
+stops at the first bad row (``--skip-bad`` takes JSONL outputs only). Hints
+name the command's flags (``--max-rows N``, ``--prompt-kind messages``).
+
+Exit status: 0 done, 1 invalid input (the messages name file:line), 2 usage
 or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
 """
 
@@ -17,9 +28,17 @@ from __future__ import annotations
 import argparse
 from typing import Any, Optional
 
-from agent_rollout._errors import RolloutFileError, RolloutRowError, Terminated
+from agent_rollout._errors import (
+    RolloutBadRowsError,
+    RolloutFileError,
+    RolloutRowError,
+    Terminated,
+    bad_rows_summary,
+    for_command_line,
+)
+from agent_rollout._files import source_name
 from agent_rollout._io import normalise_rollout_file
-from agent_rollout._limits import MAX_ROLLOUT_ROWS
+from agent_rollout._limits import BAD_ROWS_KEPT, MAX_ROLLOUT_ROWS
 from agent_rollout.cli._args import add_max_bytes, add_output, file_name, positive_rows
 from agent_rollout.cli._progress import (
     Progress,
@@ -39,8 +58,10 @@ PROG = "agent-rollout normalise"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Check every row of a rollout JSONL file (.jsonl or .jsonl.gz) and write it as "
-        "canonical JSONL: one {prompt, answer} row per line, compact, UTF-8. A file OUT is "
-        "replaced only when every row passed."
+        "canonical rows, in the format OUT's name says: .jsonl (one {prompt, answer} row per "
+        "line, compact, UTF-8), .jsonl.gz (the same, gzip) or .parquet. A file OUT is "
+        "replaced only when every row passed; every bad row is listed (--skip-bad writes "
+        "the good ones)."
     )
     parser.add_argument(
         "input", metavar="IN", type=file_name, help="rollout JSONL file; '-' reads standard input"
@@ -54,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
     )
     add_max_bytes(parser)
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help=f"write the good rows and leave the bad ones out (the first {BAD_ROWS_KEPT} "
+        "listed on standard error), exit 0; by default every bad row is listed and "
+        "nothing is written (exit 1). JSONL outputs only",
+    )
     parser.add_argument(
         "--prompt-kind",
         choices=("auto", "text", "messages"),
@@ -71,17 +99,44 @@ def summary_line(report: Any) -> str:
         return f"{format_count(number)} {noun}{'' if number == 1 else 's'}"
 
     rows_in = report.lines - report.blank_lines
+    bad = f"{count(report.bad_rows, 'bad row')} and " if report.bad_rows else ""
     return (
         f"normalised {count(rows_in, 'row')} in, {count(report.rows, 'row')} out, "
-        f"{count(report.blank_lines, 'blank line')} skipped, "
+        f"{bad}{count(report.blank_lines, 'blank line')} skipped, "
         f"{count(report.dropped_keys, 'dropped key')}, {report.seconds:.2f} s, "
         f"{format_rate(report.rows, report.seconds)} rows/s, engine {report.engine}"
     )
 
 
+def _say_error(exc: ValueError, dest: str) -> None:
+    """An error of the input, each line as the command line words it."""
+    if isinstance(exc, RolloutBadRowsError):
+        _say_bad(exc.errors)
+        if exc.stopped is not None:
+            say(for_command_line(str(exc.stopped)))
+        summary = bad_rows_summary(exc.source, exc.bad_rows, exc.rows, len(exc.errors))
+        # Standard output is written as the rows come: the rows before the first bad one
+        # may have gone out (as when the first bad row ends the run).
+        left = "no row written after the first bad one" if dest == "-" else "nothing written"
+        say(f"{summary}; {left} (--skip-bad writes the good rows)")
+        return
+    say(for_command_line(str(exc)))
+
+
+def _say_bad(errors: Any) -> None:
+    for error in errors:
+        say(for_command_line(str(error)))
+
+
 def run(args: argparse.Namespace) -> int:
     source: str = args.input
     dest: str = args.output
+    skip_bad: bool = getattr(args, "skip_bad", False)
+    prompt_kind: str = getattr(args, "prompt_kind", "auto")
+    parquet = dest.lower().endswith(".parquet")
+    if skip_bad and parquet:
+        say(f"{PROG}: --skip-bad writes JSONL outputs (.jsonl, .jsonl.gz, '-'), not Parquet")
+        return 2
     progress = Progress("normalise", size=input_size(source), position=input_position(source))
 
     def on_progress(rows: int, lines: int, bytes_in: Optional[int] = None) -> None:
@@ -96,15 +151,21 @@ def run(args: argparse.Namespace) -> int:
             max_rows=args.max_rows,
             max_bytes=args.max_bytes,
             progress=on_progress,
-            prompt_kind=getattr(args, "prompt_kind", "auto"),
+            prompt_kind=prompt_kind,
+            on_bad="stop" if parquet else "skip" if skip_bad else "report",
         )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
-        say(str(exc))
+        _say_error(exc, dest)
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress)
     progress.finish()
+    if report.bad_rows:
+        _say_bad(report.skipped)
+        rows = report.rows + report.bad_rows
+        summary = bad_rows_summary(source_name(source), report.bad_rows, rows, len(report.skipped))
+        say(f"{summary}, skipped")
     target = "" if dest == "-" else f" -> {dest}"
     say(summary_line(report) + target)
     return 0
