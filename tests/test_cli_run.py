@@ -616,7 +616,7 @@ def test_missing_backend_package_exits_2(tmp_path: Path, art_hidden: None, cli: 
     assert result.code == 2
     assert result.err == (
         "agent-rollout run: rollout_backend='art' requires the 'openpipe-art' package: "
-        "pip install 'agent-rollout[art]'\n"
+        "pip install 'openpipe-art>=0.5.18,<0.6' 'openai>=2.14,<3'\n"
     )
 
 

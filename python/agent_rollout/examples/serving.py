@@ -28,6 +28,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
 from agent_rollout import AgentRolloutError
+from agent_rollout._extras import install_hint
 
 __all__ = ["EXAMPLES", "ServeError", "Served", "bundled_example", "serve_example"]
 
@@ -174,8 +175,7 @@ def _serve_drill(stack: ExitStack) -> str:
 
     if importlib.util.find_spec("openenv") is None:
         raise ServeError(
-            "--serve: the OpenEnv drill server needs openenv-core: "
-            "pip install 'agent-rollout[openenv]'"
+            f"--serve: the OpenEnv drill server needs openenv-core: {install_hint('openenv')}"
         )
     url = stack.enter_context(serve_drill_env())
     previous = os.environ.get(URL_ENV_VAR)
