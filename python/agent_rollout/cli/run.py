@@ -19,10 +19,12 @@ its own install, where its environments live).
 ``--prompts`` is given; both are found in the installed package.
 
 ``--serve`` starts, for the run only, the bundled loopback servers the config
-names (the scripted policy and judge, the OpenEnv drill server); a failed
-connection to one of those addresses without ``--serve`` says so. Both, and
-finding a bundled example, are ``agent_rollout.examples.serving``'s: this
-module calls it and says what it started.
+names (the scripted policy and judge, the OpenEnv drill server). Without
+``--serve``, nothing answering at the address a bundled config gives one of
+them ends the run at once (exit 2, naming ``--serve``), before the backend is
+imported; so does a missing NeMo Gym for a live run. Both, and finding a
+bundled example, are ``agent_rollout.examples.serving``'s: this module calls
+it and says what it started.
 
 While the backend runs, the progress line (on a terminal) counts the rollouts
 done; the summary line counts the prompts a backend dropped (by reason), then
@@ -57,6 +59,7 @@ from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, read_values, write_canonical
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
+from agent_rollout.backends import LIVE_KEYS, require_backend_package
 from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
 from agent_rollout.cli._args import (
     add_max_bytes,
@@ -261,6 +264,20 @@ def _launch(
         ) from None
 
 
+def _check_live_package(backend: str, settings: Any) -> None:
+    """A live mode's own package (NeMo Gym's), when the config turns that mode on, is
+    missing: say so before a server is knocked on or started. (Finding it imports
+    nothing; the other backends' packages are checked when the rollout starts, since
+    finding ``art.rewards`` imports ART, seconds before a server is knocked on.)"""
+    live = LIVE_KEYS.get(backend)
+    if live is None or getattr(settings, live[0], None) is None:
+        return
+    try:
+        require_backend_package(backend, live=True)
+    except ImportError as exc:
+        raise _Stop(f"{PROG}: {exc}", 2) from None
+
+
 def _say_served(served: Served) -> None:
     """With ``--serve``: which servers run for the run (or that the config needs none)."""
     if served.start and not served.started:
@@ -330,6 +347,7 @@ def run(args: argparse.Namespace) -> int:
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
+        _check_live_package(backend, settings)
         with serve_example(kwargs, start=args.serve) as served:
             _say_served(served)
             with (
