@@ -151,10 +151,10 @@ def test_openenv_config_serves_the_drill_environment(tmp_path: Path, serve: Serv
 
 def test_nemo_gym_config_collapses_repeats_and_counts_tools(tmp_path: Path, serve: Serve) -> None:
     rows, err = serve(EXAMPLES / "nemo_gym.yaml", tmp_path / "rows.jsonl")
-    # nemo_gym_rollouts.jsonl: 7 * 6, 12 * 9, and a task without a reference.
-    assert [row.get("answer") for row in rows] == ["42", "108", None]
+    # nemo_gym_rollouts.jsonl: 17 + 25, 12 * 9, and the prime between 20 and 25.
+    assert [row.get("answer") for row in rows] == ["42", "108", "23"]
     assert "this config needs no bundled server" in err
-    assert "rollout_source " in err and ", 3 rows, " in err
+    assert "rollout_source " in err and ", 3 rows, " in err  # none without an answer
     assert "not carried into rows: responses_create_params.tools of 3 rows" in err
     _only_our_lines(err)
 

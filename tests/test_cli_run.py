@@ -223,6 +223,27 @@ def test_nemo_gym_rollout_source(tmp_path: Path, cli: Cli) -> None:
     assert err.startswith(f"ran nemo_gym rollout: rollout_source {source}, 2 rows, ")
 
 
+def test_the_summary_counts_rows_without_an_answer(tmp_path: Path, cli: Cli) -> None:
+    """A task with no reference gives a row with no answer: counted on the summary line,
+    not passed off as one of the answered rows."""
+    source = tmp_path / "example.jsonl"
+    rows = [*GYM_ROWS, {"responses_create_params": {"input": "Say hello."}}]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "rows.jsonl"
+    result = cli("run", str(gym_config(tmp_path, source)), "-o", str(out))
+    assert result.code == 0
+    assert [json.loads(line).get("answer") for line in out.read_text().splitlines()] == [
+        "4",
+        "Paris",
+        None,
+    ]
+    assert ", 3 rows (1 without an answer), " in result.err
+    answered = tmp_path / "answered.jsonl"
+    answered.write_text("".join(json.dumps(row) + "\n" for row in GYM_ROWS))
+    plain = cli("run", str(gym_config(tmp_path, answered)), "-o", str(out))
+    assert ", 2 rows, " in plain.err and "without an answer" not in plain.err
+
+
 def test_nemo_gym_says_when_prompts_are_not_used(tmp_path: Path, cli: Cli) -> None:
     source = tmp_path / "example.jsonl"
     source.write_text(json.dumps(GYM_ROWS[0]) + "\n")

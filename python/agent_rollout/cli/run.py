@@ -27,7 +27,8 @@ bundled example, are ``agent_rollout.examples.serving``'s: this module calls
 it and says what it started.
 
 While the backend runs, the progress line (on a terminal) counts the rollouts
-done; the summary line counts the prompts a backend dropped (by reason), then
+done; the summary line counts the rows without an answer and the prompts a
+backend dropped (by reason), then
 lists the drops, the input fields rows could not carry and what the backend
 reported (NeMo Gym servers it reused). The packages behind a backend (LiteLLM,
 transformers) print nothing unless ``AGENT_ROLLOUT_DEBUG=1``, which also turns
@@ -374,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
     lines = [
-        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_dropped(result)}, "
+        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_unanswered(rows)}"
+        f"{_dropped(result)}, "
         f"{progress.elapsed():.2f} s{target}",
         *(f"  dropped {drop}" for drop in result.drops[:_SHOWN_DROPS]),
     ]
@@ -389,6 +391,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 _SHOWN_DROPS = 5
+
+
+def _unanswered(rows: Sequence[dict]) -> str:
+    """`` (1 without an answer)`` when rows have no answer (a task with no reference), so
+    that the summary does not pass them off as answered; else ``""``."""
+    count = sum(1 for row in rows if row.get("answer") is None)
+    return f" ({format_count(count)} without an answer)" if count else ""
 
 
 def _dropped(result: Any) -> str:
