@@ -737,10 +737,11 @@ def test_a_server_that_answers_the_knock_is_used(
     assert served.hint(ValueError(url)) == ""
 
 
-def test_a_live_gym_run_without_nemo_gym_says_so_before_knocking(
+def test_a_live_gym_run_without_nemo_gym_says_so_not_serve(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--serve would not help: the missing package is named first, with its Python."""
+    """--serve would not help: the missing package is named, with its Python, whether the
+    bundled policy's address answers the knock or not."""
     monkeypatch.setitem(sys.modules, "nemo_gym", None)
     result = cli("run", "--example", "nemo_gym_live", "-o", os.devnull)
     assert result.code == 2

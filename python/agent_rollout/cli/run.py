@@ -22,7 +22,7 @@ its own install, where its environments live).
 names (the scripted policy and judge, the OpenEnv drill server). Without
 ``--serve``, nothing answering at the address a bundled config gives one of
 them ends the run at once (exit 2, naming ``--serve``), before the backend is
-imported; so does a missing NeMo Gym for a live run. Both, and finding a
+imported (a live NeMo Gym run without nemo-gym says that instead). Both, and finding a
 bundled example, are ``agent_rollout.examples.serving``'s: this module calls
 it and says what it started.
 
@@ -265,18 +265,18 @@ def _launch(
         ) from None
 
 
-def _check_live_package(backend: str, settings: Any) -> None:
-    """A live mode's own package (NeMo Gym's), when the config turns that mode on, is
-    missing: say so before a server is knocked on or started. (Finding it imports
-    nothing; the other backends' packages are checked when the rollout starts, since
-    finding ``art.rewards`` imports ART, seconds before a server is knocked on.)"""
+def _live_package_missing(backend: str, settings: Any) -> Optional[str]:
+    """What to say, instead of naming ``--serve``, when a server did not answer the knock
+    but the live mode the config turns on misses its own package (NeMo Gym's: ``--serve``
+    would not help); ``None`` otherwise. Finding it imports nothing."""
     live = LIVE_KEYS.get(backend)
     if live is None or getattr(settings, live[0], None) is None:
-        return
+        return None
     try:
         require_backend_package(backend, live=True)
     except ImportError as exc:
-        raise _Stop(f"{PROG}: {exc}", 2) from None
+        return f"{PROG}: {exc}"
+    return None
 
 
 def _say_served(served: Served) -> None:
@@ -348,14 +348,19 @@ def run(args: argparse.Namespace) -> int:
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
-        _check_live_package(backend, settings)
-        with serve_example(kwargs, start=args.serve) as served:
-            _say_served(served)
-            with (
-                progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
-                reporting(reporter),
-            ):
-                result = _launch(args, kwargs, prompts, served)
+        try:
+            with serve_example(kwargs, start=args.serve) as served:
+                _say_served(served)
+                with (
+                    progress.ticking(
+                        f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"
+                    ),
+                    reporting(reporter),
+                ):
+                    result = _launch(args, kwargs, prompts, served)
+        except ServeError as exc:
+            missing = None if args.serve else _live_package_missing(backend, settings)
+            raise _Stop(missing or f"{PROG}: {exc}", 2) from None
         rows = result.rows
         progress.unit = "rows"
         progress.total = len(rows)
@@ -365,10 +370,6 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(printable_lines(stop.message) + "\n")
         return stop.code
-    except ServeError as exc:
-        progress.finish()
-        sys.stderr.write(printable_lines(f"{PROG}: {exc}") + "\n")
-        return 2
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()

@@ -45,6 +45,8 @@ PROBE_TIMEOUT_S = 0.5
 """How long a knock on a loopback server may take (a closed port refuses at once)."""
 DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
 """The prefix of the rollout functions that play against the OpenEnv drill server."""
+OFFLINE_FUNC = DRILL_FUNCS + "offline_rollout"
+"""The one of them that builds the same rows without a server."""
 
 _SCRIPTED = (
     ("policy", "rollout_policy_base_url", "policy_base_url"),
@@ -155,7 +157,7 @@ def bundled_servers(launch: Mapping[str, Any]) -> list[tuple[str, str]]:
         url = options.get(option)
         if isinstance(url, str) and bundled_address(url, BUNDLED_PORTS[kind]):
             found.append((f"scripted {kind}", url))
-    if plays_the_drill(launch):
+    if plays_the_drill(launch) and launch.get("rollout_func") != OFFLINE_FUNC:
         from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
 
         try:
