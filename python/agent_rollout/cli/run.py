@@ -22,17 +22,17 @@ its own install, where its environments live).
 names (the scripted policy and judge, the OpenEnv drill server). Without
 ``--serve``, nothing answering at the address a bundled config gives one of
 them ends the run at once (exit 2, naming ``--serve``), before the backend is
-imported (a live NeMo Gym run without nemo-gym says that instead). Both, and finding a
-bundled example, are ``agent_rollout.examples.serving``'s: this module calls
-it and says what it started.
+imported (a live NeMo Gym run without nemo-gym says that instead). Both, and
+finding a bundled example, are ``agent_rollout.examples.serving``'s: this
+module calls it and says what it started.
 
 While the backend runs, the progress line (on a terminal) counts the rollouts
 done; the summary line counts the rows without an answer and the prompts a
-backend dropped (by reason), then
-lists the drops, the input fields rows could not carry and what the backend
-reported (NeMo Gym servers it reused). The packages behind a backend (LiteLLM,
-transformers) print nothing unless ``AGENT_ROLLOUT_DEBUG=1``, which also turns
-an unexpected failure into a traceback.
+backend dropped (by reason), then lists the drops, the input fields rows
+could not carry and what the backend reported (NeMo Gym servers it reused).
+The packages behind a backend (LiteLLM, transformers) print nothing unless
+``AGENT_ROLLOUT_DEBUG=1``, which also turns an unexpected failure into a
+traceback.
 
 Exit status: 0 done; 1 invalid input (config, prompt file, a backend that
 refuses its input or returns bad rows); 2 usage or I/O error, a missing

@@ -16,9 +16,9 @@ The command line reaches the examples through this module only:
   nothing, it first knocks on each address of those servers that a bundled
   config uses (a TCP connect on loopback, ``PROBE_TIMEOUT_S``) and raises
   :class:`ServeError` naming ``--serve`` when nothing answers there, before the
-  backend's packages are even imported (``run --example art`` took 8.7 s to
-  fail on ART's import and retries); what it yields then says whether a
-  connection that fails later went to such an address (:meth:`Served.hint`).
+  backend's packages are imported (ART's import and its retries take seconds);
+  what it yields then says whether a connection that fails later went to such
+  an address (:meth:`Served.hint`).
 
 The servers' modules are imported only when a server starts or a hint is
 wanted, so that the command line's start does not pay for them.
@@ -53,6 +53,8 @@ _SCRIPTED = (
     ("judge", "rollout_judge_base_url", "judge_base_url"),
 )
 """Each scripted server: its kind, the config key naming its address, the launch option."""
+_KEY_OF = {f"scripted {kind}": key for kind, key, _ in _SCRIPTED}
+_DRILL = "OpenEnv drill server"
 
 
 class ServeError(AgentRolloutError, RuntimeError):
@@ -138,10 +140,6 @@ class Served:
         raise ServeError(
             f"nothing answers at {where}: --serve starts the bundled {started} for the run"
         )
-
-
-_DRILL = "OpenEnv drill server"
-_KEY_OF = {f"scripted {kind}": key for kind, key, _ in _SCRIPTED}
 
 
 def bundled_servers(launch: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -7,14 +7,13 @@ rollout key or backend name means (hover), and which keys and backends fit
 where the cursor is (completion). Settings come from ``[tool.agent-rollout]``
 in the nearest ``pyproject.toml``, with the client's own on top.
 
-Needs pygls (``pip install 'pygls>=2,<3' 'lsprotocol>=2025.0.0'``, the ``lsp``
-extra); nothing here imports it
-until the server starts, so ``import agent_rollout`` and the other commands
-stay free of it. The modules of this package: ``_text`` (positions and
-encodings), ``_documents`` (open documents and when they are checked),
-``_diagnostics``, ``_start`` (the first answers, before pygls is loaded),
-``_actions`` (code actions), ``_help`` (hover and completion), ``_server``
-(the handlers).
+Needs pygls (the ``lsp`` extra: ``pip install 'pygls>=2,<3'
+'lsprotocol>=2025.0.0'``); nothing here imports it until the server starts,
+so ``import agent_rollout`` and the other commands stay free of it. The
+modules of this package: ``_text`` (positions and encodings), ``_documents``
+(open documents and when they are checked), ``_diagnostics``, ``_start`` (the
+first answers, before pygls is loaded), ``_actions`` (code actions),
+``_help`` (hover and completion), ``_server`` (the handlers).
 """
 
 from __future__ import annotations
