@@ -187,7 +187,7 @@ def test_the_server_says_what_it_needs_when_pygls_is_missing() -> None:
         "sys.exit(main(['lsp']))\n"
     )
     assert done.returncode == 2
-    assert "pip install 'agent-rollout[lsp]'" in done.stderr
+    assert "pip install 'pygls>=2,<3' 'lsprotocol>=2025.0.0'" in done.stderr
 
 
 # ---- the first answers, before pygls is loaded ------------------------------------------------

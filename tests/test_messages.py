@@ -107,7 +107,7 @@ MESSAGES = [
         ruler_without_art,
         ImportError,
         "rollout_backend='ruler' requires the 'openpipe-art' package: "
-        "pip install 'agent-rollout[art]'",
+        "pip install 'openpipe-art>=0.5.18,<0.6' 'openai>=2.14,<3'",
     ),
     # ---- rollout_func specs ------------------------------------------------------------------
     (lambda: validate_rollout_func(True), ValueError, "rollout_func must be a string, got bool"),

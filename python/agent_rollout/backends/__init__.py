@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from agent_rollout._exceptions import MissingPackageError, RolloutValueError
+from agent_rollout._extras import install_hint
 from agent_rollout._limits import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_ROLLOUT_STEPS,
@@ -51,6 +52,8 @@ class RolloutBackendSpec:
     backend (not only convert data); when that live mode needs another package
     than the default mode, ``live_package``/``live_import_name`` name it
     (``nemo_gym``: converting files needs nothing, running Gym needs nemo-gym).
+    ``extra`` is the extra that installs them (``agent_rollout._extras.EXTRAS``,
+    whose ``install_hint`` every message about a missing one gives).
     """
 
     name: str
@@ -316,11 +319,11 @@ def require_backend_package(name: str, *, live: bool = False) -> None:
     if import_name is None or _module_available(import_name):
         return
     mode = " live" if live and spec.live_package is not None else ""
-    # Only the extra: it pins what the package needs alongside (a bare
-    # `pip install openpipe-art` resolves openai 3, which breaks ART's client).
+    # The extra's requirements, not the bare package: they pin what it needs alongside
+    # (a bare `pip install openpipe-art` resolves openai 3, which breaks ART's client).
     raise MissingPackageError(
         f"rollout_backend={spec.name!r}{mode} requires the {package!r} package: "
-        f"pip install 'agent-rollout[{spec.extra}]'"
+        f"{install_hint(spec.extra or '')}"
     )
 
 

@@ -8,7 +8,8 @@ of the command being run is imported, so ``check`` in a pre-commit hook does
 not pay for what ``demo`` or ``run`` need.
 
 Exit codes: 0 success, 1 invalid input (a bad config or rollout file),
-2 usage or internal error, 130 interrupted.
+2 usage or internal error (a missing optional package is a usage error: one
+line naming what to install), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -88,10 +89,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:
-        if os.environ.get(DEBUG_ENV):
-            raise
         from agent_rollout._errors import error_text, printable_lines
 
+        missing = _missing_package(exc)
+        if missing is not None:  # a usage error: one line, what to install
+            print(printable_lines(f"agent-rollout: {missing}"), file=sys.stderr)
+            return 2
+        if os.environ.get(DEBUG_ENV):
+            raise
         text = f"internal error: {type(exc).__name__}: {error_text(exc)}"
         print(
             printable_lines(f"agent-rollout: {text} (set {DEBUG_ENV}=1 for a traceback)"),
@@ -99,6 +104,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         )
         return 2
     return code
+
+
+def _missing_package(exc: Exception) -> Optional[str]:
+    """The message of a missing optional package (``MissingPackageError``'s own, or an
+    import of one of the extras' packages that failed), else ``None``."""
+    from agent_rollout._errors import error_text
+    from agent_rollout._exceptions import MissingPackageError
+    from agent_rollout._extras import extra_for_module, install_hint
+
+    if isinstance(exc, MissingPackageError):
+        return error_text(exc)
+    extra = extra_for_module(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+    return None if extra is None else f"{error_text(exc)}: {install_hint(extra)}"
 
 
 if __name__ == "__main__":

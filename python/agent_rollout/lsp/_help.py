@@ -6,7 +6,8 @@ takes them: each key's help text (``agent_rollout.config._fields``, the
 schema's ``markdownDescription``, example included), its type and range from
 the JSON Schema of ``RolloutSettings``, its default from ``ROLLOUT_DEFAULTS``,
 and the backends that take it and the packages each needs from the backend
-table (``agent_rollout.backends``). The schema is built on the first hover or
+table (``agent_rollout.backends``), with the command that installs them
+(``agent_rollout._extras``). The schema is built on the first hover or
 completion, not at start.
 """
 
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from agent_rollout._extras import EXTRAS, pip_command, python_needed
 from agent_rollout.backends import (
     BACKEND_NAMES,
     ROLLOUT_DEFAULTS,
@@ -92,14 +94,14 @@ def backend_help(name: str) -> str:
     """Markdown: what backend ``name`` is and the package it needs."""
     spec = get_rollout_backend_spec(name)
     lines = [f"**{spec.name}** (rollout backend)", "", spec.description, ""]
+    extra = spec.extra or ""
+    install = f"(`{pip_command(extra)}`{python_needed(extra)})" if extra in EXTRAS else ""
     if spec.required_package is not None:
-        lines.append(
-            f"needs: `{spec.required_package}` (`pip install 'agent-rollout[{spec.extra}]'`)"
-        )
+        lines.append(f"needs: `{spec.required_package}` {install}")
     else:
         lines.append("needs: no package of its own")
     if spec.live_package is not None and spec.live_package != spec.required_package:
-        lines.append(f"  \nrunning it live needs: `{spec.live_package}`")
+        lines.append(f"  \nrunning it live needs: `{spec.live_package}` {install}")
     return "\n".join(lines)
 
 
