@@ -102,6 +102,8 @@ def test_the_default_reads_training_else_a_flat_top_level(tmp_path: Path) -> Non
     assert (issue.line, issue.col, issue.location, issue.kind) == (1, 1, "", "missing")
     assert "looked for a 'training' section, then rollout keys at the top level" in issue.message
     assert "--section" in issue.message
+    # A trainer's own rollout_* key does not make a flat config of ours (OpenRLHF's).
+    assert check_bytes("rollout_batch_size: 8\nlr: 1\n").section is None
     # A look-alike at the top level makes it a flat config too: the typo is named, and fixed.
     typo = check_bytes("lr: 1\nrollout_backnd: nemo_gym\n")
     assert typo.section == () and typo.issues[0].kind == "unknown_key"

@@ -220,15 +220,21 @@ def _mentions_rollout(key: object) -> bool:
     return key.lower().replace("-", "_").startswith("rollout_") or lookalike_key(key)
 
 
+def _ours(key: object) -> bool:
+    """One of our keys (``ROLLOUT_KEYS``) or a look-alike of one: not merely a ``rollout_*``
+    key, which a trainer may have of its own (OpenRLHF's ``rollout_batch_size``)."""
+    return isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key))
+
+
 def _holds_rollout_keys(node: Any) -> bool:
-    return isinstance(node, dict) and any(_mentions_rollout(key) for key in node)
+    return isinstance(node, dict) and any(_ours(key) for key in node)
 
 
 def _section_read(section: Section, root: Any) -> Optional[KeyPath]:
     """The key path of the settings in ``root``; ``None`` when ``AUTO_SECTION`` finds none.
 
     ``AUTO_SECTION`` reads ``DEFAULT_SECTION`` when the file has it, else the top level
-    when it holds a rollout key (or a look-alike of one): a flat trainer config. A
+    when it holds one of our keys (or a look-alike of one): a flat trainer config. A
     ``DEFAULT_SECTION`` that is not a mapping, beside rollout keys at the top level, is
     the trainer's own key. Any other ``section`` is read as ``section_path`` reads it.
     """
