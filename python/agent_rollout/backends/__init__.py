@@ -16,6 +16,7 @@ look-alike check and the launch options follow.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import re
@@ -269,8 +270,10 @@ def validate_rollout_backend(name: object) -> str:
         raise RolloutValueError(f"rollout_backend exceeds {MAX_BACKEND_NAME_LEN} chars")
     canonical = str.lower(name)
     if canonical not in SUPPORTED_ROLLOUT_BACKENDS:
+        meant = backend_suggestion(name)
+        hint = f"; did you mean {meant!r}?" if meant is not None else ""
         raise RolloutValueError(
-            f"rollout_backend={name!r} is not supported; valid: {', '.join(BACKEND_NAMES)}"
+            f"rollout_backend={name!r} is not supported; valid: {', '.join(BACKEND_NAMES)}{hint}"
         )
     return canonical
 
@@ -283,6 +286,19 @@ def backend_meant(name: str) -> Optional[str]:
         if backend.replace("_", "") == folded:
             return backend
     return None
+
+
+def _close_match(word: str, names: list[str]) -> Optional[str]:
+    """The one of ``names`` closest to ``word`` (``difflib``'s default cutoff), if any."""
+    close = difflib.get_close_matches(word, names, n=1)
+    return close[0] if close else None
+
+
+def backend_suggestion(name: str) -> Optional[str]:
+    """The backend a name not on the allowlist likely means, for a did-you-mean:
+    ``backend_meant``'s (the fix ``check --fix`` makes), else the closest name
+    (``opnenv``: ``openenv``); ``None`` when none is close (``verl``)."""
+    return backend_meant(name) or _close_match(str.lower(name), list(BACKEND_NAMES))
 
 
 def get_rollout_backend_spec(name: str) -> RolloutBackendSpec:
@@ -353,6 +369,19 @@ def validate_rollout_func(value: object) -> Optional[str]:
     return str.__str__(value)
 
 
+def _public_callables(module: types.ModuleType) -> list[str]:
+    """The names a ``rollout_func`` may mean in ``module``: its public callables."""
+    try:
+        namespace = dict(vars(module))
+    except TypeError:  # no __dict__ (a module object of another kind)
+        return []
+    return sorted(
+        name
+        for name, value in namespace.items()
+        if isinstance(name, str) and not name.startswith("_") and callable(value)
+    )
+
+
 def resolve_rollout_func(spec: str) -> Callable[..., Any]:
     """Import the module a validated spec names and return its callable.
 
@@ -370,8 +399,10 @@ def resolve_rollout_func(spec: str) -> Callable[..., Any]:
             f"rollout_func module {module_path!r} could not be imported: {exc}"
         ) from exc
     if not hasattr(module, fn_name):
+        meant = _close_match(fn_name, _public_callables(module))
+        hint = f"; did you mean {meant!r}?" if meant is not None else ""
         raise RolloutValueError(
-            f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}"
+            f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}{hint}"
         )
     fn = getattr(module, fn_name)
     if not callable(fn):
@@ -402,6 +433,7 @@ __all__ = [
     "RolloutKey",
     "adapter",
     "backend_meant",
+    "backend_suggestion",
     "get_rollout_backend_spec",
     "key_backends",
     "launch_options",

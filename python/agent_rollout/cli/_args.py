@@ -56,13 +56,22 @@ def byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_section(parser: argparse.ArgumentParser) -> None:
-    """``--section``: where the rollout keys are in the config file."""
+def add_section(parser: argparse.ArgumentParser, *, auto: bool = False) -> None:
+    """``--section``: where the rollout keys are in the config file.
+
+    ``auto``: unset means ``load_config``'s default (the ``training`` section when the
+    file has one, else the top level when it holds rollout keys), left as ``None``.
+    """
+    default = (
+        "the training section if the file has one, else the top level when it holds rollout keys"
+        if auto
+        else "training"
+    )
     parser.add_argument(
         "--section",
-        default="training",
+        default=None if auto else "training",
         help="key holding the settings: a top-level key or a dotted path such as "
-        "'trainer.rollout' (default: training; '' for the top level)",
+        f"'trainer.rollout' (default: {default}; '' for the top level)",
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -27,9 +28,16 @@ from agent_rollout.backends import (
     get_rollout_backend_spec,
     key_backends,
 )
-from agent_rollout.config import RolloutSettings
+from agent_rollout.config import AUTO_SECTION, RolloutSettings, Section, section_path
 
-__all__ = ["Completion", "backend_help", "completions", "hover_at", "key_help"]
+__all__ = [
+    "Completion",
+    "backend_help",
+    "completion_sections",
+    "completions",
+    "hover_at",
+    "key_help",
+]
 
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _BACKEND_VALUE = re.compile(
@@ -199,11 +207,28 @@ def _json_path(text: str) -> Optional[tuple[str, ...]]:
     return tuple(key for key in stack[1:] if key is not None)
 
 
+def completion_sections(section: Section, read: Optional[tuple[Any, ...]]) -> list[tuple[str, ...]]:
+    """Where rollout keys are completed: the ``section`` the settings name; by default
+    (``AUTO_SECTION``), the one the document's last check ``read``, or, none read yet,
+    either place the default looks."""
+    if section is not AUTO_SECTION:
+        return [tuple(map(str, section_path(section)))]
+    if read is not None:
+        return [tuple(map(str, read))]
+    return [tuple(map(str, section_path(AUTO_SECTION))), ()]
+
+
 def completions(
-    lines: list[str], row: int, col: int, fmt: str, section: tuple[str, ...], text: str
+    lines: list[str],
+    row: int,
+    col: int,
+    fmt: str,
+    sections: Sequence[tuple[str, ...]],
+    text: str,
 ) -> list[Completion]:
     """What fits at ``(row, col)`` (0-based line, characters): backend names after
-    ``rollout_backend:``, or the rollout keys the section lacks (the chosen backend's first)."""
+    ``rollout_backend:``, or, in one of ``sections``, the rollout keys the section lacks
+    (the chosen backend's first)."""
     before = lines[row][:col] if row < len(lines) else ""
     value = _BACKEND_VALUE.match(before)
     if value is not None:
@@ -227,7 +252,7 @@ def completions(
         path = _toml_path(lines, row)
     else:
         path = _json_path("\n".join([*lines[:row], before]))
-    if path != section:
+    if path not in sections:
         return []
     present = set(re.findall(r"""["']?(rollout_[A-Za-z0-9_]+)["']?\s*[:=]""", text))
     chosen = _CHOSEN_BACKEND.search(text)
