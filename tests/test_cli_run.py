@@ -147,6 +147,35 @@ def test_top_level_section(tmp_path: Path, cli: Cli) -> None:
     assert result.out.encode() == expected_offline_bytes()
 
 
+def test_a_flat_config_runs_with_rollout_func_from_the_current_folder(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trainer's flat config (our keys at the top level, no --section) runs, and its
+    rollout_func is imported from the current folder first, as ``python -m`` would."""
+    package = tmp_path / "flatpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "roll.py").write_text(
+        "def run(prompts):\n    return [{'prompt': p, 'answer': 'a'} for p in prompts]\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "trainer.yaml"
+    config.write_text(
+        "learning_rate: 1.0e-6\nrollout_backend: openenv\nrollout_func: flatpkg.roll:run\n",
+        encoding="utf-8",
+    )
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('"one"\n"two"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = cli("run", "trainer.yaml", "--prompts", "prompts.jsonl")
+        assert result.code == 0, result.err
+        assert result.out == '{"prompt":"one","answer":"a"}\n{"prompt":"two","answer":"a"}\n'
+    finally:
+        for name in ("flatpkg", "flatpkg.roll"):
+            sys.modules.pop(name, None)
+
+
 def test_live_openenv_with_the_bundled_config_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:

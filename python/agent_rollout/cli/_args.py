@@ -56,22 +56,17 @@ def byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_section(parser: argparse.ArgumentParser, *, auto: bool = False) -> None:
-    """``--section``: where the rollout keys are in the config file.
-
-    ``auto``: unset means ``load_config``'s default (the ``training`` section when the
-    file has one, else the top level when it holds rollout keys), left as ``None``.
-    """
-    default = (
-        "the training section if the file has one, else the top level when it holds rollout keys"
-        if auto
-        else "training"
-    )
+def add_section(parser: argparse.ArgumentParser) -> None:
+    """``--section``: where the rollout keys are in the config file. Unset (``None``)
+    means ``load_config``'s default (``AUTO_SECTION``): the ``training`` section when
+    the file has one, else the top level when it holds rollout keys; ``''`` is the top
+    level (``section=None``)."""
     parser.add_argument(
         "--section",
-        default=None if auto else "training",
+        default=None,
         help="key holding the settings: a top-level key or a dotted path such as "
-        f"'trainer.rollout' (default: {default}; '' for the top level)",
+        "'trainer.rollout' (default: the training section if the file has one, else the "
+        "top level when it holds rollout keys; '' for the top level)",
     )
 
 

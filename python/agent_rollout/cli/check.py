@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from agent_rollout._errors import (
@@ -32,6 +31,7 @@ from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
 from agent_rollout.cli._color import BOLD, CYAN, GREEN, RED, YELLOW, add_color, paint, use_color
+from agent_rollout.cli._imports import current_folder_first
 
 if TYPE_CHECKING:
     from agent_rollout.cli._fix import Fixed
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="config files, or folders (the config files under them, what git ignores "
         "left out, those that are not training configs skipped); '-' reads standard input",
     )
-    add_section(parser, auto=True)
+    add_section(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -147,21 +147,6 @@ def github_annotation(issue: ConfigIssue) -> str:
 _CALL_SHAPES = {"openenv": ("fn(prompts)", 1), "art": ("fn(model, prompt)", 2)}
 
 
-@contextmanager
-def _current_folder_first() -> Iterator[None]:
-    """The current folder first on ``sys.path`` for the block, as ``python -m`` has it
-    (the ``agent-rollout`` script's own folder is there instead); restored after."""
-    entry = os.getcwd()
-    sys.path.insert(0, entry)
-    try:
-        yield
-    finally:
-        try:
-            sys.path.remove(entry)  # the first one: ours, unless the user's code put another
-        except ValueError:
-            pass  # the user's code took it out
-
-
 def _resolve_issue(result: CheckResult) -> Optional[ConfigIssue]:
     """Import ``rollout_func`` (from the current folder first) and check the backend can
     call it with the seed prompts."""
@@ -175,7 +160,7 @@ def _resolve_issue(result: CheckResult) -> Optional[ConfigIssue]:
     line, col = result.key_positions.get(path, ((1, 1), (1, 1)))[1]
     location = ".".join(path)
     try:
-        with _current_folder_first():
+        with current_folder_first():
             func = resolve_rollout_func(settings.rollout_func)
         try:
             signature = inspect.signature(func)

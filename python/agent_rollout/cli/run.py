@@ -69,6 +69,7 @@ from agent_rollout.cli._args import (
     file_name,
     positive_rows,
 )
+from agent_rollout.cli._imports import current_folder_first
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
 from agent_rollout.examples.serving import (
     EXAMPLES,
@@ -197,10 +198,12 @@ def _pick_config(args: argparse.Namespace) -> Optional[str]:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from agent_rollout.config import load_config  # pydantic: only for the command that needs it
+    # pydantic: only for the command that needs it
+    from agent_rollout.config import AUTO_SECTION, load_config
 
+    section = AUTO_SECTION if args.section is None else (args.section or None)  # '': top level
     try:
-        return load_config(args.config, section=args.section or None)
+        return load_config(args.config, section=section)
     except ConfigError as exc:
         unreadable = all(issue.message.startswith("cannot read file") for issue in exc.issues)
         raise _Stop(str(exc), 2 if unreadable else 1) from None
@@ -243,7 +246,8 @@ def _launch(
         return text if names_backend(text) else f"rollout backend {name!r}: {text}"
 
     try:
-        return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
+        with current_folder_first():  # rollout_func is imported from here, as python -m does
+            return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
     except ImportError as exc:
         raise _Stop(f"{PROG}: {exc}", 2) from None
     except ValueError as exc:
