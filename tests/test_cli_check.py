@@ -329,7 +329,10 @@ def test_schema_command_prints_and_writes(cli: Cli, tmp_path: Path) -> None:
     done = cli("schema")
     assert done.code == 0
     schema = json.loads(done.out)
-    assert schema["required"] == ["training"]
+    # By default, check's reading: the training section if present, else the top level.
+    assert schema["if"]["required"] == ["training"]
+    assert schema["then"]["properties"]["training"] == {"$ref": "#/definitions/rollout_settings"}
+    assert cli("schema", "--section", "training").out != done.out
     out = tmp_path / "s.json"
     assert cli("schema", "--section", "rl", "-o", str(out)).code == 0
     assert json.loads(out.read_text(encoding="utf-8"))["required"] == ["rl"]
