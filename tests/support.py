@@ -69,6 +69,12 @@ def on_engine(name: str, call: Callable[[], Any]) -> Any:
         return call()
 
 
+def native_module() -> Any:
+    """The Rust engine's module (``agent_rollout._native``), None where it was not imported:
+    for the tests that read or patch a constant of it (``BUILD_PROFILE``)."""
+    return _engine.native
+
+
 # ---- type-tagged values ----------------------------------------------------------------------
 
 
