@@ -690,7 +690,8 @@ def run_in_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes, bytes]
             elif proc.poll() is not None:
                 break
         assert proc.stdout is not None
-        out = proc.stdout.read()
+        with proc.stdout:
+            out = proc.stdout.read()
         code = proc.wait(timeout=10)
     finally:
         os.close(leader)
