@@ -162,6 +162,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "CODES",
         PyTuple::new(py, Code::ALL.iter().map(|code| code.as_str()))?,
     )?;
+    // The build profile, for `agent-rollout --version` and the demo's warning: a debug
+    // build (debug assertions on, no optimisation) is several times slower.
+    m.add(
+        "BUILD_PROFILE",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    )?;
     m.add(
         "JSON_REASONS",
         PyTuple::new(py, Reason::ALL.iter().map(|reason| reason.as_str()))?,

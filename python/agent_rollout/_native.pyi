@@ -1,9 +1,10 @@
 # Hand-written stub of the Rust extension (checked by mypy.stubtest).
 # Private: use the public API in agent_rollout instead.
 from collections.abc import Callable
-from typing import Any, final
+from typing import Any, Literal, final
 
 __all__ = [
+    "BUILD_PROFILE",
     "CODES",
     "JSON_REASONS",
     "ArrowBatch",
@@ -19,6 +20,8 @@ __all__ = [
     "rows_to_arrow",
 ]
 
+BUILD_PROFILE: Literal["debug", "release"]
+"""How this engine was built: ``"debug"`` (debug assertions on, unoptimised) or ``"release"``."""
 CODES: tuple[str, ...]
 """Every error code the engine raises (``NativeRowError.args[0]``), from ``rust/errors.rs``."""
 JSON_REASONS: tuple[str, ...]

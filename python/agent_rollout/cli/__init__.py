@@ -46,11 +46,23 @@ def _command_of(argv: list[str]) -> Optional[str]:
     return None
 
 
+def version_text() -> str:
+    """What ``--version`` prints: the version, the engine in use and, for Rust, its build.
+
+    ``agent-rollout 0.1.0 (engine: rust, release build)``; a ``debug`` build (a
+    development install, ``make build``) is several times slower.
+    """
+    from agent_rollout import __version__, _engine
+
+    if _engine.implementation() == "rust":
+        return f"agent-rollout {__version__} (engine: rust, {_engine.native.BUILD_PROFILE} build)"
+    return f"agent-rollout {__version__} (engine: python)"
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     import argparse
     from importlib import import_module
 
-    from agent_rollout import __version__
     from agent_rollout._errors import printable
 
     class Parser(argparse.ArgumentParser):
@@ -62,7 +74,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         prog="agent-rollout",
         description="Rollout-backend config checks and fast rollout row normalisation.",
     )
-    parser.add_argument("--version", action="version", version=f"agent-rollout {__version__}")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _command_of(argv)
     for name, summary in COMMANDS.items():
