@@ -54,9 +54,10 @@ def version_text() -> str:
     """
     from agent_rollout import __version__, _engine
 
-    if _engine.implementation() == "rust":
-        return f"agent-rollout {__version__} (engine: rust, {_engine.native.BUILD_PROFILE} build)"
-    return f"agent-rollout {__version__} (engine: python)"
+    engine = _engine.implementation()
+    if engine == "python":
+        return f"agent-rollout {__version__} (engine: python)"
+    return f"agent-rollout {__version__} (engine: {engine}, {_engine.build_profile()} build)"
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

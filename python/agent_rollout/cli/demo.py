@@ -66,7 +66,7 @@ def _best_ms(fn: Callable[[], Any], repeat: int = 3, budget_s: float = 0.5) -> f
 
 def debug_build_warning() -> str | None:
     """The one-line warning for a Rust engine built with the debug profile, else None."""
-    if not _engine.native_available() or _engine.native.BUILD_PROFILE != "debug":
+    if _engine.build_profile() != "debug":
         return None
     return (
         f"{PROG}: warning: the Rust engine is a debug build, several times slower than a "
