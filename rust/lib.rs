@@ -6,6 +6,7 @@ mod files;
 mod json;
 mod jsonl;
 mod rows;
+mod stats;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ use pyo3::types::{PyList, PyTuple};
 use arrow::{ArrowBatch, Buffer, Column};
 use errors::{Code, NativeRowError, Reason};
 use files::{FileLimits, FileStats};
+use stats::RowStats;
 
 /// Normalise Python rollout rows; see `agent_rollout.normalise_rollout_rows`.
 #[pyfunction]
@@ -144,6 +146,21 @@ fn read_jsonl_arrow(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
+/// What a rollout JSONL file holds (`agent-rollout stats`): see rust/stats.rs.
+/// At most `max_names` dropped key names are kept; `progress(rows, lines,
+/// bytes_in)` is called after each chunk when given.
+#[pyfunction]
+#[pyo3(signature = (src, limits, max_names, progress=None))]
+fn read_jsonl_stats(
+    py: Python<'_>,
+    src: PathBuf,
+    limits: FileLimits,
+    max_names: usize,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RowStats> {
+    stats::file_stats(py, &src, limits, max_names, progress).map_err(|fault| fault.into_pyerr(py))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -152,8 +169,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
     m.add_function(wrap_pyfunction!(rows_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(read_jsonl_stats, m)?)?;
     m.add_class::<FileLimits>()?;
     m.add_class::<FileStats>()?;
+    m.add_class::<RowStats>()?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<Column>()?;
     m.add_class::<Buffer>()?;

@@ -48,6 +48,9 @@ memory or the disk runs out. Blank lines count.
 """
 MAX_BYTES_LIMIT = 2**40
 """The largest ``max_bytes`` a caller may ask for (1 TiB)."""
+MAX_STATS_KEY_NAMES = 1000
+"""``agent-rollout stats``: the dropped key names counted by name (the first seen); the
+keys of any other name are counted together, so memory stays flat whatever the file."""
 
 
 def int_digits_limit() -> int:

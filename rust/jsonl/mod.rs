@@ -66,15 +66,22 @@ pub struct Row<'a> {
     pub prompt: J<'a>,
     pub answer: Option<Cow<'a, str>>,
     pub dropped_keys: usize,
+    /// The row object's members as parsed (a key may repeat): `prompt` and
+    /// `answer` (their values moved out) and the keys dropped (their values
+    /// not built: `Null`). Whoever names the dropped keys (`stats.rs`) reads
+    /// them here.
+    pub members: Vec<(Cow<'a, str>, J<'a>)>,
 }
 
 impl Row<'_> {
-    /// A copy that owns its text, to send to another thread.
+    /// A copy that owns its text, to send to another thread (without
+    /// `members`: the rows sent on need only what they keep).
     pub fn into_owned(self) -> Row<'static> {
         Row {
             prompt: self.prompt.into_owned(),
             answer: self.answer.map(|a| Cow::Owned(a.into_owned())),
             dropped_keys: self.dropped_keys,
+            members: Vec::new(),
         }
     }
 }
