@@ -73,6 +73,29 @@ class FileStats:
     @property
     def bytes_out(self) -> int: ...
 
+@final
+class RowStats:
+    """What ``read_jsonl_stats`` counted (rust/stats.rs)."""
+
+    @property
+    def file(self) -> FileStats: ...
+    @property
+    def text_prompts(self) -> int: ...
+    @property
+    def message_prompts(self) -> int: ...
+    @property
+    def answers(self) -> int: ...
+    @property
+    def messages(self) -> list[tuple[int, int]]: ...
+    @property
+    def prompt_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def answer_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def names(self) -> list[tuple[str, int]]: ...
+    @property
+    def other_names(self) -> int: ...
+
 # Arrow buffers (rust/arrow/), assembled by agent_rollout.arrow.
 @final
 class Buffer:
@@ -153,3 +176,9 @@ def read_jsonl_arrow(
     on_batch: Callable[[ArrowBatch], object],
     progress: Callable[[int, int, int], object] | None = None,
 ) -> FileStats: ...
+def read_jsonl_stats(
+    src: str,
+    limits: FileLimits,
+    max_names: int,
+    progress: Callable[[int, int, int], object] | None = None,
+) -> RowStats: ...

@@ -98,9 +98,7 @@ def prompt_chars(prompt: Any) -> int:
     """A checked prompt's length in characters: a str's, or its messages' ``content``."""
     if type(prompt) is str:
         return len(prompt)
-    return sum(
-        content_chars(message.get("content")) for message in prompt if type(message) is dict
-    )
+    return sum(content_chars(message.get("content")) for message in prompt if type(message) is dict)
 
 
 class Counter:
