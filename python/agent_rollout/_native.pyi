@@ -12,10 +12,12 @@ __all__ = [
     "FileLimits",
     "FileStats",
     "NativeRowError",
+    "RowStats",
     "normalise_file",
     "normalise_rows",
     "read_jsonl",
     "read_jsonl_arrow",
+    "read_jsonl_stats",
     "rows_to_arrow",
 ]
 
