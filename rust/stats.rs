@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 use crate::errors::{Code, Fault};
 use crate::files::{self, FileLimits, FileStats};
 use crate::json::J;
-use crate::jsonl::{self, Event, Row};
+use crate::jsonl::{self, Event, Row, Verbatim, VerbatimMessage};
 
 /// Length buckets: bit lengths 0 to 64.
 const BUCKETS: usize = 65;
@@ -70,6 +70,25 @@ impl Lengths {
 /// Characters in `text`, as Python's `len` counts them.
 fn chars(text: &str) -> u64 {
     text.chars().count() as u64
+}
+
+/// Characters in the string spelled canonically as `text` (between its
+/// quotes; `Canon::canonical_string`): each escape is one character, `\u00xx`
+/// included (the canonical spelling escapes only control characters).
+fn canonical_chars(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut escaped = 0;
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(b'\\', &bytes[at..]) {
+        let slash = at + found;
+        let (spelled, next) = match bytes.get(slash + 1) {
+            Some(b'u') => (6, slash + 6),
+            _ => (2, slash + 2),
+        };
+        escaped += spelled - 1;
+        at = next.min(bytes.len());
+    }
+    chars(text) - escaped
 }
 
 /// A message's `content` in characters (see the header).
@@ -183,6 +202,40 @@ impl Tally {
         }
     }
 
+    /// Count a row the canonical shortcut took (`jsonl::verbatim_row`, plain
+    /// messages only), its dropped keys' names without escapes: the counts
+    /// `add` would make of the row parsed.
+    fn add_verbatim(
+        &mut self,
+        row: &Verbatim<'_>,
+        messages: &[VerbatimMessage<'_>],
+        names: &[&str],
+    ) {
+        match row.text {
+            Some(text) => {
+                self.text_prompts += 1;
+                self.prompt_chars.add(canonical_chars(text));
+            }
+            None => {
+                self.message_prompts += 1;
+                *self.messages.entry(messages.len() as u64).or_insert(0) += 1;
+                self.prompt_chars.add(
+                    messages
+                        .iter()
+                        .map(|m| m.content.map_or(0, canonical_chars))
+                        .sum(),
+                );
+            }
+        }
+        if let Some(answer) = row.answer {
+            self.answers += 1;
+            self.answer_chars.add(canonical_chars(answer));
+        }
+        for name in names {
+            self.names.add(name, 1);
+        }
+    }
+
     /// The row's dropped keys, each name once.
     fn add_names(&mut self, members: &[(Cow<'_, str>, J<'_>)]) {
         for (i, (key, _)) in members.iter().enumerate() {
@@ -273,11 +326,26 @@ pub fn file_stats(
         max_names,
     };
     let work = |data: &[u8]| {
+        let mut messages = Vec::new();
+        let mut names = Vec::new();
         jsonl::process_chunk(
             data,
             lines,
             Tally::default(),
-            |_: &mut Tally, _: &str, _| None,
+            // Rows already canonical are counted from their text, as
+            // `normalise` copies them; any other row is parsed and checked.
+            |tally: &mut Tally, text, ascii| {
+                names.clear();
+                let row =
+                    jsonl::verbatim_row_naming(text, lines, ascii, true, &mut messages, |key| {
+                        names.push(key)
+                    })?;
+                if names.iter().any(|name| name.contains('\\')) {
+                    return None; // a name to unescape: the parser does it
+                }
+                tally.add_verbatim(&row, &messages, &names);
+                Some(row.dropped_keys)
+            },
             |tally: &mut Tally, row| tally.add(&row),
         )
     };

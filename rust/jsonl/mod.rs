@@ -44,7 +44,9 @@ pub(crate) use gzip::GZIP_MAGIC;
 pub use lines::{process_chunk, ChunkResult};
 pub(crate) use pipeline::HELPED_FILE_BYTES;
 pub use pipeline::{run, Event, TICK};
-pub use verbatim::{verbatim_row, write_verbatim_row, Verbatim, VerbatimMessage};
+pub use verbatim::{
+    verbatim_row, verbatim_row_naming, write_verbatim_row, Verbatim, VerbatimMessage,
+};
 pub use write::write_row;
 pub(crate) use write::write_value;
 
