@@ -50,8 +50,14 @@ fn read_jsonl<'py>(
 /// `agent_rollout._files.destination`: `dest_kind` is "file" (written aside,
 /// renamed), "stream" (opened in place) or "fd" (descriptor `dest_fd`).
 /// `progress(rows, lines, bytes_in)` is called after each chunk when given.
+/// `on_bad` is "stop" (the first bad row is raised), "report" (every bad row
+/// counted, nothing written) or "skip" (bad rows left out); the first
+/// `keep_bad` bad rows come back on the stats (`bad`), or on the error that
+/// ended the run (`bad_rows`). `gzip_level` (0-9): the output is gzip, one
+/// member per chunk.
 #[pyfunction]
-#[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None))]
+#[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None, on_bad="stop", keep_bad=0, gzip_level=None))]
+#[allow(clippy::too_many_arguments)]
 fn normalise_file(
     py: Python<'_>,
     src: PathBuf,
@@ -60,6 +66,9 @@ fn normalise_file(
     dest_fd: i32,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
+    on_bad: &str,
+    keep_bad: usize,
+    gzip_level: Option<u32>,
 ) -> PyResult<FileStats> {
     let kind = match dest_kind {
         "file" => files::DestKind::File,
@@ -71,8 +80,19 @@ fn normalise_file(
             )))
         }
     };
-    files::normalise_file(py, &src, &dest, kind, limits, progress)
-        .map_err(|fault| fault.into_pyerr(py))
+    let on_bad = match on_bad {
+        "stop" => files::OnBad::Stop,
+        "report" => files::OnBad::Report,
+        "skip" => files::OnBad::Skip,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "on_bad must be 'stop', 'report' or 'skip', got {other:?}"
+            )))
+        }
+    };
+    files::normalise_file(
+        py, &src, &dest, kind, limits, progress, on_bad, keep_bad, gzip_level,
+    )
 }
 
 /// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow/), each

@@ -74,6 +74,12 @@ class FileStats:
     def bytes_in(self) -> int: ...
     @property
     def bytes_out(self) -> int: ...
+    @property
+    def bad_rows(self) -> int:
+        """Bad rows a run that went on past them counted (``normalise_file``'s ``on_bad``)."""
+    @property
+    def bad(self) -> tuple[NativeRowError, ...]:
+        """The first ``keep_bad`` of them, in line order."""
 
 @final
 class RowStats:
@@ -156,6 +162,9 @@ def normalise_file(
     dest_fd: int,
     limits: FileLimits,
     progress: Callable[[int, int, int], object] | None = None,
+    on_bad: str = "stop",
+    keep_bad: int = 0,
+    gzip_level: int | None = None,
 ) -> FileStats: ...
 def rows_to_arrow(
     rows: Any,

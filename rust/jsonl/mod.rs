@@ -61,6 +61,12 @@ pub struct LineLimits {
     pub max_depth: usize,
     /// The JSON parser's limits.
     pub json: JsonLimits,
+    /// Whether a chunk goes on past a refused line (bad UTF-8, bad JSON, a row
+    /// rule), recording each in `ChunkResult::faults`; without it the first
+    /// one ends the chunk. A line over `max_line_bytes` ends it either way:
+    /// the reader cannot step over a line it would have to hold whole, so
+    /// that is a fault of the input as a whole, as `ReadFault::LineTooLong`.
+    pub keep_going: bool,
 }
 
 /// A normalised row, borrowing from its line where it can.
@@ -167,4 +173,5 @@ const LIMITS: LineLimits = LineLimits {
         max_depth: 8,
         max_int_digits: 20,
     },
+    keep_going: false,
 };
