@@ -167,18 +167,20 @@ fn read_jsonl_arrow(
 }
 
 /// What a rollout JSONL file holds (`agent-rollout stats`): see rust/stats.rs.
-/// At most `max_names` dropped key names are kept; `progress(rows, lines,
-/// bytes_in)` is called after each chunk when given.
+/// At most `max_names` dropped key names are kept, and the faults of the first
+/// `keep` bad rows (`FileStats.bad`); `progress(rows, lines, bytes_in)` is
+/// called after each chunk when given.
 #[pyfunction]
-#[pyo3(signature = (src, limits, max_names, progress=None))]
+#[pyo3(signature = (src, limits, max_names, keep, progress=None))]
 fn read_jsonl_stats(
     py: Python<'_>,
     src: PathBuf,
     limits: FileLimits,
     max_names: usize,
+    keep: usize,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<RowStats> {
-    stats::file_stats(py, &src, limits, max_names, progress).map_err(|fault| fault.into_pyerr(py))
+    stats::file_stats(py, &src, limits, max_names, keep, progress)
 }
 
 #[pymodule]

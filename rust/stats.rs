@@ -22,7 +22,7 @@ use std::path::Path;
 use pyo3::prelude::*;
 
 use crate::errors::{Code, Fault};
-use crate::files::{self, FileLimits, FileStats};
+use crate::files::{self, BadRows, FileLimits, FileStats};
 use crate::json::J;
 use crate::jsonl::{self, Event, Row, Verbatim, VerbatimMessage};
 
@@ -307,19 +307,25 @@ fn lengths(lengths: &Lengths) -> (Vec<u64>, u64, u64, u64) {
     (lengths.buckets.to_vec(), lengths.total, min, lengths.max)
 }
 
-/// Count what the rollout JSONL file at `path` holds; `progress(rows, lines,
-/// bytes_in)` after each chunk, when given. The file's faults are those of
-/// `read_jsonl`, at the same lines.
+/// Count what the rollout JSONL file at `path` holds, going on past bad rows
+/// (every one counted on `file`, the first `keep` kept with their faults);
+/// `progress(rows, lines, bytes_in)` after each chunk, when given. A fault of
+/// the input as a whole ends the read, as in `read_jsonl` (with the bad rows
+/// before it carried: `BadRows::ended_by`); a file without rows, good or bad,
+/// is `FileNoRows`.
 pub fn file_stats(
     py: Python<'_>,
     path: &Path,
     limits: FileLimits,
     max_names: usize,
+    keep: usize,
     progress: Option<&Bound<'_, PyAny>>,
-) -> Result<RowStats, Fault> {
-    let source = files::open_source(py, path, &limits)?;
-    let lines = limits.lines();
+) -> PyResult<RowStats> {
+    let source = files::open_source(py, path, &limits).map_err(|fault| fault.into_pyerr(py))?;
+    let mut lines = limits.lines();
+    lines.keep_going = true;
     let mut stats = FileStats::default();
+    let mut bad = BadRows::new(keep);
     let mut totals = Totals {
         tally: Tally::default(),
         other_names: 0,
@@ -351,7 +357,7 @@ pub fn file_stats(
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
-    jsonl::run(
+    let run = jsonl::run(
         source,
         files::workers(),
         work,
@@ -363,7 +369,8 @@ pub fn file_stats(
                 Event::Chunk(result) => result,
             };
             py.check_signals()?;
-            let accepted = files::settle(&result, stats.rows, stats.lines, limits)?;
+            let seen = stats.rows + bad.count;
+            let accepted = files::settle(&result, seen, stats.lines, limits, Some(&mut bad))?;
             stats.add(accepted, &result);
             totals.merge(result.output);
             if let Some(report) = progress {
@@ -371,10 +378,14 @@ pub fn file_stats(
             }
             Ok(true)
         },
-    )?;
-    if stats.rows == 0 {
-        return Err(Fault::input(Code::FileNoRows, None));
+    );
+    if let Err(fault) = run {
+        return Err(bad.ended_by(py, fault));
     }
+    if stats.rows == 0 && bad.count == 0 {
+        return Err(Fault::input(Code::FileNoRows, None).into_pyerr(py));
+    }
+    bad.into_stats(py, &mut stats);
     let Totals {
         tally, other_names, ..
     } = totals;

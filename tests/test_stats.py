@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ from hypothesis import strategies as st
 
 from agent_rollout import normalise_rollout_file, normalise_rollout_rows
 from agent_rollout._engine.stats import jsonl_stats, rollout_stats
+from agent_rollout._errors import RolloutBadRowsError
 from agent_rollout._jsonl import FileLimits
+from agent_rollout._limits import BAD_ROWS_KEPT
 from agent_rollout._stats import Lengths, RolloutStats, prompt_chars
 from agent_rollout.cli.stats import (
     STATS_VERSION,
@@ -109,10 +112,26 @@ def test_gzip_input_gives_the_same_counts(engine: str, tmp_path: Path) -> None:
     assert jsonl_stats(str(packed), LIMITS) == jsonl_stats(str(plain), LIMITS)
 
 
-def test_a_bad_row_stops_with_its_line(engine: str, tmp_path: Path) -> None:
-    path = write(tmp_path / "r.jsonl", ['{"prompt": "a"}', '{"prompt": 3}'])
-    with pytest.raises(ValueError, match=r"r\.jsonl:2: row 1: prompt: "):
-        jsonl_stats(str(path), LIMITS)
+def test_bad_rows_are_counted_and_the_first_listed(engine: str, tmp_path: Path) -> None:
+    lines = ['{"prompt": "a", "x": 1}', '{"prompt": 3}', "not json", '{"prompt": ""}']
+    lines += ['{"prompt": "b", "answer": 2}'] * 30 + ['{"prompt": "c"}']
+    got = jsonl_stats(str(write(tmp_path / "r.jsonl", lines)), LIMITS)
+    assert (got.rows, got.bad_rows, len(got.bad)) == (2, 33, BAD_ROWS_KEPT)
+    assert got.names == {"x": 1} and got.text_prompts == 2  # the good rows only
+    assert re.match(r"\S*r\.jsonl:2: row 1: prompt: ", str(got.bad[0]))
+    assert re.match(r"\S*r\.jsonl:3:1: invalid JSON", str(got.bad[1]))
+    assert re.match(r"\S*r\.jsonl:5: row 4: answer: ", str(got.bad[3]))
+
+
+def test_a_fault_of_the_input_ends_the_read_naming_the_bad_rows_before(
+    engine: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "r.jsonl", ['{"prompt": 3}', '{"prompt": "a"}', '{"prompt": "b"}'])
+    with pytest.raises(RolloutBadRowsError, match=r"r\.jsonl:3: more than 2 rows") as caught:
+        jsonl_stats(str(path), FileLimits(2, 1 << 40))
+    assert caught.value.bad_rows == 1 and caught.value.errors[0].line == 1
+    only_bad = write(tmp_path / "bad.jsonl", ['{"prompt": 3}'])
+    assert jsonl_stats(str(only_bad), LIMITS).bad_rows == 1  # no "no rows" error
 
 
 # ---- the engines agree ----------------------------------------------------------------------
@@ -171,21 +190,40 @@ def _row() -> st.SearchStrategy[str]:
     return st.builds(line, prompt, answer, extras, st.booleans())
 
 
+BAD = ['{"prompt":3}', "not json", '{"prompt":""}', '{"prompt":[]}', "[1]"]
+BAD_LINES = st.sampled_from(BAD)
+
+
 @pytest.mark.skipif(len(ENGINES) < 2, reason="needs both engines")
-@given(lines=st.lists(st.one_of(_row(), st.just(""), st.just("  ")), min_size=1, max_size=30))
+@given(
+    lines=st.lists(
+        st.one_of(_row(), _row(), st.just(""), st.just("  "), BAD_LINES), min_size=1, max_size=30
+    )
+)
 @settings(max_examples=60, deadline=None)
 def test_both_engines_count_alike(tmp_path_factory: Any, lines: list[str]) -> None:
     path = write(tmp_path_factory.mktemp("stats") / "r.jsonl", lines)
-    outcomes = []
+    outcomes: list[Any] = []
     for name in ENGINES:
         with use_engine(name):
             try:
-                outcomes.append(jsonl_stats(str(path), LIMITS, max_names=3))
+                got = jsonl_stats(str(path), LIMITS, max_names=3)
+                outcomes.append((got, [str(error) for error in got.bad]))
             except ValueError as exc:  # no rows: the same error on both
                 outcomes.append(str(exc))
     assert outcomes[0] == outcomes[1]
-    if isinstance(outcomes[0], RolloutStats):
-        assert outcomes[0] == expected(lines, max_names=3)
+    if not isinstance(outcomes[0], str):
+        good = [line for line in lines if line not in BAD]
+        want = expected(good, max_names=3)
+        got = outcomes[0][0]
+        assert got.bad_rows == len(lines) - len(good)
+        got.lines, got.blank_lines, got.bytes_in, got.bad_rows = (
+            want.lines,
+            want.blank_lines,
+            want.bytes_in,
+            0,
+        )
+        assert got == want
 
 
 def test_many_chunks_keep_the_first_names_in_input_order(engine: str, tmp_path: Path) -> None:
@@ -251,8 +289,9 @@ def test_parquet_of_any_shape_goes_through_the_row_rules(tmp_path: Path) -> None
     assert got.message_prompts == 2 and got.prompt_chars.max == 13
     table = pa.table({"prompt": ["a", None], "answer": ["b", "c"], "score": [1, 2]})
     pq.write_table(table, tmp_path / "bad.parquet")
-    with pytest.raises(ValueError, match=r"bad\.parquet: row 1: prompt: "):
-        rollout_stats(str(tmp_path / "bad.parquet"), LIMITS)
+    bad = rollout_stats(str(tmp_path / "bad.parquet"), LIMITS)
+    assert (bad.rows, bad.bad_rows, bad.names) == (1, 1, {"score": 1})
+    assert re.match(r"\S*bad\.parquet: row 1: prompt: ", str(bad.bad[0]))
     pq.write_table(table.slice(0, 1), tmp_path / "one.parquet")
     one = rollout_stats(str(tmp_path / "one.parquet"), LIMITS)
     assert (one.rows, one.names, one.dropped_keys, one.answers) == (1, {"score": 1}, 1, 1)
@@ -315,8 +354,10 @@ def test_median_is_the_lower_one() -> None:
 
 def test_exit_codes(engine: str, cli: Cli, tmp_path: Path) -> None:
     bad = write(tmp_path / "bad.jsonl", ['{"prompt": "a"}', "{"])
-    result = cli("stats", str(bad))
-    assert result.code == 1 and "bad.jsonl:2:" in result.err
+    result = cli("stats", str(bad))  # the report all the same, the bad row listed
+    assert result.code == 1 and "bad rows: 1" in result.out and "bad.jsonl:2:" in result.out
+    ended = cli("stats", str(bad), "--max-rows", "1")
+    assert ended.code == 1 and "bad.jsonl:2: more than 1 row" in ended.err
     assert cli("stats", str(tmp_path / "missing.jsonl")).code == 2
     assert cli("stats", str(bad), "--format", "yaml").code == 2
     empty = write(tmp_path / "empty.jsonl", [""])

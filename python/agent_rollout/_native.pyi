@@ -191,5 +191,6 @@ def read_jsonl_stats(
     src: str,
     limits: FileLimits,
     max_names: int,
+    keep: int,
     progress: Callable[[int, int, int], object] | None = None,
 ) -> RowStats: ...

@@ -23,10 +23,24 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from agent_rollout import _rows
-from agent_rollout._errors import file_error, row_error
+from agent_rollout._errors import (
+    RolloutFileError,
+    RolloutRowError,
+    bad_rows_error,
+    file_error,
+    row_error,
+)
 from agent_rollout._files import source_name
-from agent_rollout._jsonl import FileLimits, Progress, Tally, decode, open_jsonl, read_lines
-from agent_rollout._limits import MAX_MESSAGE_DEPTH
+from agent_rollout._jsonl import (
+    BadRows,
+    FileLimits,
+    Progress,
+    Tally,
+    decode,
+    open_jsonl,
+    read_lines,
+)
+from agent_rollout._limits import BAD_ROWS_KEPT, MAX_MESSAGE_DEPTH
 
 BUCKETS = 65
 """Length buckets: bit lengths 0 to 64."""
@@ -75,6 +89,11 @@ class RolloutStats:
     """Dropped key name -> rows, the first ``max_names`` names in input order."""
     other_names: int = 0
     """Dropped keys whose names were not kept, summed over rows."""
+    bad_rows: int = 0
+    """Rows the rules refused (UTF-8, JSON syntax, a row rule); counted, not in the rest."""
+    bad: tuple[ValueError, ...] = field(default=(), compare=False)
+    """The first of them (``BAD_ROWS_KEPT``) as the errors a read that stops raises
+    (with file:line), in line order."""
 
 
 def content_chars(content: Any) -> int:
@@ -143,41 +162,57 @@ class Counter:
 
 
 def file_stats(
-    path: str, limits: FileLimits, max_names: int, progress: Optional[Progress] = None
+    path: str,
+    limits: FileLimits,
+    max_names: int,
+    progress: Optional[Progress] = None,
+    keep: int = BAD_ROWS_KEPT,
 ) -> RolloutStats:
     """What the rollout JSONL file ``path`` holds, on the pure-Python engine.
 
-    Raises what ``_jsonl.read_rows`` raises, at the same lines."""
+    Goes on past bad rows (counted; the first ``keep`` kept, as ``_jsonl.BadRows``
+    keeps them). A fault of the input as a whole raises what ``_jsonl.read_rows``
+    raises at the same line, as a ``RolloutBadRowsError`` carrying the bad rows
+    before it when there were any; a file without rows, good or bad, is
+    ``file_no_rows``."""
     opened = open_jsonl(path)
+    source = source_name(path)
+    bad = BadRows(keep)
     try:
-        return _count(opened, limits, max_names, source_name(path), progress)
+        stats = _count(opened, limits, max_names, source, progress, bad)
+    except RolloutFileError as exc:
+        if bad.count == 0:
+            raise
+        raise bad_rows_error(source, tuple(bad.errors), bad.count, None, exc) from None
     finally:
         opened.stream.close()
+    stats.bad_rows = bad.count
+    stats.bad = tuple(bad.errors)
+    return stats
 
 
 def _count(
-    opened: Any, limits: FileLimits, max_names: int, source: str, progress: Optional[Progress]
+    opened: Any,
+    limits: FileLimits,
+    max_names: int,
+    source: str,
+    progress: Optional[Progress],
+    bad: BadRows,
 ) -> RolloutStats:
-    """``file_stats`` on an input already open (the checks of ``_jsonl.row_batches``)."""
+    """``file_stats`` on an input already open (the checks of ``_jsonl.row_batches``
+    with ``bad``; the rows' values are needed here, for the dropped keys' names)."""
     counter = Counter(RolloutStats(), max_names)
     tally = Tally()
     max_rows = limits.max_rows
     for block in read_lines(opened, limits, tally, source):
         with _rows.GcPause():
             for line_no, content in block.lines:
-                doc = decode(content, line_no, source, max_rows)
                 try:
-                    row = _rows.normalise_row(doc, MAX_MESSAGE_DEPTH)
-                except _rows.RuleBroken as bad:
-                    bad.rev_path.reverse()
-                    raise row_error(
-                        bad.code,
-                        tally.rows,
-                        tuple(bad.rev_path),
-                        bad.fact,
-                        line=line_no,
-                        source=source,
-                    ) from None
+                    doc = decode(content, line_no, source, max_rows)
+                    row = _checked(doc, tally.rows + bad.count, line_no, source)
+                except (RolloutFileError, RolloutRowError) as err:
+                    bad.add(err)
+                    continue
                 names = [key for key in doc if key != "prompt" and key != "answer"]
                 tally.dropped_keys += len(names)
                 counter.add(row, names)
@@ -186,7 +221,7 @@ def _count(
             raise block.fault
         if progress is not None:
             progress(tally.rows, tally.lines, tally.bytes_in)
-    if tally.rows == 0:
+    if tally.rows == 0 and bad.count == 0:
         raise file_error("file_no_rows", source, max_rows)
     stats = counter.finish()
     stats.rows = tally.rows
@@ -195,6 +230,22 @@ def _count(
     stats.dropped_keys = tally.dropped_keys
     stats.bytes_in = tally.bytes_in
     return stats
+
+
+def _checked(doc: Any, index: int, line_no: int, source: str) -> dict:
+    """``doc`` through the row rules; a broken one as ``row_batches`` raises it."""
+    try:
+        return _rows.normalise_row(doc, MAX_MESSAGE_DEPTH)
+    except _rows.RuleBroken as broken:
+        broken.rev_path.reverse()
+        raise row_error(
+            broken.code,
+            index,
+            tuple(broken.rev_path),
+            broken.fact,
+            line=line_no,
+            source=source,
+        ) from None
 
 
 __all__ = [

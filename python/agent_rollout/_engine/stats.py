@@ -9,13 +9,14 @@ exceptions. A Parquet file (its name ends in ``.parquet``) is counted by
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from agent_rollout import _engine, _stats
 from agent_rollout._engine.jsonl import file_limits, native_file_error
+from agent_rollout._errors import RolloutFileError, bad_rows_error
 from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, Progress
-from agent_rollout._limits import MAX_STATS_KEY_NAMES
+from agent_rollout._limits import BAD_ROWS_KEPT, MAX_STATS_KEY_NAMES
 from agent_rollout._stats import Lengths, RolloutStats
 
 
@@ -24,7 +25,7 @@ def _lengths(native: tuple[list[int], int, int, int]) -> Lengths:
     return Lengths(list(buckets), sum(buckets), total, least, most)
 
 
-def _from_native(native: Any) -> RolloutStats:
+def _from_native(native: Any, bad: tuple[ValueError, ...]) -> RolloutStats:
     file = native.file
     return RolloutStats(
         rows=file.rows,
@@ -40,6 +41,8 @@ def _from_native(native: Any) -> RolloutStats:
         answer_chars=_lengths(native.answer_chars),
         names=dict(native.names),
         other_names=native.other_names,
+        bad_rows=file.bad_rows,
+        bad=bad,
     )
 
 
@@ -49,17 +52,36 @@ def jsonl_stats(
     max_names: int = MAX_STATS_KEY_NAMES,
     progress: Optional[Progress] = None,
 ) -> RolloutStats:
-    """What the rollout JSONL file ``path`` (``-``: standard input) holds.
+    """What the rollout JSONL file ``path`` (``-``: standard input) holds, going on
+    past bad rows (``RolloutStats.bad_rows``, ``.bad``).
 
-    Raises what ``_engine.jsonl.read_rows`` raises, at the same lines."""
+    A fault of the input as a whole raises what ``_engine.jsonl.read_rows`` raises,
+    at the same line (a ``RolloutBadRowsError`` carrying the bad rows before it,
+    when there were any)."""
     if _engine.implementation() == "python":
-        return _stats.file_stats(path, limits, max_names, progress)
+        return _stats.file_stats(path, limits, max_names, progress, BAD_ROWS_KEPT)
     native = _engine.native
+    source = source_name(path)
+
+    def ours(exc: Any) -> Exception:
+        return native_file_error(exc, source, None, limits)
+
+    def bad_rows(kept: Any) -> tuple[ValueError, ...]:
+        # A bad row's error: a RolloutRowError or RolloutFileError (never an OSError).
+        return tuple(cast(ValueError, ours(exc)) for exc in kept)
+
     try:
-        result = native.read_jsonl_stats(path, file_limits(limits), max_names, progress)
+        result = native.read_jsonl_stats(
+            path, file_limits(limits), max_names, BAD_ROWS_KEPT, progress
+        )
     except native.NativeRowError as exc:
-        raise native_file_error(exc, source_name(path), None, limits) from None
-    return _from_native(result)
+        error = ours(exc)
+        carried = getattr(exc, "bad_rows", None)
+        if carried is None or not isinstance(error, RolloutFileError):
+            raise error from None
+        count, kept = carried
+        raise bad_rows_error(source, bad_rows(kept), count, None, error) from None
+    return _from_native(result, bad_rows(result.file.bad))
 
 
 def is_parquet(path: str) -> bool:

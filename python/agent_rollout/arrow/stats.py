@@ -7,7 +7,8 @@ list of message structs whose ``role`` and ``content`` are strings and whose
 other fields are strings, ints or bools; ``answer`` a string column) whose
 rows all pass the row rules is counted with ``pyarrow.compute``; any other
 batch goes row by row through the row rules (``_rows``), its JSON text read
-back as ``arrow_to_rows`` reads it. Every column besides ``prompt`` and
+back as ``arrow_to_rows`` reads it, a bad row counted and the read going on.
+Every column besides ``prompt`` and
 ``answer`` is a key the row rules drop, in every row.
 """
 
@@ -22,8 +23,8 @@ import pyarrow.compute as pc
 from agent_rollout import _rows
 from agent_rollout._errors import RolloutRowError, file_error, row_error, shown_path
 from agent_rollout._exceptions import RolloutValueError
-from agent_rollout._jsonl import FileLimits, Progress
-from agent_rollout._limits import MAX_MESSAGE_DEPTH
+from agent_rollout._jsonl import BadRows, FileLimits, Progress
+from agent_rollout._limits import BAD_ROWS_KEPT, MAX_MESSAGE_DEPTH
 from agent_rollout._stats import Counter, Lengths, RolloutStats
 from agent_rollout.arrow.read import iter_rows
 
@@ -148,25 +149,37 @@ def _located(exc: RolloutRowError, source: str, index: int) -> RolloutRowError:
 _END = object()
 
 
-def _slow_batch(table: pa.Table, counter: Counter, first: int, source: str) -> None:
-    """Count a batch row by row through the row rules (its first row is the file's
-    row ``first``)."""
-    rows = iter_rows(table)
-    index = first
+def _slow_batch(table: pa.Table, counter: Counter, first: int, source: str, bad: BadRows) -> None:
+    """Count a batch row by row through the row rules, going on past bad rows (its
+    first row is the file's row ``first``)."""
+    done = 0
+    while done < table.num_rows:
+        done = _slow_rows(table, done, counter, first, source, bad)
+
+
+def _slow_rows(
+    table: pa.Table, start: int, counter: Counter, first: int, source: str, bad: BadRows
+) -> int:
+    """``_slow_batch`` from the batch's row ``start`` on, up to its end or to a value
+    of JSON text that does not parse (a bad row): the next row to count."""
+    index = start
+    rows = iter_rows(table.slice(start))
     while True:
         try:
             raw = next(rows, _END)
         except RolloutRowError as exc:  # JSON text that does not parse
-            raise _located(exc, source, first + exc.index) from None
+            bad.add(_located(exc, source, first + start + exc.index))
+            return start + exc.index + 1
         if raw is _END:
-            return
+            return table.num_rows
         try:
             row = _rows.normalise_row(raw, MAX_MESSAGE_DEPTH)
-        except _rows.RuleBroken as bad:
-            bad.rev_path.reverse()
-            error = row_error(bad.code, index, tuple(bad.rev_path), bad.fact)
-            raise _located(error, source, index) from None
-        counter.add(row)
+        except _rows.RuleBroken as broken:
+            broken.rev_path.reverse()
+            error = row_error(broken.code, first + index, tuple(broken.rev_path), broken.fact)
+            bad.add(_located(error, source, first + index))
+        else:
+            counter.add(row)
         index += 1
 
 
@@ -198,6 +211,7 @@ def parquet_stats(
     kind = _fast_prompt(schema.field("prompt").type)
     stats = RolloutStats()
     counter = Counter(stats, max_names)
+    bad = BadRows(BAD_ROWS_KEPT)
     rows = 0
     size = os.path.getsize(path)
     total = parquet.metadata.num_rows
@@ -206,19 +220,22 @@ def parquet_stats(
     for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
         prompts = batch.column(0)
         answers = batch.column(1) if len(columns) > 1 else None
+        bad_before = bad.count
         if kind is None or not _fast_batch(kind, prompts, answers, stats):
-            _slow_batch(pa.Table.from_batches([batch]), counter, rows, source)
+            _slow_batch(pa.Table.from_batches([batch]), counter, rows, source, bad)
+        good = batch.num_rows - (bad.count - bad_before)
         for name in extra:
-            counter.add_name(name, batch.num_rows)
+            counter.add_name(name, good)
         rows += batch.num_rows
         if progress is not None:
             progress(rows, rows, size * rows // max(total, 1))
     if rows == 0:
         raise file_error("file_no_rows", source, limits.max_rows)
     counter.finish()
-    stats.rows = rows
+    stats.bad_rows, stats.bad = bad.count, tuple(bad.errors)
+    stats.rows = rows - bad.count
     stats.lines = rows
-    stats.dropped_keys = rows * len(extra)
+    stats.dropped_keys = stats.rows * len(extra)
     stats.bytes_in = size
     return stats
 

@@ -8,8 +8,14 @@ ASCII when standard output cannot encode them). ``--format json`` prints one
 JSON object instead, whose shape (``STATS_VERSION``) is documented in
 docs/rows.md ("Looking at a file: stats").
 
-Exit status: 0 done, 1 invalid input (the message names file:line), 2 usage
-or I/O error, 130 interrupted (Ctrl-C).
+Bad rows (UTF-8, JSON syntax, a row rule) are counted and the first
+``BAD_ROWS_KEPT`` listed with ``file:line``; the other numbers are those of the
+good rows. A fault of the input as a whole (a line over ``MAX_LINE_BYTES``, the
+row cap, bad gzip) ends the read, as in ``normalise``.
+
+Exit status: 0 done, 1 invalid input (bad rows, reported in full; or a fault
+that ended the read, the message naming file:line), 2 usage or I/O error, 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -130,7 +136,10 @@ def stats_json(stats: RolloutStats, source: str, file_format: str, engine: str) 
         "format": file_format,
         "engine": engine,
         "rows": stats.rows,
-        "bad_rows": 0,
+        "bad_rows": stats.bad_rows,
+        "bad": [
+            {"line": getattr(error, "line", None), "message": str(error)} for error in stats.bad
+        ],
         "lines": stats.lines,
         "blank_lines": stats.blank_lines,
         "bytes": stats.bytes_in,
@@ -221,6 +230,14 @@ def _lengths_line(what: str, lengths: Lengths) -> str:
     return f"{what} (characters): min {lengths.min:,}, mean {mean:,.1f}, max {lengths.max:,}"
 
 
+def _bad_line(stats: RolloutStats) -> str:
+    if not stats.bad_rows:
+        return "bad rows: 0"
+    listed = len(stats.bad)
+    shown = "" if listed == stats.bad_rows else f" (the first {listed} listed)"
+    return f"bad rows: {stats.bad_rows:,}{shown}; the counts below are of the good rows"
+
+
 def render_text(
     stats: RolloutStats, source: str, file_format: str, engine: str, unicode: bool
 ) -> str:
@@ -231,7 +248,8 @@ def render_text(
     blank = f", {stats.blank_lines:,} blank line{plural}" if stats.blank_lines else ""
     out = [
         f"{source}: {rows:,} rows ({size}{blank}), engine {engine}",
-        "bad rows: 0",
+        _bad_line(stats),
+        *(f"  {printable(str(error))}" for error in stats.bad),
         f"prompts: text {_share(stats.text_prompts, rows)}, "
         f"messages {_share(stats.message_prompts, rows)}",
         f"answers: with {_share(stats.answers, rows)}, "
@@ -286,7 +304,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except RolloutValueError as exc:  # a bad file: its rows, or (Parquet) its columns
         progress.finish()
-        say(str(exc))
+        for line in str(exc).splitlines():  # a RolloutBadRowsError lists them, one a line
+            say(line)
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, "-", progress)
@@ -298,4 +317,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render_text(stats, printable(shown), file_format, engine, can_draw(sys.stdout))
     sys.stdout.write(text)
-    return 0
+    return 1 if stats.bad_rows else 0
