@@ -15,7 +15,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use crate::errors::{nesting_limit, Code, Fault, Rule, Seg};
+use crate::errors::{nesting_limit, Code, Fault, NativeRowError, Rule, Seg};
 use crate::json::{JsonLimits, J};
 use crate::jsonl::{self, ChunkResult, Event, Input, LineFault, LineLimits, ReadFault, Row, Spare};
 use crate::rows::GcPause;
@@ -63,7 +63,8 @@ impl FileLimits {
 }
 
 impl FileLimits {
-    /// What `jsonl::process_chunk` checks each line against.
+    /// What `jsonl::process_chunk` checks each line against (stopping at the
+    /// first bad line: a run that keeps going sets `keep_going`).
     pub(crate) fn lines(&self) -> LineLimits {
         LineLimits {
             max_line_bytes: self.max_line_bytes,
@@ -72,35 +73,115 @@ impl FileLimits {
                 max_depth: self.json_depth,
                 max_int_digits: self.max_int_digits,
             },
+            keep_going: false,
         }
     }
 }
 
 /// What a run saw, returned to Python as it is.
-#[pyclass(frozen, get_all, module = "agent_rollout._native")]
+#[pyclass(frozen, module = "agent_rollout._native")]
 #[derive(Default)]
 pub struct FileStats {
     /// Rows accepted.
+    #[pyo3(get)]
     pub rows: usize,
     /// Lines read, blank ones included.
+    #[pyo3(get)]
     pub lines: u64,
+    #[pyo3(get)]
     pub blank_lines: usize,
     /// Keys other than `prompt` and `answer`, dropped from the rows.
+    #[pyo3(get)]
     pub dropped_keys: usize,
     /// Input bytes, after gzip decompression.
+    #[pyo3(get)]
     pub bytes_in: u64,
     /// Bytes written (`normalise_file`; 0 for the other functions).
+    #[pyo3(get)]
     pub bytes_out: u64,
+    /// Rows refused by a run that kept going past them (`BadRows`).
+    #[pyo3(get)]
+    pub bad_rows: usize,
+    /// The first of them (`NativeRowError`s, in line order): `BadRows::keep`.
+    pub kept: Vec<Py<PyAny>>,
+}
+
+#[pymethods]
+impl FileStats {
+    /// The first bad rows, as `NativeRowError`s in line order.
+    #[getter]
+    fn bad<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.kept.iter().map(|err| err.clone_ref(py)))
+    }
 }
 
 impl FileStats {
-    /// Count a chunk whose first `rows` rows were accepted.
+    /// Count a chunk whose good rows were `rows` (`settle`).
     pub(crate) fn add<T>(&mut self, rows: usize, result: &ChunkResult<T>) {
         self.rows += rows;
         self.lines += result.lines;
         self.blank_lines += result.blank_lines;
         self.dropped_keys += result.dropped_keys;
         self.bytes_in += result.bytes as u64;
+    }
+}
+
+/// The rows a run that keeps going refused (`LineLimits::keep_going`): every
+/// one counted, the first `keep` kept with their fault, in line order, and
+/// nothing more, so that memory stays flat on a file of bad lines. The twin's
+/// `_jsonl.BadRows`.
+pub(crate) struct BadRows {
+    pub(crate) count: usize,
+    pub(crate) kept: Vec<Fault>,
+    keep: usize,
+}
+
+impl BadRows {
+    pub(crate) fn new(keep: usize) -> Self {
+        BadRows {
+            count: 0,
+            kept: Vec::new(),
+            keep,
+        }
+    }
+
+    /// Count one bad row, and keep its fault (made only then) while there is room.
+    fn note(&mut self, fault: impl FnOnce() -> Fault) {
+        self.count += 1;
+        if self.kept.len() < self.keep {
+            self.kept.push(fault());
+        }
+    }
+
+    /// The bad rows as Python exceptions, on `stats`.
+    pub(crate) fn into_stats(self, py: Python<'_>, stats: &mut FileStats) {
+        stats.bad_rows = self.count;
+        stats.kept = self.into_errors(py);
+    }
+
+    fn into_errors(self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.kept
+            .into_iter()
+            .map(|fault| fault.into_pyerr(py).into_value(py).into_any())
+            .collect()
+    }
+
+    /// `fault`, the one that ended the run, as the Python exception; when bad
+    /// rows came before it, it carries them: `bad_rows`, a tuple of their
+    /// count and the first ones (`NativeRowError`s).
+    pub(crate) fn ended_by(self, py: Python<'_>, fault: Fault) -> PyErr {
+        let err = fault.into_pyerr(py);
+        if self.count == 0 || !err.is_instance_of::<NativeRowError>(py) {
+            return err;
+        }
+        let count = self.count;
+        let carried = PyTuple::new(py, self.into_errors(py))
+            .and_then(|kept| (count, kept).into_pyobject(py))
+            .and_then(|facts| err.value(py).setattr("bad_rows", facts));
+        match carried {
+            Ok(()) => err,
+            Err(other) => other,
+        }
     }
 }
 
@@ -321,24 +402,47 @@ fn check_signals() -> Result<(), Fault> {
     Python::attach(|py| py.check_signals()).map_err(Fault::from)
 }
 
-/// Turn the first problem of a chunk, or going over the cap, into a fault.
-/// `seen` counts rows and `lines_before` lines before this chunk.
-/// Returns Ok(rows accepted in this chunk).
+/// Settle a chunk's refused lines and the row cap: `Ok` with the chunk's good
+/// rows, or the fault that ends the run. Without `bad` (stopping at the first
+/// bad row), a refused line is that fault; with it (a run that keeps going),
+/// each goes to `bad` in line order, and only the input's faults end the run:
+/// a line over the limit, or the row past the cap (the bad rows before it
+/// noted first). `seen` counts the rows (good and bad: every non-blank line)
+/// and `lines_before` the lines before this chunk.
 pub(crate) fn settle<T>(
     result: &ChunkResult<T>,
     seen: usize,
     lines_before: u64,
     limits: FileLimits,
+    mut bad: Option<&mut BadRows>,
 ) -> Result<usize, Fault> {
     let rows_here = result.row_lines.len();
-    // Rows that reached the cap check: a too-long line is refused before it.
-    let checked = match &result.fault {
+    // Rows that reached the cap check: a too-long line is refused before it,
+    // and a run that stops looked at nothing after its first fault.
+    // (A too-long line is always a chunk's last fault.)
+    let checked = match result.faults.last() {
         Some(LineFault::TooLong { rows_before, .. }) => *rows_before,
-        Some(fault) => fault.local_index() + 1,
-        None => rows_here,
+        Some(fault) if bad.is_none() => fault.local_index() + 1,
+        _ => rows_here,
     };
-    if seen + checked > limits.max_rows {
-        let over = limits.max_rows - seen;
+    let over = limits.max_rows.saturating_sub(seen);
+    let mut good = rows_here;
+    for fault in &result.faults {
+        if checked > over && fault.local_index() >= over {
+            break; // at or past the row over the cap, refused below
+        }
+        match (&mut bad, fault) {
+            (
+                Some(bad),
+                LineFault::Row { .. } | LineFault::Syntax { .. } | LineFault::Utf8 { .. },
+            ) => {
+                bad.note(|| line_fault(fault, seen, lines_before));
+                good -= 1;
+            }
+            _ => return Err(line_fault(fault, seen, lines_before)),
+        }
+    }
+    if checked > over {
         let line = result.row_lines.get(over).copied().unwrap_or(0);
         return Err(Fault::at_line(
             Code::FileTooManyRows,
@@ -347,10 +451,7 @@ pub(crate) fn settle<T>(
             None,
         ));
     }
-    match &result.fault {
-        None => Ok(rows_here),
-        Some(fault) => Err(line_fault(fault, seen, lines_before)),
-    }
+    Ok(good)
 }
 
 fn line_fault(fault: &LineFault, seen: usize, lines_before: u64) -> Fault {
@@ -511,7 +612,7 @@ pub fn read_rows<'py>(
                 Event::Chunk(result) => result,
             };
             py.check_signals()?;
-            let accepted = settle(&result, stats.rows, stats.lines, limits)?;
+            let accepted = settle(&result, stats.rows, stats.lines, limits, None)?;
             {
                 // Paused while a chunk's rows are built, not while waiting:
                 // other Python threads run then, with the collector as it was.
@@ -762,7 +863,54 @@ fn give_back_output(mut output: String) {
     }
 }
 
-/// Normalise a rollout file into canonical JSONL at `dest`.
+/// What a file-to-file run does at a bad row (a refused line: bad UTF-8, bad
+/// JSON, a row rule); the twin's `on_bad`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OnBad {
+    /// The first one ends the run (its fault is raised).
+    Stop,
+    /// Every one is counted (the first `keep` kept), and nothing is written
+    /// from the first chunk holding one on: the output is abandoned, and the
+    /// stats say why (`bad_rows`).
+    Report,
+    /// Every one is counted and left out; the good rows are written.
+    Skip,
+}
+
+/// A chunk's output: its canonical JSONL, and, where the output is gzip, that
+/// text as one gzip member of its own (compressed by the thread that parsed
+/// the chunk: members one after another are one gzip stream to every reader,
+/// Python's `gzip` and `zcat` among them).
+struct Written {
+    text: String,
+    gzip: Option<io::Result<Vec<u8>>>,
+}
+
+impl Written {
+    fn new(text: String, gzip_level: Option<u32>) -> Self {
+        let gzip = gzip_level
+            .filter(|_| !text.is_empty())
+            .map(|level| gzip_member(text.as_bytes(), level));
+        Written { text, gzip }
+    }
+}
+
+/// `data` as one gzip member, compressed at `level` (0-9).
+fn gzip_member(data: &[u8], level: u32) -> io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(data.len() / 4 + 64),
+        flate2::Compression::new(level.min(9)),
+    );
+    encoder.write_all(data)?;
+    encoder.finish()
+}
+
+/// Normalise a rollout file into canonical JSONL at `dest` (gzip-compressed at
+/// `gzip_level`, when given). With `OnBad::Report`
+/// or `Skip` the run keeps going past bad rows (the first `keep` kept on the
+/// stats); an output that would hold no rows, or that `Report` found a bad row
+/// for, is abandoned, not written, and the stats come back all the same.
+#[allow(clippy::too_many_arguments)]
 pub fn normalise_file(
     py: Python<'_>,
     src: &Path,
@@ -770,12 +918,17 @@ pub fn normalise_file(
     dest_kind: DestKind,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
-) -> Result<FileStats, Fault> {
-    let source = open_source(py, src, &limits)?;
-    let lines = limits.lines();
-    let mut sink = Sink::create(py, dest, dest_kind)?;
+    on_bad: OnBad,
+    keep: usize,
+    gzip_level: Option<u32>,
+) -> PyResult<FileStats> {
+    let source = open_source(py, src, &limits).map_err(|fault| fault.into_pyerr(py))?;
+    let mut lines = limits.lines();
+    lines.keep_going = on_bad != OnBad::Stop;
+    let mut sink = Sink::create(py, dest, dest_kind).map_err(|fault| fault.into_pyerr(py))?;
+    let mut bad = BadRows::new(keep);
+    let mut stats = FileStats::default();
     let outcome = py.detach(|| {
-        let mut stats = FileStats::default();
         let work = |data: &[u8]| {
             let mut messages = Vec::new();
             let mut output = spare_output();
@@ -789,13 +942,16 @@ pub fn normalise_file(
                 },
                 |out: &mut String, row| jsonl::write_row(&row, out),
             )
+            .map(|text| Written::new(text, gzip_level))
         };
         // Already without the interpreter.
         let released = |step: &mut (dyn FnMut() + Send)| step();
         let tick = check_signals;
         let sink_ref = &mut sink;
+        let (stats, bad) = (&mut stats, &mut bad);
+        let keeps_going = on_bad != OnBad::Stop;
         let workers = workers_writing_jsonl(&source);
-        let run = jsonl::run(
+        jsonl::run(
             source,
             workers,
             work,
@@ -807,11 +963,26 @@ pub fn normalise_file(
                     Event::Chunk(result) => result,
                 };
                 Python::attach(|py| py.check_signals())?;
-                let accepted = settle(&result, stats.rows, stats.lines, limits)?;
-                sink_ref.write(result.output.as_bytes())?;
+                let seen = stats.rows + bad.count;
+                let accepted = settle(
+                    &result,
+                    seen,
+                    stats.lines,
+                    limits,
+                    keeps_going.then_some(&mut *bad),
+                )?;
+                // `Report` writes nothing from the first chunk with a bad row on.
+                if on_bad != OnBad::Report || bad.count == 0 {
+                    let bytes = match &result.output.gzip {
+                        None => result.output.text.as_bytes(),
+                        Some(Ok(member)) => member.as_slice(),
+                        Some(Err(err)) => return Err(io_fault(Code::IoWrite, err)),
+                    };
+                    sink_ref.write(bytes)?;
+                    stats.bytes_out += bytes.len() as u64;
+                }
                 stats.add(accepted, &result);
-                stats.bytes_out += result.output.len() as u64;
-                give_back_output(result.output);
+                give_back_output(result.output.text);
                 if let Some(report) = &progress {
                     Python::attach(|py| {
                         report.call1(py, (stats.rows, stats.lines, stats.bytes_in))
@@ -819,23 +990,26 @@ pub fn normalise_file(
                 }
                 Ok(true)
             },
-        );
-        run.and_then(|()| {
-            if stats.rows == 0 {
-                Err(Fault::input(Code::FileNoRows, None))
-            } else {
-                Ok(stats)
-            }
-        })
+        )
     });
     match outcome {
-        Ok(stats) => {
-            sink.finish()?;
+        Ok(()) if stats.rows == 0 && bad.count == 0 => {
+            sink.abandon();
+            Err(Fault::input(Code::FileNoRows, None).into_pyerr(py))
+        }
+        Ok(()) if stats.rows == 0 || (on_bad == OnBad::Report && bad.count > 0) => {
+            sink.abandon();
+            bad.into_stats(py, &mut stats);
+            Ok(stats)
+        }
+        Ok(()) => {
+            sink.finish().map_err(|fault| fault.into_pyerr(py))?;
+            bad.into_stats(py, &mut stats);
             Ok(stats)
         }
         Err(fault) => {
             sink.abandon();
-            Err(fault)
+            Err(bad.ended_by(py, fault))
         }
     }
 }

@@ -6,6 +6,7 @@ mod files;
 mod json;
 mod jsonl;
 mod rows;
+mod stats;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ use pyo3::types::{PyList, PyTuple};
 use arrow::{ArrowBatch, Buffer, Column};
 use errors::{Code, NativeRowError, Reason};
 use files::{FileLimits, FileStats};
+use stats::RowStats;
 
 /// Normalise Python rollout rows; see `agent_rollout.normalise_rollout_rows`.
 #[pyfunction]
@@ -48,8 +50,14 @@ fn read_jsonl<'py>(
 /// `agent_rollout._files.destination`: `dest_kind` is "file" (written aside,
 /// renamed), "stream" (opened in place) or "fd" (descriptor `dest_fd`).
 /// `progress(rows, lines, bytes_in)` is called after each chunk when given.
+/// `on_bad` is "stop" (the first bad row is raised), "report" (every bad row
+/// counted, nothing written) or "skip" (bad rows left out); the first
+/// `keep_bad` bad rows come back on the stats (`bad`), or on the error that
+/// ended the run (`bad_rows`). `gzip_level` (0-9): the output is gzip, one
+/// member per chunk.
 #[pyfunction]
-#[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None))]
+#[pyo3(signature = (src, dest, dest_kind, dest_fd, limits, progress=None, on_bad="stop", keep_bad=0, gzip_level=None))]
+#[allow(clippy::too_many_arguments)]
 fn normalise_file(
     py: Python<'_>,
     src: PathBuf,
@@ -58,6 +66,9 @@ fn normalise_file(
     dest_fd: i32,
     limits: FileLimits,
     progress: Option<Py<PyAny>>,
+    on_bad: &str,
+    keep_bad: usize,
+    gzip_level: Option<u32>,
 ) -> PyResult<FileStats> {
     let kind = match dest_kind {
         "file" => files::DestKind::File,
@@ -69,8 +80,19 @@ fn normalise_file(
             )))
         }
     };
-    files::normalise_file(py, &src, &dest, kind, limits, progress)
-        .map_err(|fault| fault.into_pyerr(py))
+    let on_bad = match on_bad {
+        "stop" => files::OnBad::Stop,
+        "report" => files::OnBad::Report,
+        "skip" => files::OnBad::Skip,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "on_bad must be 'stop', 'report' or 'skip', got {other:?}"
+            )))
+        }
+    };
+    files::normalise_file(
+        py, &src, &dest, kind, limits, progress, on_bad, keep_bad, gzip_level,
+    )
 }
 
 /// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow/), each
@@ -144,6 +166,23 @@ fn read_jsonl_arrow(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
+/// What a rollout JSONL file holds (`agent-rollout stats`): see rust/stats.rs.
+/// At most `max_names` dropped key names are kept, and the faults of the first
+/// `keep` bad rows (`FileStats.bad`); `progress(rows, lines, bytes_in)` is
+/// called after each chunk when given.
+#[pyfunction]
+#[pyo3(signature = (src, limits, max_names, keep, progress=None))]
+fn read_jsonl_stats(
+    py: Python<'_>,
+    src: PathBuf,
+    limits: FileLimits,
+    max_names: usize,
+    keep: usize,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RowStats> {
+    stats::file_stats(py, &src, limits, max_names, keep, progress)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -152,8 +191,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
     m.add_function(wrap_pyfunction!(rows_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(read_jsonl_stats, m)?)?;
     m.add_class::<FileLimits>()?;
     m.add_class::<FileStats>()?;
+    m.add_class::<RowStats>()?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<Column>()?;
     m.add_class::<Buffer>()?;

@@ -27,6 +27,29 @@ from ._limits import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digi
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
+# The knobs messages name, as a caller of the library sets them; the command line
+# says them its own way (CLI_HINTS, for_command_line).
+_KIND_HINT = "prompt_kind='messages'"
+_ROWS_HINT = "max_rows= or --max-rows"
+_BYTES_HINT = "max_bytes= or --max-bytes"
+
+CLI_HINTS: dict[str, str] = {
+    _KIND_HINT: "--prompt-kind messages",
+    _ROWS_HINT: "--max-rows N",
+    _BYTES_HINT: "--max-bytes B",
+}
+"""Each knob a message names for a caller of the library, and how the command
+line names it (``for_command_line``)."""
+
+
+def for_command_line(text: str) -> str:
+    """A message as the command line shows it: the knobs it names as flags
+    (``--max-rows N`` where the library says ``max_rows=``)."""
+    for library, flag in CLI_HINTS.items():
+        text = text.replace(library, flag)
+    return text
+
+
 # Messages about one row. {fact} is a type name, or a value's repr for
 # float_not_finite. The row index, file line and path are added in front.
 ROW_MESSAGES: dict[str, str] = {
@@ -49,9 +72,11 @@ ROW_MESSAGES: dict[str, str] = {
     "answer_type": "must be a str or None, got {fact!r}",
     # Arrow tables hold one prompt kind (agent_rollout.arrow); fact says why.
     "prompt_not_text": "a list of chat messages in a table of str prompts ({fact}); "
-    "prompt_kind='messages' makes every prompt a message list",
+    + _KIND_HINT
+    + " makes every prompt a message list",
     "prompt_not_messages": "a str in a table of chat-message prompts ({fact}); "
-    "prompt_kind='messages' wraps each str prompt as one user message",
+    + _KIND_HINT
+    + " wraps each str prompt as one user message",
     "not_utf8": "a str with a lone surrogate (U+D800..U+DFFF) cannot be stored in Arrow or "
     "Parquet, whose text is UTF-8",
     # fact: the digit limit in force (sys.get_int_max_str_digits()).
@@ -212,9 +237,10 @@ FILE_MESSAGES: dict[str, str] = {
     "line_too_long": f"line longer than {MAX_LINE_BYTES} bytes (MAX_LINE_BYTES)",
     "gzip": "not a valid gzip file (corrupt or truncated)",
     "file_too_many_rows": "more than {rows} (max_rows={max_rows}; raise the limit with "
-    "max_rows= or --max-rows)",
+    + _ROWS_HINT
+    + ")",
     "file_too_large": "more than {bytes} after gzip decompression, blank lines included "
-    "(max_bytes={max_bytes}; raise the limit with max_bytes= or --max-bytes)",
+    "(max_bytes={max_bytes}; raise the limit with " + _BYTES_HINT + ")",
     "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
     "prompt set",
 }
@@ -258,6 +284,91 @@ class RolloutFileError(RolloutValueError):
     def __reduce__(self) -> tuple[Any, ...]:
         facts = {"source": self.source, "code": self.code, "line": self.line, "column": self.column}
         return (_rebuild, (type(self), (str(self),), facts))
+
+
+class RolloutBadRowsError(RolloutFileError):
+    """Rows of a rollout file are bad, and the read went on to count them all
+    (``normalise_rollout_file(on_bad="report")``, or ``"skip"`` with no good row).
+
+    ``errors`` holds the first ones (``BAD_ROWS_KEPT``) as a read that stops
+    raises each (``RolloutRowError`` or ``RolloutFileError``, with file:line),
+    in line order; ``bad_rows`` counts them all, ``rows`` the rows of the file
+    (good and bad). ``stopped`` is the fault of the input as a whole that ended
+    the read early (a line over ``MAX_LINE_BYTES``, the row cap, bad gzip,
+    ``max_bytes``; ``rows`` is then None), else None. The message lists them,
+    one a line, then ``bad_rows_summary``'s line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        errors: tuple[ValueError, ...],
+        bad_rows: int,
+        rows: Optional[int],
+        stopped: Optional[RolloutFileError] = None,
+    ) -> None:
+        line = getattr(errors[0], "line", None) if errors else None
+        super().__init__(message, source=source, code="bad_rows", line=line)
+        self.errors = errors
+        self.bad_rows = bad_rows
+        self.rows = rows
+        self.stopped = stopped
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        facts = {
+            "source": self.source,
+            "errors": self.errors,
+            "bad_rows": self.bad_rows,
+            "rows": self.rows,
+            "stopped": self.stopped,
+        }
+        return (_rebuild, (type(self), (str(self),), facts))
+
+
+def bad_rows_summary(source: str, bad_rows: int, rows: Optional[int], listed: int) -> str:
+    """``rollouts.jsonl: 3 bad rows of 1,000`` (with how many are listed, when not all);
+    ``rows`` None: the read stopped early, at the error listed last."""
+    text = f"{shown_path(source)}: {plural(bad_rows, 'bad row')}"
+    if rows is not None:
+        text += f" of {rows:,}"
+    if listed < bad_rows:
+        text += f" (the first {listed} listed)"
+    if rows is None:
+        text += ", then the error above stopped the read"
+    return text
+
+
+def bad_rows_error(
+    source: str,
+    errors: tuple[ValueError, ...],
+    bad_rows: int,
+    rows: Optional[int],
+    stopped: Optional[RolloutFileError] = None,
+) -> RolloutBadRowsError:
+    """The ``RolloutBadRowsError`` of a read that went on past ``bad_rows`` bad rows
+    (``rows``: of how many; None when ``stopped`` ended it early)."""
+    lines = [str(error) for error in errors]
+    if stopped is not None:
+        lines.append(str(stopped))
+    lines.append(bad_rows_summary(source, bad_rows, rows, len(errors)))
+    return RolloutBadRowsError(
+        "\n".join(lines),
+        source=source,
+        errors=errors,
+        bad_rows=bad_rows,
+        rows=rows,
+        stopped=stopped,
+    )
+
+
+def output_name_error(dest: str) -> RolloutValueError:
+    """An output whose name says no format ``output_format`` knows."""
+    return RolloutValueError(
+        f"{shown_path(dest)}: the output's name must say its format: end it in .jsonl, "
+        ".jsonl.gz (gzip-compressed JSONL) or .parquet ('-': JSONL on standard output)"
+    )
 
 
 def plural(count: int, noun: str) -> str:

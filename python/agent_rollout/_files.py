@@ -1,7 +1,8 @@
 """Rollout files in and out, for both engines (the twin of ``rust/files.rs``).
 
-- where output goes (``destination``), decided once, here, for both engines
-  and both formats;
+- where output goes (``destination``) and in which format its name asks for
+  (``output_format``: JSONL, gzip-compressed JSONL or Parquet), decided once,
+  here, for both engines and every format;
 - ``Output``: the one atomic write. A regular file (or a new one) is written
   beside itself and renamed over it only when complete, so on any error
   (Ctrl-C, SIGTERM and SIGHUP included: ``signals_end_cleanly``) it is left as
@@ -20,6 +21,7 @@
 from __future__ import annotations
 
 import errno
+import gzip
 import io
 import os
 import re
@@ -31,9 +33,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Optional
+from typing import Any, Literal, NamedTuple, Optional
 
-from agent_rollout._errors import Terminated, shown_path
+from agent_rollout._errors import Terminated, output_name_error, shown_path
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 
 # ---- paths -------------------------------------------------------------------------------
@@ -127,6 +129,33 @@ def destination(dest: str) -> Destination:
             return Destination("file", path)  # a folder: refused when renamed over
         return Destination("stream", path)
     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), dest)
+
+
+OutputFormat = Literal["jsonl", "jsonl.gz", "parquet"]
+
+GZIP_LEVEL = 6
+"""How hard ``.jsonl.gz`` output is compressed (zlib's level, as ``gzip -6``), on
+both engines."""
+
+
+def output_format(dest: str, where: Destination) -> OutputFormat:
+    """The format the output ``dest`` gets, by its name: ``.jsonl`` canonical JSONL,
+    ``.jsonl.gz`` that gzip-compressed, ``.parquet`` Parquet (any case); ``-``
+    JSONL on standard output. A destination that is no regular file
+    (``/dev/stdout``, ``/dev/fd/N``, a named pipe, a device: ``where``) gets
+    JSONL, written in place, whatever else its name says (its name is not a file
+    type); so does a folder, which the write then refuses (``IsADirectoryError``).
+    Any other name is a ``RolloutValueError`` naming the forms: the one rule, for
+    both engines, every command and the library."""
+    if dest == "-":
+        return "jsonl"
+    name = os.path.basename(dest).lower()
+    for suffix in (".jsonl.gz", ".jsonl", ".parquet"):
+        if name.endswith(suffix):
+            return suffix[1:]  # type: ignore[return-value]
+    if where.kind != "file" or os.path.isdir(where.path):
+        return "jsonl"
+    raise output_name_error(dest)
 
 
 def named(err: OSError, shown: str) -> OSError:
@@ -228,19 +257,39 @@ class Output:
     ``where.path``.
     """
 
-    def __init__(self, where: Destination, shown: str, private: bool = False) -> None:
+    def __init__(
+        self,
+        where: Destination,
+        shown: str,
+        private: bool = False,
+        gzip_level: Optional[int] = None,
+    ) -> None:
         self.shown = shown
         self.where = where
         self.dest = where.path
         self.private = private
+        self.gzip_level = gzip_level
         self.temp: Optional[str] = None
         self.file: Any = None
+        self._raw: Any = None
+        """Under a gzip ``file``: the sink it compresses into."""
 
     def open(self) -> Output:
-        """Make the sink; on any error or interrupt, ``abandon`` removes what was made."""
+        """Make the sink; on any error or interrupt, ``abandon`` removes what was made.
+        With ``gzip_level``, ``file`` compresses what is written to it (one gzip
+        member, no name or time in its header)."""
+        self._sink()
+        if self.gzip_level is not None:
+            self._raw = self.file
+            self.file = gzip.GzipFile(
+                filename="", mode="wb", compresslevel=self.gzip_level, fileobj=self._raw, mtime=0
+            )
+        return self
+
+    def _sink(self) -> None:
         if self.where.kind != "file":
             self.file = _open_in_place(self.where, self.shown)
-            return self
+            return
         mode: Optional[int] = None
         if not self.private:
             try:
@@ -269,7 +318,7 @@ class Output:
             if mode is not None:
                 with naming(self.shown):
                     os.chmod(self.temp, mode)
-            return self
+            return
         raise OSError(f"{shown_path(self.shown)}: no free temporary file name")
 
     def write(self, data: bytes) -> None:
@@ -284,6 +333,8 @@ class Output:
         raise_if_terminated()
         with naming(self.shown):
             self.file.close()
+            if self._raw is not None:
+                self._raw.close()
             if self.temp is not None:
                 os.replace(self.temp, self.dest)
 
@@ -296,11 +347,12 @@ class Output:
         ``close``.
         """
         try:
-            if self.file is not None:
-                try:
-                    self.file.close()
-                except OSError:
-                    pass  # already failing: the first error is the one reported
+            for sink in (self.file, self._raw):
+                if sink is not None:
+                    try:
+                        sink.close()
+                    except OSError:
+                        pass  # already failing: the first error is the one reported
         finally:
             if self.temp is not None:
                 remove_temp(self.temp)
@@ -553,13 +605,16 @@ def open_input(path: str) -> Opened:
 
 
 __all__ = [
+    "GZIP_LEVEL",
     "Destination",
     "Opened",
     "Output",
+    "OutputFormat",
     "destination",
     "named",
     "naming",
     "open_input",
+    "output_format",
     "path_text",
     "raise_if_terminated",
     "release_reader",

@@ -1,7 +1,9 @@
 """The public file API: ``read_rollout_jsonl`` and ``normalise_rollout_file``.
 
-This module alone decides how a file is handled: JSONL or Parquet output (by
-the destination's name). The engine in use does the work
+This module alone decides how a file is handled: JSONL, gzip-compressed JSONL
+or Parquet output, as the destination's name says (``_files.output_format``),
+for ``normalise_rollout_file`` and for rows already normalised
+(``write_rollout_rows``, what ``run`` writes). The engine in use does the work
 (``agent_rollout._engine.jsonl``, ``agent_rollout.arrow.write_parquet``); both
 share the destination (``agent_rollout._files.destination``), the signal
 handling and every message.
@@ -11,20 +13,23 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from agent_rollout import _engine
 from agent_rollout._engine.jsonl import read_rows, write_jsonl
-from agent_rollout._exceptions import RolloutTypeError
+from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._files import (
+    GZIP_LEVEL,
     destination,
+    output_format,
     path_text,
     raise_if_terminated,
     replacing,
     signals_end_cleanly,
 )
-from agent_rollout._jsonl import FileCounts, FileLimits, Progress
+from agent_rollout._jsonl import FileCounts, FileLimits, OnBad, Progress, write_rows
 from agent_rollout._limits import (
     MAX_ROLLOUT_BYTES,
     MAX_ROLLOUT_ROWS,
@@ -54,6 +59,11 @@ class NormaliseReport:
     bytes_out: int
     seconds: float
     engine: str
+    bad_rows: int = 0
+    """Bad rows left out (``on_bad="skip"``)."""
+    skipped: tuple[ValueError, ...] = ()
+    """The first of them (``BAD_ROWS_KEPT``), in line order, as ``on_bad="stop"``
+    would have raised each (``RolloutRowError`` or ``RolloutFileError``)."""
 
 
 @overload
@@ -128,6 +138,9 @@ def _checked(progress: Progress) -> Progress:
     return report
 
 
+_ON_BAD = ("stop", "report", "skip")
+
+
 def normalise_rollout_file(
     src: PathArg,
     dst: PathArg,
@@ -136,12 +149,18 @@ def normalise_rollout_file(
     max_bytes: int = MAX_ROLLOUT_BYTES,
     progress: Optional[Progress] = None,
     prompt_kind: str = "auto",
+    on_bad: OnBad = "stop",
 ) -> NormaliseReport:
     """Normalise a rollout JSONL file into canonical JSONL, file to file.
 
-    A ``dst`` whose name ends in ``.parquet`` gets zstd Parquet of the rollout
-    Arrow schema instead (``agent_rollout.arrow.write_parquet``; needs pyarrow;
-    ``prompt_kind`` as in ``rows_to_arrow``), with the same guarantees.
+    ``dst``'s name says the format (``agent_rollout._files.output_format``):
+    ``.jsonl`` canonical JSONL, ``.jsonl.gz`` the same gzip-compressed,
+    ``.parquet`` zstd Parquet of the rollout Arrow schema
+    (``agent_rollout.arrow.write_parquet``; needs pyarrow; ``prompt_kind`` as
+    in ``rows_to_arrow``), with the same guarantees. ``"-"`` (descriptor 1),
+    and a name with no suffix that is no regular file (``/dev/stdout``,
+    ``/dev/fd/N``, a named pipe, a device) get JSONL; any other name is a
+    ``RolloutValueError`` naming the forms.
 
     The output has one row per line, ``prompt`` then ``answer``, compact
     separators, UTF-8 text (not ASCII-escaped) and floats that round-trip
@@ -156,6 +175,18 @@ def normalise_rollout_file(
     then, if given. The Rust engine runs without holding the interpreter, on
     all cores, in memory that does not grow with the file.
 
+    ``on_bad`` says what a bad row (bad UTF-8, bad JSON, a broken row rule)
+    does: ``"stop"`` raises the first; ``"report"`` reads on, counting every
+    one, and raises ``RolloutBadRowsError`` (the first ``BAD_ROWS_KEPT`` errors
+    in ``.errors``, their count in ``.bad_rows``) with nothing written (a
+    stream gets no row from the first block holding a bad one on); ``"skip"``
+    writes the good rows and returns the count and the first errors in the
+    report (``bad_rows``, ``skipped``), raising ``RolloutBadRowsError`` only
+    when no row is good. A fault of the file as a whole (a line over
+    ``MAX_LINE_BYTES``, ``max_rows``, ``max_bytes``, bad gzip) still ends the
+    read: after bad rows, as the ``RolloutBadRowsError``'s ``stopped``. JSONL
+    outputs only: Parquet takes ``"stop"``.
+
     Raises the same errors as :func:`read_rollout_jsonl`, and ``OSError`` when
     ``dst`` cannot be written (a symlink loop: ELOOP).
     """
@@ -165,6 +196,8 @@ def normalise_rollout_file(
     max_bytes = check_max_bytes(max_bytes)
     if progress is not None and not callable(progress):
         raise RolloutTypeError(f"progress must be callable, got {type(progress).__name__}")
+    if on_bad not in _ON_BAD:
+        raise RolloutValueError(f"on_bad must be 'stop', 'report' or 'skip', got {on_bad!r}")
     engine = _engine.implementation()
     start = time.perf_counter()
     limits = FileLimits(max_rows, max_bytes)
@@ -172,15 +205,22 @@ def normalise_rollout_file(
         progress = _checked(progress)
     with signals_end_cleanly():
         where = destination(dst_text)
+        form = output_format(dst_text, where)
+        if form == "parquet" and on_bad != "stop":
+            raise RolloutValueError(
+                f"on_bad={on_bad!r} is for JSONL outputs; Parquet output stops at the "
+                "first bad row (on_bad='stop')"
+            )
         counts: FileCounts
         # The file replaced, if any, is let go of off this thread (see `replacing`).
         with replacing(where):
-            if dst_text.lower().endswith(".parquet"):
+            if form == "parquet":
                 from agent_rollout.arrow import write_parquet
 
                 counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
             else:
-                counts = write_jsonl(src_text, dst_text, where, limits, progress)
+                level = GZIP_LEVEL if form == "jsonl.gz" else None
+                counts = write_jsonl(src_text, dst_text, where, limits, progress, on_bad, level)
     return NormaliseReport(
         rows=counts.rows,
         lines=counts.lines,
@@ -190,7 +230,29 @@ def normalise_rollout_file(
         bytes_out=counts.bytes_out,
         seconds=time.perf_counter() - start,
         engine=engine,
+        bad_rows=counts.bad_rows,
+        skipped=counts.bad,
     )
 
 
-__all__ = ["NormaliseReport", "normalise_rollout_file", "read_rollout_jsonl"]
+def write_rollout_rows(
+    rows: Sequence[dict], dest: str, on_row: Optional[Callable[[int], object]] = None
+) -> int:
+    """Write rows already normalised to ``dest``, in the format its name says
+    (``output_format``: JSONL, gzip-compressed JSONL, or Parquet through
+    ``agent_rollout.arrow``); return the bytes written. Written aside and
+    renamed as every output is (``-`` and streams in place). ``on_row(count)``
+    is called every 1024 rows of JSONL, if given."""
+    with signals_end_cleanly():
+        where = destination(dest)
+        form = output_format(dest, where)
+        with replacing(where):
+            if form == "parquet":
+                from agent_rollout.arrow import write_rows_parquet
+
+                return write_rows_parquet(rows, dest, where)
+            level = GZIP_LEVEL if form == "jsonl.gz" else None
+            return write_rows(rows, dest, where, on_row, level)
+
+
+__all__ = ["NormaliseReport", "normalise_rollout_file", "read_rollout_jsonl", "write_rollout_rows"]

@@ -23,10 +23,16 @@ import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional
+from typing import Any, Literal, NamedTuple, Optional
 
 from agent_rollout import _json, _rows
-from agent_rollout._errors import RolloutFileError, RolloutRowError, file_error, row_error
+from agent_rollout._errors import (
+    RolloutFileError,
+    RolloutRowError,
+    bad_rows_error,
+    file_error,
+    row_error,
+)
 from agent_rollout._files import (
     Destination,
     Opened,
@@ -37,7 +43,7 @@ from agent_rollout._files import (
     signals_end_cleanly,
     source_name,
 )
-from agent_rollout._limits import MAX_LINE_BYTES, MAX_MESSAGE_DEPTH
+from agent_rollout._limits import BAD_ROWS_KEPT, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH
 
 Progress = Callable[[int, int, int], object]
 """Called as ``progress(rows, lines, bytes_in)`` now and then during a run."""
@@ -67,6 +73,29 @@ class Tally:
     bytes_in: int = 0
     batch_lines: list[int] = field(default_factory=list)
     """The line of each row of the batch last yielded (the Arrow builder names it)."""
+
+
+class BadRows:
+    """The bad rows of a read that goes on past them (``row_batches(bad=...)``).
+
+    A bad row is a line refused by UTF-8, JSON syntax or a row rule. Every one
+    is counted (``count``); the first ``keep`` are kept as the errors a read
+    that stops would raise (``RolloutFileError`` or ``RolloutRowError``, with
+    file:line), in line order (``errors``); nothing more, so memory stays flat
+    on a file of a million bad lines. Faults of the input as a whole (a line
+    over ``MAX_LINE_BYTES``, the row cap, bad gzip, ``max_bytes``, an
+    ``OSError``) still end the read. The twin of ``BadRows`` in ``rust/files.rs``.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.count = 0
+        self.errors: list[ValueError] = []
+
+    def add(self, error: ValueError) -> None:
+        self.count += 1
+        if len(self.errors) < self.keep:
+            self.errors.append(error)
 
 
 # ---- gzip --------------------------------------------------------------------------------
@@ -405,12 +434,17 @@ def row_batches(
     source: str,
     on_progress: Optional[Progress] = None,
     partial: bool = False,
+    bad: Optional[BadRows] = None,
 ) -> Iterator[list[dict]]:
     """The twin of the Rust chunk pipeline: the file's rows, a batch at a time, checked.
 
     Raises on the first problem, in input order. With ``partial``, a problem
     in a line first yields the rows before it (the Arrow builder checks them
-    for a rule of its own, which comes first when its row does). Each batch
+    for a rule of its own, which comes first when its row does). With
+    ``bad``, a bad row goes there and the read goes on (a batch holds the
+    good rows of its block; a row's index counts the bad rows before it); a
+    fault of the input as a whole is still raised, after the bad rows before
+    it, and a file of bad rows only is no ``file_no_rows`` error. Each batch
     is read with the collector as the caller has it (so it is never paused
     while the input stalls), then built with it paused.
     """
@@ -426,17 +460,20 @@ def row_batches(
                     doc = decode(content, line_no, source, max_rows)
                     try:
                         row = _rows.normalise_row(doc, MAX_MESSAGE_DEPTH)
-                    except _rows.RuleBroken as bad:
-                        bad.rev_path.reverse()
+                    except _rows.RuleBroken as broken:
+                        broken.rev_path.reverse()
                         raise row_error(
-                            bad.code,
-                            tally.rows,
-                            tuple(bad.rev_path),
-                            bad.fact,
+                            broken.code,
+                            tally.rows + (0 if bad is None else bad.count),
+                            tuple(broken.rev_path),
+                            broken.fact,
                             line=line_no,
                             source=source,
                         ) from None
                 except (RolloutFileError, RolloutRowError) as err:
+                    if bad is not None:
+                        bad.add(err)
+                        continue
                     if not partial:
                         raise
                     failed = err
@@ -455,7 +492,7 @@ def row_batches(
             raise failed
         if on_progress is not None:
             on_progress(tally.rows, tally.lines, tally.bytes_in)
-    if tally.rows == 0:
+    if tally.rows == 0 and (bad is None or bad.count == 0):
         raise file_error("file_no_rows", source, max_rows)
 
 
@@ -475,9 +512,13 @@ def read_rows(path: str, limits: FileLimits) -> tuple[dict, ...]:
 
 
 def write_canonical(
-    rows: Iterable[dict], dest: str, on_row: Optional[Callable[[int], object]] = None
+    rows: Iterable[dict],
+    dest: str,
+    on_row: Optional[Callable[[int], object]] = None,
+    gzip_level: Optional[int] = None,
 ) -> int:
-    """Write ``rows`` as canonical JSONL to ``dest``; return the bytes written.
+    """Write ``rows`` as canonical JSONL to ``dest`` (gzip-compressed at ``gzip_level``,
+    when given); return the bytes written.
 
     A regular file (or a new one; a symlink is followed to its target) is
     written beside ``dest`` and renamed over it only once complete; on any
@@ -489,7 +530,7 @@ def write_canonical(
     with signals_end_cleanly():
         where = destination(dest)
         with replacing(where):
-            return write_rows(rows, dest, where, on_row)
+            return write_rows(rows, dest, where, on_row, gzip_level)
 
 
 def write_rows(
@@ -497,9 +538,11 @@ def write_rows(
     shown: str,
     where: Destination,
     on_row: Optional[Callable[[int], object]] = None,
+    gzip_level: Optional[int] = None,
 ) -> int:
-    """``write_canonical`` to a destination already resolved (``shown`` names it in errors)."""
-    output = Output(where, shown)  # nothing made yet: open() below, in the try
+    """``write_canonical`` to a destination already resolved (``shown`` names it in
+    errors); the bytes written are counted before compression."""
+    output = Output(where, shown, gzip_level=gzip_level)  # nothing made yet: open() below
     try:
         output.open()
         # The loop is in a function of its own: see "Cleanup around loops" in
@@ -537,33 +580,87 @@ class FileCounts:
     dropped_keys: int
     bytes_in: int
     bytes_out: int
+    bad_rows: int = 0
+    """Bad rows a run that went on past them counted (``OnBad``)."""
+    bad: tuple[ValueError, ...] = ()
+    """The first of them (``BAD_ROWS_KEPT``), in line order."""
+
+
+OnBad = Literal["stop", "report", "skip"]
+"""What a file-to-file run does at a bad row: ``stop`` (raise the first), ``report``
+(count them all, write nothing), ``skip`` (count them all, write the good rows)."""
+
+
+class _Unwritten(Exception):
+    """Ends a write whose output is not to be kept: bad rows were found (``report``), or
+    every row was bad (``skip``)."""
 
 
 def normalise_to_jsonl(
-    src: str, dest: str, where: Destination, limits: FileLimits, on_progress: Optional[Progress]
+    src: str,
+    dest: str,
+    where: Destination,
+    limits: FileLimits,
+    on_progress: Optional[Progress],
+    on_bad: OnBad = "stop",
+    gzip_level: Optional[int] = None,
 ) -> FileCounts:
-    """``normalise_rollout_file`` to JSONL on the pure-Python engine."""
+    """``normalise_rollout_file`` to JSONL on the pure-Python engine.
+
+    With ``on_bad`` ``report`` or ``skip``, the read goes on past bad rows
+    (``BadRows``); an output that ``report`` found a bad row for, or that would
+    hold none, is not written (the counts say why). A fault of the input as a
+    whole after bad rows is raised as ``RolloutBadRowsError``, carrying them.
+    """
     opened = open_jsonl(src)  # the source first, as the Rust engine does
     tally = Tally()
+    shown = source_name(src)
+    bad = None if on_bad == "stop" else BadRows(BAD_ROWS_KEPT)
     try:
-        rows = (
-            row
-            for batch in row_batches(opened, limits, tally, source_name(src), on_progress)
-            for row in batch
+        batches = row_batches(opened, limits, tally, shown, on_progress, bad=bad)
+        bytes_out = write_rows(
+            _to_write(batches, bad, on_bad, tally), dest, where, None, gzip_level
         )
-        bytes_out = write_rows(rows, dest, where)
+    except _Unwritten:
+        bytes_out = 0
+    except RolloutFileError as exc:
+        if bad is None or not bad.count:
+            raise
+        raise bad_rows_error(shown, tuple(bad.errors), bad.count, None, exc) from None
     finally:
         opened.stream.close()
     return FileCounts(
-        tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, bytes_out
+        tally.rows,
+        tally.lines,
+        tally.blank_lines,
+        tally.dropped_keys,
+        tally.bytes_in,
+        bytes_out,
+        0 if bad is None else bad.count,
+        () if bad is None else tuple(bad.errors),
     )
+
+
+def _to_write(
+    batches: Iterator[list[dict]], bad: Optional[BadRows], on_bad: OnBad, tally: Tally
+) -> Iterator[dict]:
+    """The rows of ``batches`` a run writes: with ``report``, none from the first block
+    holding a bad row on (as the Rust engine, chunk by chunk); ``_Unwritten`` at the
+    end when the output is not to be kept."""
+    for batch in batches:
+        if on_bad != "report" or bad is None or not bad.count:
+            yield from batch
+    if bad is not None and bad.count and (on_bad == "report" or tally.rows == 0):
+        raise _Unwritten
 
 
 __all__ = [
     "BATCH_BYTES",
+    "BadRows",
     "Block",
     "FileCounts",
     "FileLimits",
+    "OnBad",
     "Progress",
     "Tally",
     "decode",

@@ -13,10 +13,12 @@ __all__ = [
     "FileLimits",
     "FileStats",
     "NativeRowError",
+    "RowStats",
     "normalise_file",
     "normalise_rows",
     "read_jsonl",
     "read_jsonl_arrow",
+    "read_jsonl_stats",
     "rows_to_arrow",
 ]
 
@@ -75,6 +77,35 @@ class FileStats:
     def bytes_in(self) -> int: ...
     @property
     def bytes_out(self) -> int: ...
+    @property
+    def bad_rows(self) -> int:
+        """Bad rows a run that went on past them counted (``normalise_file``'s ``on_bad``)."""
+    @property
+    def bad(self) -> tuple[NativeRowError, ...]:
+        """The first ``keep_bad`` of them, in line order."""
+
+@final
+class RowStats:
+    """What ``read_jsonl_stats`` counted (rust/stats.rs)."""
+
+    @property
+    def file(self) -> FileStats: ...
+    @property
+    def text_prompts(self) -> int: ...
+    @property
+    def message_prompts(self) -> int: ...
+    @property
+    def answers(self) -> int: ...
+    @property
+    def messages(self) -> list[tuple[int, int]]: ...
+    @property
+    def prompt_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def answer_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def names(self) -> list[tuple[str, int]]: ...
+    @property
+    def other_names(self) -> int: ...
 
 # Arrow buffers (rust/arrow/), assembled by agent_rollout.arrow.
 @final
@@ -134,6 +165,9 @@ def normalise_file(
     dest_fd: int,
     limits: FileLimits,
     progress: Callable[[int, int, int], object] | None = None,
+    on_bad: str = "stop",
+    keep_bad: int = 0,
+    gzip_level: int | None = None,
 ) -> FileStats: ...
 def rows_to_arrow(
     rows: Any,
@@ -156,3 +190,10 @@ def read_jsonl_arrow(
     on_batch: Callable[[ArrowBatch], object],
     progress: Callable[[int, int, int], object] | None = None,
 ) -> FileStats: ...
+def read_jsonl_stats(
+    src: str,
+    limits: FileLimits,
+    max_names: int,
+    keep: int,
+    progress: Callable[[int, int, int], object] | None = None,
+) -> RowStats: ...

@@ -169,7 +169,7 @@ pub fn read_file(
             blank_lines,
             lines: line_count,
             bytes,
-            fault,
+            faults,
         } = jsonl::process_chunk(
             data,
             lines,
@@ -186,7 +186,7 @@ pub fn read_file(
             blank_lines,
             lines: line_count,
             bytes,
-            fault,
+            faults,
         }
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
@@ -217,14 +217,14 @@ pub fn read_file(
                 if let Some(local_index) = first_off {
                     // Rows after the mismatch were not built; it is this chunk's first fault.
                     let line = result.row_lines.get(local_index).copied().unwrap_or(0);
-                    result.fault = Some(LineFault::Row {
+                    result.faults = vec![LineFault::Row {
                         rule: rule.mismatch(kind),
                         local_index,
                         line,
-                    });
+                    }];
                 }
             }
-            let accepted = files::settle(&result, stats.rows, stats.lines, limits)?;
+            let accepted = files::settle(&result, stats.rows, stats.lines, limits, None)?;
             if let Some(batch) = result.output.batch.take() {
                 on_batch.call1((batch.into_py(py)?,))?;
             }

@@ -20,8 +20,25 @@ pub struct ChunkResult<T> {
     pub lines: u64,
     /// Bytes of input the chunk held (after gzip decompression).
     pub bytes: usize,
-    /// The first refused line, if any (rows after it were not looked at).
-    pub fault: Option<LineFault>,
+    /// The refused lines, in line order. Without `LineLimits::keep_going`,
+    /// at most one: the first (rows after it were not looked at). With it,
+    /// every refused line of the chunk; a `TooLong` one still ends it, last.
+    pub faults: Vec<LineFault>,
+}
+
+impl<T> ChunkResult<T> {
+    /// The same result, its output made into another (on the thread that parsed it).
+    pub fn map<U>(self, make: impl FnOnce(T) -> U) -> ChunkResult<U> {
+        ChunkResult {
+            row_lines: self.row_lines,
+            output: make(self.output),
+            dropped_keys: self.dropped_keys,
+            blank_lines: self.blank_lines,
+            lines: self.lines,
+            bytes: self.bytes,
+            faults: self.faults,
+        }
+    }
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -45,7 +62,7 @@ pub fn process_chunk<'d, T>(
     let mut row_lines = Vec::new();
     let mut dropped_keys = 0;
     let mut blank_lines = 0;
-    let mut fault = None;
+    let mut faults = Vec::new();
     let mut line_no = 0u64;
     let (mut taken, mut missed) = (0usize, 0usize);
     let mut rest = data;
@@ -58,7 +75,7 @@ pub fn process_chunk<'d, T>(
         let this_line = line_no;
         line_no += 1;
         if line.len() > limits.max_line_bytes {
-            fault = Some(LineFault::TooLong {
+            faults.push(LineFault::TooLong {
                 line: this_line,
                 rows_before: row_lines.len(),
             });
@@ -81,11 +98,14 @@ pub fn process_chunk<'d, T>(
         let text = match checked {
             Ok(text) => text,
             Err(err) => {
-                fault = Some(LineFault::Utf8 {
+                faults.push(LineFault::Utf8 {
                     line: this_line,
                     byte: err.valid_up_to() + 1,
                     local_index,
                 });
+                if limits.keep_going {
+                    continue;
+                }
                 break;
             }
         };
@@ -105,12 +125,15 @@ pub fn process_chunk<'d, T>(
             Ok(doc) => doc,
             Err(err) => {
                 let column = text[..err.offset].chars().count() + 1;
-                fault = Some(LineFault::Syntax {
+                faults.push(LineFault::Syntax {
                     reason: err.reason,
                     line: this_line,
                     column,
                     local_index,
                 });
+                if limits.keep_going {
+                    continue;
+                }
                 break;
             }
         };
@@ -120,12 +143,14 @@ pub fn process_chunk<'d, T>(
                 sink(&mut output, row);
             }
             Err(rule) => {
-                fault = Some(LineFault::Row {
+                faults.push(LineFault::Row {
                     rule,
                     local_index,
                     line: this_line,
                 });
-                break;
+                if !limits.keep_going {
+                    break;
+                }
             }
         }
     }
@@ -136,6 +161,9 @@ pub fn process_chunk<'d, T>(
         blank_lines,
         lines: line_no,
         bytes: data.len(),
-        fault,
+        faults,
     }
 }
+
+#[cfg(test)]
+mod tests;

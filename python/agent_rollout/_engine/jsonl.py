@@ -8,14 +8,16 @@ exceptions: a native error comes back as the twin's ``RolloutRowError`` or
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from agent_rollout import _engine, _jsonl
-from agent_rollout._errors import from_native_file
+from agent_rollout._errors import RolloutFileError, bad_rows_error, from_native_file
 from agent_rollout._files import Destination, source_name
-from agent_rollout._jsonl import FileCounts, FileLimits, Progress
+from agent_rollout._jsonl import FileCounts, FileLimits, OnBad, Progress
 from agent_rollout._limits import (
+    BAD_ROWS_KEPT,
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
     MAX_MESSAGE_DEPTH,
@@ -70,22 +72,76 @@ def write_jsonl(
     where: Destination,
     limits: FileLimits,
     progress: Optional[Progress],
+    on_bad: OnBad = "stop",
+    gzip_level: Optional[int] = None,
 ) -> FileCounts:
     """Normalise the JSONL file ``src`` into canonical JSONL at ``where`` (``dest`` as
-    the caller named it, for messages); the counts of the run."""
+    the caller named it, for messages; gzip-compressed at ``gzip_level``, when
+    given); the counts of the run.
+
+    ``on_bad`` (``_jsonl.OnBad``): ``stop`` raises the first bad row; ``report``
+    and ``skip`` go on past them, and raise ``RolloutBadRowsError`` carrying them
+    (the first ``BAD_ROWS_KEPT``, and their count) when ``report`` found any,
+    when every row was bad, or when a fault of the input as a whole ended the
+    read after them; else ``skip`` writes the good rows, its counts saying what
+    it left out.
+    """
     if _engine.implementation() == "python":
-        return _jsonl.normalise_to_jsonl(src, dest, where, limits, progress)
+        counts = _jsonl.normalise_to_jsonl(src, dest, where, limits, progress, on_bad, gzip_level)
+    else:
+        counts = _native_jsonl(src, dest, where, limits, progress, on_bad, gzip_level)
+    if counts.bad_rows and (on_bad == "report" or counts.rows == 0):
+        raise bad_rows_error(
+            source_name(src), counts.bad, counts.bad_rows, counts.rows + counts.bad_rows
+        )
+    return counts
+
+
+def _native_jsonl(
+    src: str,
+    dest: str,
+    where: Destination,
+    limits: FileLimits,
+    progress: Optional[Progress],
+    on_bad: OnBad,
+    gzip_level: Optional[int],
+) -> FileCounts:
     if where.kind == "fd" and where.fd in (1, 2):
         # The Rust engine writes to the descriptor: what Python buffered goes first.
         (sys.stdout if where.fd == 1 else sys.stderr).flush()
     native = _engine.native
+    source = source_name(src)
+
+    def ours(exc: Any) -> Exception:
+        return native_file_error(exc, source, dest, limits)
+
+    def bad_rows(kept: Any) -> tuple[ValueError, ...]:
+        # A bad row's error: a RolloutRowError or RolloutFileError (never an OSError).
+        return tuple(cast(ValueError, ours(exc)) for exc in kept)
+
     try:
         stats = native.normalise_file(
-            src, where.path, where.kind, where.fd, file_limits(limits), progress
+            src,
+            where.path,
+            where.kind,
+            where.fd,
+            file_limits(limits),
+            progress,
+            on_bad,
+            BAD_ROWS_KEPT,
+            gzip_level,
         )
     except native.NativeRowError as exc:
-        raise native_file_error(exc, source_name(src), dest, limits) from None
-    return file_counts(stats)
+        error = ours(exc)
+        carried = getattr(exc, "bad_rows", None)
+        if carried is None or not isinstance(error, RolloutFileError):
+            raise error from None
+        count, kept = carried
+        raise bad_rows_error(source, bad_rows(kept), count, None, error) from None
+    counts = file_counts(stats)
+    if stats.bad_rows:
+        counts = dataclasses.replace(counts, bad_rows=stats.bad_rows, bad=bad_rows(stats.bad))
+    return counts
 
 
 __all__ = ["file_counts", "file_limits", "native_file_error", "read_rows", "write_jsonl"]

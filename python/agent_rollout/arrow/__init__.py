@@ -77,6 +77,7 @@ from agent_rollout.arrow.parquet import (
     ParquetSink,
     parquet_writer,
     write_parquet,
+    write_rows_parquet,
 )
 from agent_rollout.arrow.read import (
     BadJson,
@@ -129,4 +130,5 @@ __all__ = [
     "rows_to_arrow",
     "to_dataset",
     "write_parquet",
+    "write_rows_parquet",
 ]

@@ -1,4 +1,5 @@
-"""Parquet output: ``parquet_writer``, the row-group writer ``ParquetSink``, ``write_parquet``."""
+"""Parquet output: ``parquet_writer``, the row-group writer ``ParquetSink``, ``write_parquet``
+(a JSONL file) and ``write_rows_parquet`` (rows already normalised)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import shutil
 import stat
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import pyarrow as pa
 
-from agent_rollout._engine.arrow import file_batches
+from agent_rollout._engine.arrow import file_batches, row_batches
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import (
     Destination,
@@ -378,3 +380,28 @@ def write_parquet(
         counts.bytes_in,
         bytes_out,
     )
+
+
+def write_rows_parquet(
+    rows: Sequence[dict], dest: str, where: Destination, prompt_kind: str = "auto"
+) -> int:
+    """Rows already normalised (what ``run`` writes) as the zstd Parquet file ``dest``;
+    return its size. Through ``ParquetSink``, with ``write_parquet``'s guarantees."""
+    prompt_kind = check_prompt_kind(prompt_kind)
+    batches = row_batches(rows, "openenv", max(len(rows), 1), prompt_kind)
+    sink = ParquetSink(where, dest)
+    try:
+        # The loop is in a function of its own: see "Cleanup around loops" in
+        # docs/architecture.md.
+        _add_all(sink, batches)
+        return sink.finish()
+    except BaseException as exc:
+        earlier = sink.abandon(interrupted=not isinstance(exc, Exception))
+        if earlier is not None and isinstance(exc, Exception):
+            raise earlier from None
+        raise
+
+
+def _add_all(sink: ParquetSink, batches: list[pa.RecordBatch]) -> None:
+    for batch in batches:
+        sink.add(batch)

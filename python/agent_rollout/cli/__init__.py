@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "check": "validate training config files (positioned errors, CI formats)",
     "schema": "print the JSON Schema of a training config",
     "normalise": "normalise a rollout JSONL file into canonical {prompt, answer} rows",
+    "stats": "show what a rollout file holds: rows, answers, messages, dropped keys, lengths",
     "run": "load a config, launch its rollout backend and write the rows as JSONL",
     "demo": "validate the bundled config, run its rollout and time both engines",
     "lsp": "run the language server (diagnostics, fixes, hover) over stdin/stdout",

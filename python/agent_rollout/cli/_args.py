@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from agent_rollout._exceptions import RolloutValueError
+from agent_rollout._files import destination, output_format
 from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES, MAX_ROWS_LIMIT, check_int
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "add_section",
     "byte_count",
     "file_name",
+    "output_name",
     "positive_rows",
 ]
 
@@ -70,15 +73,31 @@ def add_section(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def output_name(text: str) -> str:
+    """argparse type for ``-o``: a name whose suffix says the format (``.jsonl``,
+    ``.jsonl.gz``, ``.parquet``; ``_files.output_format``), so that a name that
+    says none is a usage error before any work is done."""
+    text = file_name(text)
+    try:
+        output_format(text, destination(text))
+    except RolloutValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except OSError:
+        pass  # a symlink loop: the write names it
+    return text
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
-    """``-o/--output``: where the rows go (standard output by default)."""
+    """``-o/--output``: where the rows go (standard output by default), in the format
+    its name says."""
     parser.add_argument(
         "-o",
         "--output",
         metavar="OUT",
-        type=file_name,
+        type=output_name,
         default="-",
-        help="where to write the rows (default '-': standard output)",
+        help="where to write the rows, in the format its name says: .jsonl, .jsonl.gz "
+        "(gzip), .parquet (default '-': JSONL on standard output)",
     )
 
 

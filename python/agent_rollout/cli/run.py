@@ -57,7 +57,8 @@ from agent_rollout._errors import (
     printable_lines,
 )
 from agent_rollout._files import source_name
-from agent_rollout._jsonl import FileLimits, read_values, write_canonical
+from agent_rollout._io import write_rollout_rows
+from agent_rollout._jsonl import FileLimits, read_values
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
 from agent_rollout.backends import LIVE_KEYS, require_backend_package
@@ -160,12 +161,13 @@ def read_prompts(path: str, max_bytes: int = MAX_ROLLOUT_BYTES) -> list[Any]:
 def write_rows(
     rows: Sequence[dict], dest: str, on_row: Optional[Callable[[int], None]] = None
 ) -> int:
-    """Write ``rows`` as canonical JSONL to ``dest`` (``"-"``: standard output).
+    """Write ``rows`` to ``dest`` in the format its name says: ``.jsonl``, ``.jsonl.gz``,
+    ``.parquet`` (``"-"``: JSONL on standard output).
 
-    The same writer ``normalise`` uses: written aside and renamed, nothing
+    The same writers ``normalise`` uses: written aside and renamed, nothing
     left behind on error. Returns the number of bytes written.
     """
-    return write_canonical(rows, dest, on_row)
+    return write_rollout_rows(rows, dest, on_row)
 
 
 # ---- the command -----------------------------------------------------------------------------

@@ -377,7 +377,7 @@ fn ending_of(input: Input, workers: usize) -> Option<(String, String)> {
                     out.push_str(&result.output);
                     let at = lines;
                     lines += result.lines;
-                    match result.fault {
+                    match result.faults.into_iter().next() {
                         None => Ok(true),
                         Some(LineFault::TooLong { line, .. }) => {
                             Err(format!("line too long at {}", at + line))
