@@ -1,7 +1,8 @@
 # One entry point per check. Everything runs inside .venv, made on first use;
 # packages come from PyPI through uv (its cache in ~/.cache/uv), crates from crates.io.
 #   make demo         set up what the demo needs, build (release), run the whole job on the bundled example
-#   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite
+#   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite,
+#                     then the release build back into .venv (for the demo and your own use)
 #   make test-fast    the unit tier on both engines (no servers, Ray, ART, Gym; no download)
 #   make bench        the benchmarks (release build)
 #   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
@@ -25,6 +26,9 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
 export AGENT_ROLLOUT_NEMO_GYM_DATA  := $(NEMO_GYM_DATA)
 # maturin finds uv (for --uv) and cargo finds nothing else of ours here.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# pyproject.toml's build-backend is our wrapper of maturin (build_backend/), not maturin
+# itself: maturin's warning on every build that pip would then not use it does not apply.
+export MATURIN_NO_MISSING_BUILD_BACKEND_WARNING := 1
 
 .PHONY: setup build build-release nemo-gym-data demo lint fmt-check clippy ruff mypy stubtest \
 	workflows cargo-test pytest test test-fast bench reliability debug-allocator fuzz pure-wheel wheels \
@@ -57,6 +61,7 @@ setup: $(VENV)/.deps-dev
 # The extension, built and installed into .venv (editable: python/ is the package).
 # Tests run on the dev profile (debug assertions on); demo and benchmarks on the release
 # build, which is also what the wheels ship (.ci/run tests the installed release wheel).
+# Each replaces the other in .venv (`agent-rollout --version` names the one installed).
 build: $(VENV)/.deps-dev
 	@echo "== build (dev profile) and install the package"
 	$(BIN)/maturin develop --uv
@@ -70,13 +75,16 @@ demo: build-release
 	$(BIN)/agent-rollout demo
 
 fmt-check:
+	@echo "== cargo fmt --check"
 	cargo fmt --check
 
 # The features the wheels are built with (abi3): one clippy run covers what ships.
 clippy:
+	@echo "== clippy"
 	cargo clippy --all-targets --locked --features abi3 -- -D warnings
 
 ruff: $(VENV)/.deps-dev
+	@echo "== ruff"
 	$(BIN)/ruff check python tests benches build_backend scripts examples
 	$(BIN)/ruff format --check python tests benches build_backend scripts examples
 
@@ -85,13 +93,16 @@ ruff: $(VENV)/.deps-dev
 # any other is (a cold cache: about a minute on one core; warm: a few seconds).
 MYPY_CACHE_DIR ?= $(HOME)/.cache/agent-rollout/mypy
 mypy: $(VENV)/.deps-dev
+	@echo "== mypy"
 	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(BIN)/mypy
 
 stubtest: build
+	@echo "== stubtest (the hand-written _native.pyi)"
 	$(BIN)/python -m mypy.stubtest agent_rollout._native
 
 # The release workflow: valid YAML, and valid against the GitHub Actions schema.
 workflows: $(VENV)/.deps-dev
+	@echo "== the release workflow (yamllint, GitHub Actions schema)"
 	$(BIN)/yamllint --strict -d "{extends: default, rules: {line-length: {max: 120}, document-start: disable, truthy: {check-keys: false}}}" .github
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
@@ -101,6 +112,7 @@ lint: mypy fmt-check clippy ruff stubtest workflows
 # The Rust unit tests (error codes, the JSON parser, float output), linked against the
 # venv's interpreter.
 cargo-test: $(VENV)/.deps-dev
+	@echo "== the Rust tests"
 	PYO3_PYTHON=$(CURDIR)/$(BIN)/python cargo test --locked --lib --features abi3 -q
 
 # NeMo Gym's example data (the wheel is downloaded and unpacked, never installed).
@@ -111,6 +123,7 @@ nemo-gym-data: $(VENV)/.deps-dev
 # One pytest worker per core (pytest-xdist); PYTEST_WORKERS=0 runs in this process.
 PYTEST_WORKERS ?= auto
 pytest: build nemo-gym-data
+	@echo "== the test suite"
 	$(BIN)/python -c "import agent_rollout as a, sys; e = a.implementation(); print('engine in use:', e); sys.exit(e != 'rust')"
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=30
 
@@ -118,12 +131,24 @@ pytest: build nemo-gym-data
 test-fast: build
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not integration"
 
-# Lint and the Rust tests run side by side (mypy, on one core, beside cargo), each job's
-# output printed whole when it ends; then the suite, which uses every core itself.
+# Lint and the Rust tests run side by side (mypy, on one core, beside cargo), then the
+# suite, which uses every core itself. --output-sync=line: each step's name is printed as
+# the step starts (from the first seconds, the install of the development set included),
+# and each command's output whole when that command ends.
+# Last, whether the checks passed or not, the release build goes back into .venv: the
+# suite ran on the dev profile, several times slower, which `agent-rollout demo` or a user's
+# script must not meet there afterwards. It costs a release build of the crate (about
+# 10 s; a minute or so the first time, for the dependencies); RESTORE_RELEASE=no skips it
+# (.ci/run does: its clone is thrown away, its fuzzer and debug-allocator steps run on the
+# dev build, and its wheels are release builds of their own).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+RESTORE_RELEASE ?= yes
 test:
-	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target lint cargo-test
-	$(MAKE) --no-print-directory pytest
+	@status=0; \
+	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=line lint cargo-test \
+		&& $(MAKE) --no-print-directory pytest || status=$$?; \
+	$(if $(filter yes,$(RESTORE_RELEASE)),$(MAKE) --no-print-directory build-release || status=$$?;) \
+	exit $$status
 
 # The hostile-input, row, JSONL and float tests again under CPython's debug allocator (a
 # use-after-free faults instead of passing by luck), then the differential fuzzer of both

@@ -6,6 +6,7 @@ mod files;
 mod json;
 mod jsonl;
 mod rows;
+mod stats;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ use pyo3::types::{PyList, PyTuple};
 use arrow::{ArrowBatch, Buffer, Column};
 use errors::{Code, NativeRowError, Reason};
 use files::{FileLimits, FileStats};
+use stats::RowStats;
 
 /// Normalise Python rollout rows; see `agent_rollout.normalise_rollout_rows`.
 #[pyfunction]
@@ -164,6 +166,23 @@ fn read_jsonl_arrow(
         .map_err(|fault| fault.into_pyerr(py))
 }
 
+/// What a rollout JSONL file holds (`agent-rollout stats`): see rust/stats.rs.
+/// At most `max_names` dropped key names are kept, and the faults of the first
+/// `keep` bad rows (`FileStats.bad`); `progress(rows, lines, bytes_in)` is
+/// called after each chunk when given.
+#[pyfunction]
+#[pyo3(signature = (src, limits, max_names, keep, progress=None))]
+fn read_jsonl_stats(
+    py: Python<'_>,
+    src: PathBuf,
+    limits: FileLimits,
+    max_names: usize,
+    keep: usize,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RowStats> {
+    stats::file_stats(py, &src, limits, max_names, keep, progress)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -172,8 +191,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalise_file, m)?)?;
     m.add_function(wrap_pyfunction!(rows_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(read_jsonl_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(read_jsonl_stats, m)?)?;
     m.add_class::<FileLimits>()?;
     m.add_class::<FileStats>()?;
+    m.add_class::<RowStats>()?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<Column>()?;
     m.add_class::<Buffer>()?;
@@ -181,6 +202,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "CODES",
         PyTuple::new(py, Code::ALL.iter().map(|code| code.as_str()))?,
+    )?;
+    // The build profile, for `agent-rollout --version` and the demo's warning: a debug
+    // build (debug assertions on, no optimisation) is several times slower.
+    m.add(
+        "BUILD_PROFILE",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     )?;
     m.add(
         "JSON_REASONS",

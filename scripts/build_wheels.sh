@@ -28,6 +28,9 @@ if [[ -z "${TOOLS_PYTHON:-}" ]]; then
 fi
 tools_bin=$(dirname "$TOOLS_PYTHON")
 export PATH="$tools_bin:$PATH"   # maturin finds zig as `python -m ziglang` here
+# pyproject.toml's build-backend is our wrapper of maturin (build_backend/), not maturin:
+# maturin's warning that pip would then not use it does not apply.
+export MATURIN_NO_MISSING_BUILD_BACKEND_WARNING=1
 mkdir -p "$OUT"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }

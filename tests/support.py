@@ -69,6 +69,12 @@ def on_engine(name: str, call: Callable[[], Any]) -> Any:
         return call()
 
 
+def native_module() -> Any:
+    """The Rust engine's module (``agent_rollout._native``), None where it was not imported:
+    for the tests that read or patch a constant of it (``BUILD_PROFILE``)."""
+    return _engine.native
+
+
 # ---- type-tagged values ----------------------------------------------------------------------
 
 
@@ -685,7 +691,8 @@ def run_in_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes, bytes]
             elif proc.poll() is not None:
                 break
         assert proc.stdout is not None
-        out = proc.stdout.read()
+        with proc.stdout:
+            out = proc.stdout.read()
         code = proc.wait(timeout=10)
     finally:
         os.close(leader)

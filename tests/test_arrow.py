@@ -467,9 +467,7 @@ def test_without_pyarrow_the_error_names_the_extra() -> None:
         "    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == (
-        "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
-    )
+    assert out.stdout.strip() == ("agent_rollout.arrow needs pyarrow: pip install 'pyarrow>=19'")
 
 
 # ---- the engine's buffers, handed over without a copy ---------------------------------------

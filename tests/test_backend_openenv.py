@@ -169,7 +169,7 @@ def test_missing_openenv_names_the_install(monkeypatch: pytest.MonkeyPatch) -> N
     for name in ("openenv", "agent_rollout.examples.openenv_drill.client"):
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "agent_rollout.examples.openenv_drill.server", None)
-    with pytest.raises(ImportError, match=re.escape("pip install 'agent-rollout[openenv]'")):
+    with pytest.raises(ImportError, match=re.escape("pip install 'openenv-core>=0.3.0,<0.4'")):
         rollout(["1 + 1"])
     with (
         pytest.raises(ImportError, match="the drill server needs the openenv-core package"),

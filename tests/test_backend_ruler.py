@@ -28,10 +28,6 @@ from agent_rollout import launch_rollout  # noqa: E402
 from agent_rollout.backends import ruler  # noqa: E402
 from agent_rollout.examples.art_rollout import SYSTEM_PROMPT, ScriptedPolicy  # noqa: E402
 
-# LiteLLM serialises its own response objects loosely; ART silences this warning at
-# import, but pytest resets warning filters for each test.
-pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
-
 ROLLOUT = "agent_rollout.examples.art_rollout:rollout"
 TRAJECTORY_RE = re.compile(r'<trajectory id="(\d+)">\n(.*?)\n</trajectory>', re.DOTALL)
 QUESTION_RE = re.compile(r"(-?\d+) \+ (-?\d+)")

@@ -213,7 +213,8 @@ def test_ruler_needs_art_rewards_not_just_art(tmp_path: Path) -> None:
     found = _probe_packages(tmp_path)
     assert found["art"] is None
     assert re.search(
-        facts("'ruler'", "'openpipe-art'", "pip install 'agent-rollout[art]'"), found["ruler"] or ""
+        facts("'ruler'", "'openpipe-art'", "pip install 'openpipe-art>=0.5.18,<0.6'"),
+        found["ruler"] or "",
     )
     assert found["openenv"] is None
     assert found["nemo_gym"] is None

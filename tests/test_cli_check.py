@@ -6,12 +6,16 @@ need a real ``python -m agent_rollout`` process.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,6 +120,8 @@ def test_section_flag(cli: Cli, tmp_path: Path) -> None:
     assert cli("check", "--section", "rl", str(path)).code == 0
     done = cli("check", str(path))
     assert done.code == 1
+    assert "no rollout settings found" in done.out and "--section rl" in done.out
+    done = cli("check", "--section", "training", str(path))  # named: looked for there only
     assert "section 'training' is missing" in done.out
     flat = tmp_path / "flat.json"
     flat.write_text('{"rollout_backend": "art", "rollout_func": "m:f"}', encoding="utf-8")
@@ -230,11 +236,15 @@ def test_skip_unrelated_files(cli: Cli, tmp_path: Path) -> None:
     files = [str(p) for p in (workflow, package, tagged, pyproject, typo, good)]
     done = cli("check", "--skip-unrelated", *files)
     assert done.code == 1
-    assert done.out.splitlines() == [
-        f"{typo}:1:1: training: section 'training' is missing (expected a mapping of "
-        "training settings)",
-        "checked 6 files: 1 valid, 1 invalid, 1 error, 4 skipped (not training configs)",
-    ]
+    lines = done.out.splitlines()
+    assert len(lines) == 2
+    assert (
+        lines[0].startswith(f"{typo}:1:1: no rollout settings found")
+        and "--section trainig" in lines[0]
+    )
+    assert (
+        lines[1] == "checked 6 files: 1 valid, 1 invalid, 1 error, 4 skipped (not training configs)"
+    )
     report = json.loads(cli("check", "--skip-unrelated", "--format", "json", *files).out)
     assert [entry["skipped"] for entry in report["files"]] == [True] * 4 + [False] * 2
     assert report["summary"]["skipped"] == 4
@@ -260,7 +270,9 @@ def test_unreadable_files_exit_2_like_normalise(
         assert done.out.startswith(f"{path}:1:1: cannot read file: No such file or directory\n")
     directory = tmp_path / "dir.yaml"
     directory.mkdir()
-    assert cli("check", str(directory)).code == 2  # a directory is no file either
+    done = cli("check", str(directory))  # a folder: its config files (none here)
+    assert (done.code, done.out) == (0, "checked 0 files: 0 valid, 0 invalid, 0 errors\n")
+    assert "no .yaml, .yml, .json or .toml file in" in done.err
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "fifo.yaml"
         os.mkfifo(fifo)
@@ -317,7 +329,10 @@ def test_schema_command_prints_and_writes(cli: Cli, tmp_path: Path) -> None:
     done = cli("schema")
     assert done.code == 0
     schema = json.loads(done.out)
-    assert schema["required"] == ["training"]
+    # By default, check's reading: the training section if present, else the top level.
+    assert schema["if"]["required"] == ["training"]
+    assert schema["then"]["properties"]["training"] == {"$ref": "#/definitions/rollout_settings"}
+    assert cli("schema", "--section", "training").out != done.out
     out = tmp_path / "s.json"
     assert cli("schema", "--section", "rl", "-o", str(out)).code == 0
     assert json.loads(out.read_text(encoding="utf-8"))["required"] == ["rl"]
@@ -467,3 +482,313 @@ def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(
     assert lines[0] == (f"{exits}:3:17: training.rollout_func: importing it raised SystemExit(0)")
     assert lines[1].startswith(f"{bad}:2:20: training.rollout_backend: ")
     assert lines[-1] == "checked 2 files: 0 valid, 2 invalid, 2 errors"
+
+
+# ---- flat configs (no training section), --resolve from the current folder ------------------
+
+TRL_FLAT = (
+    "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\n"
+    "learning_rate: 1.0e-6\n"
+    "num_generations: 8\n"
+    "per_device_train_batch_size: 4\n"
+    "rollout_backend: openenv\n"
+    "rollout_func: mypkg.roll:run\n"
+)
+AXOLOTL_FLAT = (
+    "base_model: Qwen/Qwen2.5-0.5B\n"
+    "rl: grpo\n"
+    "trl:\n"
+    "  beta: 0.001\n"
+    "  rollout_func: my_mod.fn\n"  # axolotl's own TRL setting, not ours
+    "datasets:\n"
+    "  - path: openai/gsm8k\n"
+    "rollout_backend: art\n"
+    "rollout_func: mypkg.roll:run\n"
+)
+
+
+@pytest.mark.parametrize("text", [TRL_FLAT, AXOLOTL_FLAT], ids=["trl", "axolotl"])
+def test_flat_trainer_configs_pass_by_default(cli: Cli, tmp_path: Path, text: str) -> None:
+    path = tmp_path / "trainer.yaml"
+    path.write_text(text, encoding="utf-8")
+    done = cli("check", str(path))
+    assert (done.code, done.out) == (0, "checked 1 file: 1 valid, 0 invalid, 0 errors\n")
+    report = json.loads(cli("check", "--format", "json", str(path)).out)
+    assert report["files"][0]["section"] == ""  # the top level was read
+    # A section named on the command line is the only place looked at, as before.
+    named = cli("check", "--section", "training", str(path))
+    assert named.code == 1
+    assert "training: section 'training' is missing" in named.out
+
+
+def test_json_says_which_section_was_read(cli: Cli, tmp_path: Path) -> None:
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("training:\n  rollout_backend: nemo_gym\n", encoding="utf-8")
+    flat = tmp_path / "flat.toml"
+    flat.write_text('lr = 1\nrollout_backend = "nemo_gym"\n', encoding="utf-8")
+    neither = tmp_path / "neither.json"
+    neither.write_text('{"lr": 1}', encoding="utf-8")
+    other = tmp_path / "other.yaml"
+    other.write_text("a:\n  b:\n    rollout_backend: nemo_gym\n", encoding="utf-8")
+    done = cli("check", "--format", "json", str(nested), str(flat), str(neither))
+    assert [entry["section"] for entry in json.loads(done.out)["files"]] == [
+        "training",
+        "",
+        None,
+    ]
+    done = cli("check", "--format", "json", "--section", "a.b", str(other))
+    assert json.loads(done.out)["files"][0]["section"] == "a.b"
+    # Where neither place holds rollout settings: which places were looked at, and --section.
+    text = cli("check", str(neither), str(other)).out
+    assert f"{neither}:1:1: no rollout settings found: looked for a 'training' section" in text
+    assert "--section (section= in Python" in text
+    assert "'a.b' holds rollout keys: --section a.b" in text
+
+
+def test_a_training_key_that_is_no_mapping_beside_flat_keys_is_the_trainers(
+    cli: Cli, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("training: true\nrollout_backend: nemo_gym\n", encoding="utf-8")
+    assert cli("check", str(path)).code == 0
+    path.write_text("training:\nlr: 1\n", encoding="utf-8")  # no flat keys: the section it is
+    assert "training: section must be a mapping, got null" in cli("check", str(path)).out
+
+
+def test_pyproject_section_is_kept_and_an_empty_one_is_the_top_level(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.agent-rollout]\nsection = "training"\n', encoding="utf-8"
+    )
+    flat = tmp_path / "flat.yaml"
+    flat.write_text(TRL_FLAT, encoding="utf-8")
+    assert "section 'training' is missing" in cli("check", str(flat)).out
+    assert cli("check", "--isolated", str(flat)).code == 0
+
+
+def test_resolve_imports_from_the_current_folder_first(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "roll.py").write_text(
+        "def run(prompts):\n    return []\n\ndef _private(prompts):\n    return []\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "trainer.yaml"
+    text = "training:\n  rollout_backend: openenv\n  rollout_func: mypkg.roll:run\n"
+    config.write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert str(tmp_path) not in sys.path and "" not in sys.path[:1]
+    try:
+        done = cli("check", "--resolve", "trainer.yaml")
+        assert (done.code, done.out) == (0, "checked 1 file: 1 valid, 0 invalid, 0 errors\n")
+        # Did-you-mean from the module's public callables (run, not _private).
+        config.write_text(text.replace("roll:run", "roll:runn"), encoding="utf-8")
+        done = cli("check", "--resolve", "trainer.yaml")
+        assert done.code == 1
+        assert done.out.startswith("trainer.yaml:3:17: training.rollout_func: rollout_func ")
+        assert "has no attribute 'runn'; did you mean 'run'?" in done.out
+        config.write_text(text.replace("roll:run", "roll:_privat"), encoding="utf-8")
+        assert "did you mean" not in cli("check", "--resolve", "trainer.yaml").out
+        # A flat config: the key is placed at the top level.
+        config.write_text(TRL_FLAT.replace("roll:run", "roll:runn"), encoding="utf-8")
+        done = cli("check", "--resolve", "trainer.yaml")
+        assert done.out.startswith("trainer.yaml:6:15: rollout_func: rollout_func ")
+    finally:
+        for name in ("mypkg", "mypkg.roll"):
+            sys.modules.pop(name, None)
+
+
+def test_backend_did_you_mean(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("training:\n  rollout_backend: open_env\n", encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.code == 1
+    assert f"{path}:2:20: training.rollout_backend: rollout_backend='open_env' is not" in done.out
+    assert done.out.splitlines()[0].endswith("; did you mean 'openenv'?")
+
+
+# ---- folders ---------------------------------------------------------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+FOLDER = {
+    "a.yaml": "training:\n  rollout_backend: nemo_gym\n",
+    "sub/b.toml": '[training]\nrollout_backend = "verl"\n',
+    "sub/deeper/c.json": '{"rollout_backend": "nemo_gym"}',
+    "sub/notes.txt": "rollout_backend: verl\n",  # not a suffix check reads
+    "package.json": '{"name": "x"}',  # not a training config: skipped, counted
+    "sub/.pre-commit-config.yaml": "repos: []\n",
+    ".venv/lib/bad.yaml": "training:\n  rollout_backend: verl\n",  # never walked into
+    "node_modules/x/bad.json": '{"rollout_backend": "verl"}',
+    "out/ignored.yaml": "training:\n  rollout_backend: verl\n",
+    "ignored.yml": "training:\n  rollout_backend: verl\n",
+}
+
+
+def test_a_folder_is_its_config_files(cli: Cli, tmp_path: Path) -> None:
+    _tree(tmp_path, FOLDER)
+    done = cli("check", "--format", "json", str(tmp_path))
+    report = json.loads(done.out)
+    paths = [entry["path"] for entry in report["files"]]
+    # Outside a git work tree nothing is ignored; ruff's excluded folders are not walked.
+    assert paths == [
+        str(tmp_path / name)
+        for name in (
+            "a.yaml",
+            "ignored.yml",
+            "package.json",
+            "out/ignored.yaml",
+            "sub/.pre-commit-config.yaml",
+            "sub/b.toml",
+            "sub/deeper/c.json",
+        )
+    ]
+    assert report["summary"] == {
+        "files": 7,
+        "valid": 2,
+        "invalid": 3,
+        "skipped": 2,
+        "errors": 3,
+        "warnings": 0,
+    }
+    assert done.code == 1
+    # A file named on the command line is checked whatever its folder, skipped or not.
+    bad = tmp_path / ".venv" / "lib" / "bad.yaml"
+    assert cli("check", str(bad)).code == 1
+    assert cli("check", str(tmp_path / "package.json")).code == 1  # named: not skipped
+
+
+def test_a_folder_in_a_git_work_tree_leaves_out_what_git_ignores(cli: Cli, tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _tree(tmp_path, {**FOLDER, ".gitignore": "out/\nignored.yml\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    done = cli("check", "--format", "json", str(tmp_path / "sub"), str(tmp_path))
+    report = json.loads(done.out)
+    # sub's files first, each file once; what .gitignore names left out.
+    assert [entry["path"] for entry in report["files"]] == [
+        str(tmp_path / name)
+        for name in (
+            "sub/.pre-commit-config.yaml",
+            "sub/b.toml",
+            "sub/deeper/c.json",
+            "a.yaml",
+            "package.json",
+        )
+    ]
+    assert (report["summary"]["valid"], report["summary"]["skipped"]) == (2, 2)
+    # A tracked file is not ignored, as git has it.
+    subprocess.run(["git", "-C", str(tmp_path), "add", "-f", "ignored.yml"], check=True, timeout=60)
+    done = cli("check", str(tmp_path))
+    assert "ignored.yml:2:20:" in done.out and "out/ignored.yaml" not in done.out
+
+
+def test_a_folder_given_as_dot_shows_relative_paths(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path, {"a.yaml": FOLDER["a.yaml"], "sub/b.toml": FOLDER["sub/b.toml"]})
+    monkeypatch.chdir(tmp_path)
+    done = cli("check", ".")
+    assert done.out.splitlines() == [
+        "sub/b.toml:2:19: training.rollout_backend: rollout_backend='verl' is not supported; "
+        "valid: art, nemo_gym, openenv, ruler",
+        "checked 2 files: 1 valid, 1 invalid, 1 error",
+    ]
+
+
+def test_a_subfolder_that_cannot_be_read_is_a_usage_error(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path, {"a.yaml": FOLDER["a.yaml"], "locked/b.yaml": FOLDER["a.yaml"]})
+    locked = tmp_path / "locked"
+    scandir = os.scandir
+
+    def no_entry(path: Any) -> Any:  # as for a folder of mode 000 (root reads those)
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", no_entry)
+    done = cli("check", str(tmp_path))
+    assert done.code == 2
+    assert done.out.splitlines() == [
+        f"{locked}:1:1: cannot read folder: Permission denied",
+        "checked 2 files: 1 valid, 1 invalid, 1 error",
+    ]
+
+
+def test_missing_paths_exit_2_whatever_the_suffix(cli: Cli, tmp_path: Path) -> None:
+    for name in ("missing.txt", "missing.yaml", "missing_folder/"):
+        done = cli("check", str(tmp_path / name))
+        assert done.code == 2, name
+        assert "cannot read file: No such file or directory" in done.out
+
+
+# ---- colour ----------------------------------------------------------------------------------
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def test_color_always_paints_the_text_report_and_only_that(
+    cli: Cli, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = cli("check", "--color", "never", str(files["bad"]), str(files["good"]))
+    monkeypatch.setenv("NO_COLOR", "1")  # --color always overrides it
+    painted = cli("check", "--color", "always", str(files["bad"]), str(files["good"]))
+    assert painted.code == plain.code == 1
+    assert "\x1b[" not in plain.out
+    assert f"\x1b[1m{files['bad']}\x1b[0m\x1b[36m:2:20:\x1b[0m" in painted.out
+    assert SGR.sub("", painted.out) == plain.out  # the same text, colour codes aside
+    for style in ("json", "github"):
+        done = cli("check", "--color", "always", "--format", style, str(files["bad"]))
+        assert "\x1b" not in done.out, style
+
+
+def test_color_auto_follows_force_color_no_color_and_the_terminal(
+    cli: Cli, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert "\x1b[" not in cli("check", str(files["bad"])).out  # captured: not a terminal
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in cli("check", str(files["bad"])).out
+    assert "\x1b[" not in cli("check", "--color", "never", str(files["bad"])).out
+
+    from agent_rollout.cli._color import use_color
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("FORCE_COLOR")
+    assert use_color("auto", Terminal(), {}) is True
+    assert use_color("auto", Terminal(), {"NO_COLOR": ""}) is True  # empty: unset
+    assert use_color("auto", Terminal(), {"NO_COLOR": "1"}) is False
+    assert use_color("auto", Terminal(), {"NO_COLOR": "1", "FORCE_COLOR": "1"}) is True
+    assert use_color("auto", io.StringIO(), {}) is False
+    assert use_color("always", io.StringIO(), {"NO_COLOR": "1"}) is True
+    assert use_color("never", Terminal(), {"FORCE_COLOR": "1"}) is False
+
+
+def test_color_never_lets_user_text_through_unescaped(cli: Cli, tmp_path: Path) -> None:
+    name = tmp_path / "x\x1b[31mred\x07.yaml"
+    name.write_text('training:\n  rollout_backend: "\\e[2Jverl"\n', encoding="utf-8")
+    done = cli("check", "--color", "always", str(name))
+    assert done.code == 1
+    shown = done.out.splitlines()[0]
+    assert "\\x1b[31mred\\x07.yaml" in shown and "\\x1b[2Jverl" in shown
+    # Every escape character left is one of our colour codes.
+    assert "\x1b" not in SGR.sub("", shown)
+    assert all(
+        code in ("\x1b[0m", "\x1b[1m", "\x1b[36m", "\x1b[1;33m") for code in SGR.findall(shown)
+    )

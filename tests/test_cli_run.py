@@ -147,6 +147,35 @@ def test_top_level_section(tmp_path: Path, cli: Cli) -> None:
     assert result.out.encode() == expected_offline_bytes()
 
 
+def test_a_flat_config_runs_with_rollout_func_from_the_current_folder(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trainer's flat config (our keys at the top level, no --section) runs, and its
+    rollout_func is imported from the current folder first, as ``python -m`` would."""
+    package = tmp_path / "flatpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "roll.py").write_text(
+        "def run(prompts):\n    return [{'prompt': p, 'answer': 'a'} for p in prompts]\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "trainer.yaml"
+    config.write_text(
+        "learning_rate: 1.0e-6\nrollout_backend: openenv\nrollout_func: flatpkg.roll:run\n",
+        encoding="utf-8",
+    )
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('"one"\n"two"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = cli("run", "trainer.yaml", "--prompts", "prompts.jsonl")
+        assert result.code == 0, result.err
+        assert result.out == '{"prompt":"one","answer":"a"}\n{"prompt":"two","answer":"a"}\n'
+    finally:
+        for name in ("flatpkg", "flatpkg.roll"):
+            sys.modules.pop(name, None)
+
+
 def test_live_openenv_with_the_bundled_config_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
 ) -> None:
@@ -221,6 +250,27 @@ def test_nemo_gym_rollout_source(tmp_path: Path, cli: Cli) -> None:
     ]
     err = result.err
     assert err.startswith(f"ran nemo_gym rollout: rollout_source {source}, 2 rows, ")
+
+
+def test_the_summary_counts_rows_without_an_answer(tmp_path: Path, cli: Cli) -> None:
+    """A task with no reference gives a row with no answer: counted on the summary line,
+    not passed off as one of the answered rows."""
+    source = tmp_path / "example.jsonl"
+    rows = [*GYM_ROWS, {"responses_create_params": {"input": "Say hello."}}]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "rows.jsonl"
+    result = cli("run", str(gym_config(tmp_path, source)), "-o", str(out))
+    assert result.code == 0
+    assert [json.loads(line).get("answer") for line in out.read_text().splitlines()] == [
+        "4",
+        "Paris",
+        None,
+    ]
+    assert ", 3 rows (1 without an answer), " in result.err
+    answered = tmp_path / "answered.jsonl"
+    answered.write_text("".join(json.dumps(row) + "\n" for row in GYM_ROWS))
+    plain = cli("run", str(gym_config(tmp_path, answered)), "-o", str(out))
+    assert ", 2 rows, " in plain.err and "without an answer" not in plain.err
 
 
 def test_nemo_gym_says_when_prompts_are_not_used(tmp_path: Path, cli: Cli) -> None:
@@ -616,8 +666,116 @@ def test_missing_backend_package_exits_2(tmp_path: Path, art_hidden: None, cli: 
     assert result.code == 2
     assert result.err == (
         "agent-rollout run: rollout_backend='art' requires the 'openpipe-art' package: "
-        "pip install 'agent-rollout[art]'\n"
+        "pip install 'openpipe-art>=0.5.18,<0.6' 'openai>=2.14,<3'\n"
     )
+
+
+# ---- without --serve: the servers a bundled config uses are knocked on first -------------------
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize(
+    ("example", "where", "starts"),
+    [
+        ("art", ["http://127.0.0.1:8791/v1 (rollout_policy_base_url)"], "scripted policy"),
+        (
+            "ruler",
+            [
+                "http://127.0.0.1:8791/v1 (rollout_policy_base_url)",
+                "http://127.0.0.1:8792/v1 (rollout_judge_base_url)",
+            ],
+            "scripted policy and scripted judge",
+        ),
+        ("openenv", ["http://127.0.0.1:8765"], "OpenEnv drill server"),
+    ],
+)
+def test_an_example_without_serve_fails_at_once_naming_serve(
+    example: str, where: list[str], starts: str, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing serves the example's addresses: exit 2 in well under a second (it took
+    7-9 s, ART's import and retries, before the connection failed), naming --serve."""
+    monkeypatch.delenv(URL_ENV_VAR, raising=False)
+    if any(_listening(int(url.split(":")[2].split("/")[0])) for url in where):
+        pytest.skip("something listens on a bundled example's port")
+    started = time.perf_counter()
+    result = cli("run", "--example", example, "-o", os.devnull)
+    elapsed = time.perf_counter() - started
+    assert result.code == 2, result.err
+    assert result.err.startswith("agent-rollout run: nothing answers at "), result.err
+    for url in where:
+        assert url in result.err
+    assert f"--serve starts the bundled {starts} for the run" in result.err
+    assert result.err.count("\n") == 1
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_a_silent_server_at_a_bundled_port_is_found_before_the_backend_loads(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same, on a port known closed: the example's config with the bundled policy port
+    moved there (and the table of bundled ports with it)."""
+    from agent_rollout.examples import scripted_servers
+    from agent_rollout.examples.serving import bundled_example
+
+    port = _closed_port()
+    monkeypatch.setattr(scripted_servers, "BUNDLED_PORTS", {"policy": port, "judge": 8792})
+    config = tmp_path / "art.yaml"
+    text = Path(bundled_example("art")[0]).read_text(encoding="utf-8")
+    config.write_text(text.replace("127.0.0.1:8791", f"127.0.0.1:{port}"), encoding="utf-8")
+    started = time.perf_counter()
+    result = cli("run", str(config), "--prompts", str(BUNDLED_PROMPTS))
+    elapsed = time.perf_counter() - started
+    assert result.code == 2
+    assert f"nothing answers at http://127.0.0.1:{port}/v1 (rollout_policy_base_url)" in result.err
+    assert "--serve starts the bundled scripted policy" in result.err
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_a_server_that_answers_the_knock_is_used(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something listens at the bundled address (a server of one's own): the knock passes,
+    and a connection that fails later still gets the --serve hint."""
+    from agent_rollout.examples import scripted_servers
+    from agent_rollout.examples.serving import Served
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        monkeypatch.setattr(scripted_servers, "BUNDLED_PORTS", {"policy": port, "judge": 8792})
+        launch = {"name": "art", "options": {"policy_base_url": url}}
+        served = Served(launch, start=False)
+        served.check_answering()  # no error: it answers
+    assert served.hint(ConnectionError(f"no server answered at {url}")) == (
+        " (nothing serves it: --serve starts the bundled scripted policy there)"
+    )
+    assert served.hint(ValueError(url)) == ""
+
+
+def test_a_live_gym_run_without_nemo_gym_says_so_not_serve(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--serve would not help: the missing package is named, with its Python, whether the
+    bundled policy's address answers the knock or not."""
+    monkeypatch.setitem(sys.modules, "nemo_gym", None)
+    result = cli("run", "--example", "nemo_gym_live", "-o", os.devnull)
+    assert result.code == 2
+    assert "requires the 'nemo-gym' package: pip install 'nemo-gym>=0.4,<0.5'" in result.err
+    assert "nothing answers" not in result.err
 
 
 # ---- progress and Ctrl-C -------------------------------------------------------------------

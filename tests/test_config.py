@@ -68,6 +68,29 @@ def test_backend_type_errors_keep_the_facts(value: object, needle: str) -> None:
     assert needle in caught.value.errors()[0]["msg"]
 
 
+@pytest.mark.parametrize(
+    ("value", "meant"),
+    [
+        ("open_env", "openenv"),  # a spelling check --fix also rewrites
+        ("Nemo-Gym", "nemo_gym"),
+        ("opnenv", "openenv"),  # close, no fix: only the hint
+        ("rular", "ruler"),
+        ("verl", None),
+        ("bogus", None),
+    ],
+)
+def test_backend_errors_say_which_name_was_meant(value: str, meant: Optional[str]) -> None:
+    from agent_rollout.config import check_bytes
+
+    with pytest.raises(ValueError) as caught:
+        validate_rollout_backend(value)
+    hint = f"; did you mean {meant!r}?"
+    assert str(caught.value).endswith(hint) if meant else "did you mean" not in str(caught.value)
+    # The same words where the loader and check place it (the language server's too).
+    [issue] = check_bytes(f"training:\n  rollout_backend: {value}\n").issues
+    assert issue.message == str(caught.value)
+
+
 @given(st.one_of(st.text(max_size=40), st.sampled_from(BACKEND_NAMES).map(str.upper)))
 def test_backend_type_accepts_exactly_what_the_function_accepts(value: str) -> None:
     try:

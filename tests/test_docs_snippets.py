@@ -125,7 +125,6 @@ def _needs(code: str) -> list[str]:
 @pytest.mark.parametrize(
     "path", [p for p in MARKDOWN if BY_FILE[p]], ids=lambda p: str(p.relative_to(REPO))
 )
-@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_snippets_run(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: Any

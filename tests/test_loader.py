@@ -83,6 +83,34 @@ def test_section_none_reads_the_top_level_and_other_sections(tmp_path: Path) -> 
     assert load_config(other, section="rl").rollout_backend == "nemo_gym"
 
 
+def test_the_default_reads_training_else_a_flat_top_level(tmp_path: Path) -> None:
+    from agent_rollout.config import AUTO_SECTION, check_bytes, fix_text, load_config_bytes
+
+    flat = write(tmp_path, "flat.yml", "rollout_backend: nemo_gym\nepochs: 3\n")
+    assert load_config(flat).rollout_backend == "nemo_gym"  # TRL/axolotl: keys at the top
+    assert load_config(flat, section=AUTO_SECTION).rollout_backend == "nemo_gym"
+    with pytest.raises(ConfigError, match="section 'training' is missing"):
+        load_config(flat, section="training")  # named: the only place looked at
+    both = "rollout_backend: verl\ntraining:\n  rollout_backend: nemo_gym\n"
+    assert load_config_bytes(both).rollout_backend == "nemo_gym"  # training wins
+    assert check_bytes(both).section == ("training",)
+    assert check_bytes("lr: 1\nrollout_backend: art\nrollout_func: m:f\n").section == ()
+    assert check_bytes("a:\n  rollout_backend: art\n", section="a").section == ("a",)
+    nothing = check_bytes("lr: 1\n")
+    assert nothing.section is None
+    [issue] = nothing.issues
+    assert (issue.line, issue.col, issue.location, issue.kind) == (1, 1, "", "missing")
+    assert "looked for a 'training' section, then rollout keys at the top level" in issue.message
+    assert "--section" in issue.message
+    # A trainer's own rollout_* key does not make a flat config of ours (OpenRLHF's).
+    assert check_bytes("rollout_batch_size: 8\nlr: 1\n").section is None
+    # A look-alike at the top level makes it a flat config too: the typo is named, and fixed.
+    typo = check_bytes("lr: 1\nrollout_backnd: nemo_gym\n")
+    assert typo.section == () and typo.issues[0].kind == "unknown_key"
+    fixed = fix_text("lr: 1\nrollout_backnd: nemo_gym\n")
+    assert fixed.text == "lr: 1\nrollout_backend: nemo_gym\n" and fixed.result.settings
+
+
 def test_yaml_is_read_as_yaml_safe_load_reads_it(tmp_path: Path) -> None:
     # The trainers' reading (PyYAML, YAML 1.1): 010 is 8, 1_000 is 1000, 1:30 is 90,
     # yes is True; a YAML 1.2 loader reads 10, '1_000', '1:30' and 'yes'.
@@ -292,7 +320,7 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
         ("c.yaml", "- 1\n- 2\n", ":1:1: the file must hold a mapping of settings, got list"),
         ("c.yaml", "", ":1:1: the file must hold a mapping of settings, got an empty file"),
         ("c.json", "[]", ":1:1: the file must hold a mapping of settings, got list"),
-        ("c.yaml", "model: m\n", ":1:1: training: section 'training' is missing"),
+        ("c.yaml", "model: m\n", ":1:1: no rollout settings found: looked for a 'training' sec"),
         ("c.yaml", "training:\n", ":1:10: training: section must be a mapping, got null"),
         ("c.yaml", "training: 3\n", ":1:11: training: section must be a mapping, got int"),
         ("c.yaml", "x: !!python/object:os.system {}\n", ":1:4: unsupported YAML tag"),
@@ -636,6 +664,8 @@ def test_each_trainer_layout(tmp_path: Path, layout: str) -> None:
     path = write(tmp_path, "c.yaml", template.format(keys=keys))
     settings = load_config(path, section=section)
     assert (settings.rollout_backend, settings.rollout_func) == ("openenv", "m:f")
+    if layout != "nested":  # a training section or a flat config: no section to name
+        assert load_config(path) == settings
     text = template.format(keys=keys.replace("_func", "_fucn"))
     typo = write(tmp_path, "t.yaml", text)
     [issue] = [i for i in issues_of(typo, section=section) if i.kind == "unknown_key"]

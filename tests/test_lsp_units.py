@@ -107,6 +107,31 @@ def test_small_documents_are_checked_at_once_and_skipped_when_unrelated() -> Non
     assert documents.open["file:///nowhere/notes.txt"].checked is None
 
 
+def test_a_flat_config_is_checked_at_its_top_level_and_completed_there() -> None:
+    from agent_rollout.config import AUTO_SECTION
+    from agent_rollout.lsp._help import completion_sections, completions
+
+    seen = Recorder()
+    documents = Documents(seen.publish, seen.error)
+    text = "model_name_or_path: m\nrollout_backend: openenv\nrollout_fucn: m:f\n"
+    documents.opened("file:///nowhere/flat.yaml", text, 1, "yaml")
+    checked = documents.open["file:///nowhere/flat.yaml"].checked
+    assert checked is not None and checked.result.section == ()
+    [issue] = checked.result.issues
+    assert (issue.location, issue.kind) == ("rollout_fucn", "unknown_key")
+    # Keys are completed where the settings are: the top level here.
+    sections = completion_sections(checked.settings.section, checked.result.section)
+    assert sections == [()]
+    rows = [*text.splitlines(), "rollout_"]
+    found = completions(rows, 3, 8, "yaml", sections, "\n".join(rows))
+    assert "rollout_func" in [item.label for item in found]
+    assert completions(rows, 3, 8, "yaml", [("training",)], "\n".join(rows)) == []
+    # Nothing read yet (a new file): either place the default looks.
+    assert completion_sections(AUTO_SECTION, None) == [("training",), ()]
+    assert completion_sections("rl", ()) == [("rl",)]
+    assert completion_sections(None, ("training",)) == [()]
+
+
 def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -187,7 +212,7 @@ def test_the_server_says_what_it_needs_when_pygls_is_missing() -> None:
         "sys.exit(main(['lsp']))\n"
     )
     assert done.returncode == 2
-    assert "pip install 'agent-rollout[lsp]'" in done.stderr
+    assert "pip install 'pygls>=2,<3' 'lsprotocol>=2025.0.0'" in done.stderr
 
 
 # ---- the first answers, before pygls is loaded ------------------------------------------------

@@ -39,7 +39,7 @@ from agent_rollout.backends.nemo_gym import GymRowError
 from agent_rollout.config import RolloutFields, RolloutSettings
 
 MODULE = "agent_rollout_messages_mod"
-"""A module the ``rollout_func`` cases resolve (``ROWS = 3``, no ``nope``)."""
+"""A module the ``rollout_func`` cases resolve (``ROWS = 3``, ``run``, no ``nope``)."""
 MISSING = "agent_rollout_no_such_module"
 
 
@@ -47,6 +47,7 @@ MISSING = "agent_rollout_no_such_module"
 def rollout_module(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType(MODULE)
     module.ROWS = 3  # type: ignore[attr-defined]
+    module.run = lambda prompts: []  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, MODULE, module)
 
 
@@ -107,10 +108,16 @@ MESSAGES = [
         "rollout_backend='bogus' is not supported; valid: art, nemo_gym, openenv, ruler",
     ),
     (
+        lambda: validate_rollout_backend("open_env"),
+        ValueError,
+        "rollout_backend='open_env' is not supported; valid: art, nemo_gym, openenv, ruler; "
+        "did you mean 'openenv'?",
+    ),
+    (
         ruler_without_art,
         ImportError,
         "rollout_backend='ruler' requires the 'openpipe-art' package: "
-        "pip install 'agent-rollout[art]'",
+        "pip install 'openpipe-art>=0.5.18,<0.6' 'openai>=2.14,<3'",
     ),
     # ---- rollout_func specs ------------------------------------------------------------------
     (lambda: validate_rollout_func(True), ValueError, "rollout_func must be a string, got bool"),
@@ -137,6 +144,12 @@ MESSAGES = [
         lambda: resolve_rollout_func(f"{MODULE}:nope"),
         ValueError,
         f"rollout_func '{MODULE}:nope': module '{MODULE}' has no attribute 'nope'",
+    ),
+    (
+        lambda: resolve_rollout_func(f"{MODULE}:runn"),
+        ValueError,
+        f"rollout_func '{MODULE}:runn': module '{MODULE}' has no attribute 'runn'; "
+        "did you mean 'run'?",
     ),
     (
         lambda: resolve_rollout_func(f"{MODULE}:ROWS"),
@@ -344,6 +357,17 @@ def _settings_message(**section: Any) -> str:
 
 CONFIG_MESSAGES = [
     (lambda: _config_message("null", "json"), "the file must hold a mapping of settings, got null"),
+    (
+        lambda: _config_message("model: m\nlr: 1\n"),
+        "no rollout settings found: looked for a 'training' section, then rollout keys at the "
+        "top level; name the section that holds them with --section (section= in Python; a "
+        "dotted path such as trainer.rollout for a nested one)",
+    ),
+    (
+        lambda: _config_message("trainer:\n  rl:\n    rollout_backend: art\n"),
+        "no rollout settings found: looked for a 'training' section, then rollout keys at the "
+        "top level; 'trainer.rl' holds rollout keys: --section trainer.rl",
+    ),
     (lambda: _config_message(""), "the file must hold a mapping of settings, got an empty file"),
     (
         lambda: _config_message(f"training:\n  rollout_max_steps: {_LONG}\n", warning=True),

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "schema" / "training-config.schema.json"
 SCHEMA = training_config_schema()
 VALIDATOR = Draft7Validator(SCHEMA)
-NAMES = Draft7Validator(SCHEMA["properties"]["training"]["propertyNames"])
+NAMES = Draft7Validator(SCHEMA["definitions"]["rollout_settings"]["propertyNames"])
 MANY = max(300, settings().max_examples)
 
 
@@ -86,7 +86,7 @@ def test_schema_is_valid_draft_7() -> None:
 
 
 def test_every_rollout_key_has_hover_text_and_completion_data() -> None:
-    section = SCHEMA["properties"]["training"]
+    section = SCHEMA["definitions"]["rollout_settings"]
     assert set(section["properties"]) == set(ROLLOUT_KEYS)
     for key, prop in section["properties"].items():
         text = json.dumps(prop)
@@ -401,4 +401,30 @@ def test_dotted_section_schema_nests_like_the_loader() -> None:
     assert schema.is_valid(good) and loader_accepts(good, "json", section="trainer.rollout")
     assert not schema.is_valid(bad) and not loader_accepts(bad, "json", section="trainer.rollout")
     assert not schema.is_valid({"trainer": {}})
-    assert render_schema() == render_schema("training")
+    assert json.loads(render_schema("training")) == training_config_schema("training")
+    assert json.loads(render_schema("")) == training_config_schema(None)
+
+
+def test_the_default_schema_reads_a_file_as_check_does_by_default() -> None:
+    """A flat trainer config (our keys at the top level) is valid for the default schema
+    exactly when ``check`` with no section accepts it, and so is a ``training`` section;
+    a file with neither is refused by both."""
+    cases = [
+        {"learning_rate": 1e-6, "rollout_backend": "openenv", "rollout_func": "m.n:f"},
+        {"learning_rate": 1e-6, "rollout_backend": "verl"},
+        {"training": {"rollout_backend": "art"}, "rollout_backend": "verl"},
+        {"training": {"rollout_backend": "verl"}},
+        {"training": 5, "rollout_backend": "art"},
+        {"training": 5},
+        {"learning_rate": 1e-6},
+        {"learning_rate": 1e-6, "rollout_backnd": "art"},
+        {"rollout_batch_size": 8},
+    ]
+    for doc in cases:
+        try:
+            load_config_bytes(json.dumps(doc), format="json")
+            by_check = True
+        except ConfigError:
+            by_check = False
+        assert schema_accepts(doc) == by_check, doc
+    assert schema_accepts(cases[0]) and not schema_accepts(cases[1])

@@ -31,6 +31,16 @@ def test_the_nearest_pyproject_with_the_table_counts(tmp_path: Path) -> None:
     assert find_settings(str(tmp_path.parent)) == CheckSettings()
 
 
+def test_the_section_is_chosen_by_the_file_unless_a_setting_names_it(tmp_path: Path) -> None:
+    from agent_rollout.config import AUTO_SECTION
+
+    assert CheckSettings().section is AUTO_SECTION
+    assert CheckSettings().check_options()["section"] is AUTO_SECTION
+    folder = project(tmp_path, "strict = true\n")
+    assert find_settings(str(folder)).section is AUTO_SECTION  # not set: the default
+    assert "section" not in find_settings(str(folder)).explicit
+
+
 def test_empty_section_is_the_top_level_and_settings_merge_on_top(tmp_path: Path) -> None:
     folder = project(tmp_path, 'section = ""\nyaml-version = "1.2"\n')
     settings = find_settings(str(folder))

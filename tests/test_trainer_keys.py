@@ -28,7 +28,9 @@ from agent_rollout.config import (
 CORPUS: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parent / "data" / "trainer_keys.json").read_text(encoding="utf-8")
 )
-NAMES = Draft7Validator(training_config_schema()["properties"]["training"]["propertyNames"])
+NAMES = Draft7Validator(
+    training_config_schema("training")["properties"]["training"]["propertyNames"]
+)
 
 
 def corpus_keys(trainer: str) -> list[str]:

@@ -52,6 +52,9 @@ BAD_ROWS_KEPT = 20
 """A run that goes on past bad rows (``normalise_rollout_file(on_bad=...)``) counts
 every one and keeps the error of the first this many (what ``normalise`` lists):
 memory stays flat on a file of a million bad lines."""
+MAX_STATS_KEY_NAMES = 1000
+"""``agent-rollout stats``: the dropped key names counted by name (the first seen); the
+keys of any other name are counted together, so memory stays flat whatever the file."""
 
 
 def int_digits_limit() -> int:

@@ -1,9 +1,10 @@
 # Hand-written stub of the Rust extension (checked by mypy.stubtest).
 # Private: use the public API in agent_rollout instead.
 from collections.abc import Callable
-from typing import Any, final
+from typing import Any, Literal, final
 
 __all__ = [
+    "BUILD_PROFILE",
     "CODES",
     "JSON_REASONS",
     "ArrowBatch",
@@ -12,13 +13,17 @@ __all__ = [
     "FileLimits",
     "FileStats",
     "NativeRowError",
+    "RowStats",
     "normalise_file",
     "normalise_rows",
     "read_jsonl",
     "read_jsonl_arrow",
+    "read_jsonl_stats",
     "rows_to_arrow",
 ]
 
+BUILD_PROFILE: Literal["debug", "release"]
+"""How this engine was built: ``"debug"`` (debug assertions on, unoptimised) or ``"release"``."""
 CODES: tuple[str, ...]
 """Every error code the engine raises (``NativeRowError.args[0]``), from ``rust/errors.rs``."""
 JSON_REASONS: tuple[str, ...]
@@ -78,6 +83,29 @@ class FileStats:
     @property
     def bad(self) -> tuple[NativeRowError, ...]:
         """The first ``keep_bad`` of them, in line order."""
+
+@final
+class RowStats:
+    """What ``read_jsonl_stats`` counted (rust/stats.rs)."""
+
+    @property
+    def file(self) -> FileStats: ...
+    @property
+    def text_prompts(self) -> int: ...
+    @property
+    def message_prompts(self) -> int: ...
+    @property
+    def answers(self) -> int: ...
+    @property
+    def messages(self) -> list[tuple[int, int]]: ...
+    @property
+    def prompt_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def answer_chars(self) -> tuple[list[int], int, int, int]: ...
+    @property
+    def names(self) -> list[tuple[str, int]]: ...
+    @property
+    def other_names(self) -> int: ...
 
 # Arrow buffers (rust/arrow/), assembled by agent_rollout.arrow.
 @final
@@ -162,3 +190,10 @@ def read_jsonl_arrow(
     on_batch: Callable[[ArrowBatch], object],
     progress: Callable[[int, int, int], object] | None = None,
 ) -> FileStats: ...
+def read_jsonl_stats(
+    src: str,
+    limits: FileLimits,
+    max_names: int,
+    keep: int,
+    progress: Callable[[int, int, int], object] | None = None,
+) -> RowStats: ...

@@ -1,7 +1,7 @@
 """Ray Data adapter: normalise rollout shards across a cluster with the same rules.
 
-Needs ``ray[data]`` and ``pyarrow`` (``pip install 'agent-rollout[ray]'``);
-nothing else in the package imports this module or ``ray``.
+Needs ``ray[data]`` and ``pyarrow`` (the ``ray`` extra: ``pip install 'pyarrow>=19'
+'ray[data]>=2.40'``); nothing else in the package imports this module or ``ray``.
 
 The recipe (see ``docs/arrow.md``)::
 

@@ -44,7 +44,9 @@ pub(crate) use gzip::GZIP_MAGIC;
 pub use lines::{process_chunk, ChunkResult};
 pub(crate) use pipeline::HELPED_FILE_BYTES;
 pub use pipeline::{run, Event, TICK};
-pub use verbatim::{verbatim_row, write_verbatim_row, Verbatim, VerbatimMessage};
+pub use verbatim::{
+    verbatim_row, verbatim_row_naming, write_verbatim_row, Verbatim, VerbatimMessage,
+};
 pub use write::write_row;
 pub(crate) use write::write_value;
 
@@ -72,15 +74,22 @@ pub struct Row<'a> {
     pub prompt: J<'a>,
     pub answer: Option<Cow<'a, str>>,
     pub dropped_keys: usize,
+    /// The row object's members as parsed (a key may repeat): `prompt` and
+    /// `answer` (their values moved out) and the keys dropped (their values
+    /// not built: `Null`). Whoever names the dropped keys (`stats.rs`) reads
+    /// them here.
+    pub members: Vec<(Cow<'a, str>, J<'a>)>,
 }
 
 impl Row<'_> {
-    /// A copy that owns its text, to send to another thread.
+    /// A copy that owns its text, to send to another thread (without
+    /// `members`: the rows sent on need only what they keep).
     pub fn into_owned(self) -> Row<'static> {
         Row {
             prompt: self.prompt.into_owned(),
             answer: self.answer.map(|a| Cow::Owned(a.into_owned())),
             dropped_keys: self.dropped_keys,
+            members: Vec::new(),
         }
     }
 }

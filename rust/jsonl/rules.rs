@@ -179,5 +179,6 @@ pub fn check_row(doc: J<'_>, max_depth: usize) -> Result<Row<'_>, Rule> {
         prompt,
         answer,
         dropped_keys,
+        members,
     })
 }

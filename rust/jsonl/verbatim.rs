@@ -50,6 +50,20 @@ pub fn verbatim_row<'a>(
     plain_only: bool,
     messages: &mut Vec<VerbatimMessage<'a>>,
 ) -> Option<Verbatim<'a>> {
+    verbatim_row_naming(text, limits, no_controls, plain_only, messages, |_| {})
+}
+
+/// `verbatim_row`, handing `dropped` each dropped key as it is stepped over,
+/// in order, between its quotes (escapes as they stand), even in a row it
+/// then gives `None` for.
+pub fn verbatim_row_naming<'a>(
+    text: &'a str,
+    limits: LineLimits,
+    no_controls: bool,
+    plain_only: bool,
+    messages: &mut Vec<VerbatimMessage<'a>>,
+    mut dropped: impl FnMut(&'a str),
+) -> Option<Verbatim<'a>> {
     messages.clear();
     let mut line = Canon::new(text, limits.json, no_controls);
     line.skip_ws();
@@ -91,6 +105,7 @@ pub fn verbatim_row<'a>(
                 if !line.step_over(1) {
                     return None;
                 }
+                dropped(key);
                 dropped_keys += 1;
             }
         }

@@ -19,7 +19,7 @@ import importlib
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from agent_rollout import _rows
 from agent_rollout._errors import from_native
@@ -71,6 +71,12 @@ def implementation() -> Engine:
 def native_available() -> bool:
     """Whether the Rust engine was imported (it may still be switched off)."""
     return native is not None
+
+
+def build_profile() -> Optional[str]:
+    """The Rust engine's build profile, ``"release"`` or ``"debug"`` (several times
+    slower: a development build), or None where the Rust engine was not imported."""
+    return None if native is None else str(native.BUILD_PROFILE)
 
 
 def set_engine(engine: Engine) -> Engine:

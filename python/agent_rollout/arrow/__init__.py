@@ -1,6 +1,6 @@
 """Rollout rows as Arrow: the shape ``datasets`` and trainers read, lossless.
 
-Needs ``pyarrow`` (``pip install 'agent-rollout[arrow]'``), so the package
+Needs ``pyarrow`` (``pip install 'pyarrow>=19'``, the ``arrow`` extra), so the package
 imports this module only when it is asked for (``agent_rollout.rows_to_arrow``
 and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
 ``agent_rollout.ray``). The schema is written down here and in
@@ -40,12 +40,13 @@ reads back as an absent key.
 from __future__ import annotations
 
 from agent_rollout._exceptions import MissingPackageError
+from agent_rollout._extras import install_hint
 
 try:
     import pyarrow
 except ImportError as exc:  # pragma: no cover - exercised only without pyarrow
     raise MissingPackageError(
-        "agent_rollout.arrow needs pyarrow: pip install 'agent-rollout[arrow]'"
+        f"agent_rollout.arrow needs pyarrow: {install_hint('arrow')}"
     ) from exc
 
 from agent_rollout._engine.arrow import (

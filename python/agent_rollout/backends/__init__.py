@@ -16,6 +16,7 @@ look-alike check and the launch options follow.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import re
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from agent_rollout._exceptions import MissingPackageError, RolloutValueError
+from agent_rollout._extras import install_hint
 from agent_rollout._limits import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_ROLLOUT_STEPS,
@@ -51,6 +53,8 @@ class RolloutBackendSpec:
     backend (not only convert data); when that live mode needs another package
     than the default mode, ``live_package``/``live_import_name`` name it
     (``nemo_gym``: converting files needs nothing, running Gym needs nemo-gym).
+    ``extra`` is the extra that installs them (``agent_rollout._extras.EXTRAS``,
+    whose ``install_hint`` every message about a missing one gives).
     """
 
     name: str
@@ -266,8 +270,10 @@ def validate_rollout_backend(name: object) -> str:
         raise RolloutValueError(f"rollout_backend exceeds {MAX_BACKEND_NAME_LEN} chars")
     canonical = str.lower(name)
     if canonical not in SUPPORTED_ROLLOUT_BACKENDS:
+        meant = backend_suggestion(name)
+        hint = f"; did you mean {meant!r}?" if meant is not None else ""
         raise RolloutValueError(
-            f"rollout_backend={name!r} is not supported; valid: {', '.join(BACKEND_NAMES)}"
+            f"rollout_backend={name!r} is not supported; valid: {', '.join(BACKEND_NAMES)}{hint}"
         )
     return canonical
 
@@ -280,6 +286,19 @@ def backend_meant(name: str) -> Optional[str]:
         if backend.replace("_", "") == folded:
             return backend
     return None
+
+
+def _close_match(word: str, names: list[str]) -> Optional[str]:
+    """The one of ``names`` closest to ``word`` (``difflib``'s default cutoff), if any."""
+    close = difflib.get_close_matches(word, names, n=1)
+    return close[0] if close else None
+
+
+def backend_suggestion(name: str) -> Optional[str]:
+    """The backend a name not on the allowlist likely means, for a did-you-mean:
+    ``backend_meant``'s (the fix ``check --fix`` makes), else the closest name
+    (``opnenv``: ``openenv``); ``None`` when none is close (``verl``)."""
+    return backend_meant(name) or _close_match(str.lower(name), list(BACKEND_NAMES))
 
 
 def get_rollout_backend_spec(name: str) -> RolloutBackendSpec:
@@ -316,11 +335,11 @@ def require_backend_package(name: str, *, live: bool = False) -> None:
     if import_name is None or _module_available(import_name):
         return
     mode = " live" if live and spec.live_package is not None else ""
-    # Only the extra: it pins what the package needs alongside (a bare
-    # `pip install openpipe-art` resolves openai 3, which breaks ART's client).
+    # The extra's requirements, not the bare package: they pin what it needs alongside
+    # (a bare `pip install openpipe-art` resolves openai 3, which breaks ART's client).
     raise MissingPackageError(
         f"rollout_backend={spec.name!r}{mode} requires the {package!r} package: "
-        f"pip install 'agent-rollout[{spec.extra}]'"
+        f"{install_hint(spec.extra or '')}"
     )
 
 
@@ -350,6 +369,19 @@ def validate_rollout_func(value: object) -> Optional[str]:
     return str.__str__(value)
 
 
+def _public_callables(module: types.ModuleType) -> list[str]:
+    """The names a ``rollout_func`` may mean in ``module``: its public callables."""
+    try:
+        namespace = dict(vars(module))
+    except TypeError:  # no __dict__ (a module object of another kind)
+        return []
+    return sorted(
+        name
+        for name, value in namespace.items()
+        if isinstance(name, str) and not name.startswith("_") and callable(value)
+    )
+
+
 def resolve_rollout_func(spec: str) -> Callable[..., Any]:
     """Import the module a validated spec names and return its callable.
 
@@ -367,8 +399,10 @@ def resolve_rollout_func(spec: str) -> Callable[..., Any]:
             f"rollout_func module {module_path!r} could not be imported: {exc}"
         ) from exc
     if not hasattr(module, fn_name):
+        meant = _close_match(fn_name, _public_callables(module))
+        hint = f"; did you mean {meant!r}?" if meant is not None else ""
         raise RolloutValueError(
-            f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}"
+            f"rollout_func {validated!r}: module {module_path!r} has no attribute {fn_name!r}{hint}"
         )
     fn = getattr(module, fn_name)
     if not callable(fn):
@@ -399,6 +433,7 @@ __all__ = [
     "RolloutKey",
     "adapter",
     "backend_meant",
+    "backend_suggestion",
     "get_rollout_backend_spec",
     "key_backends",
     "launch_options",

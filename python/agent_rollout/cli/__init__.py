@@ -8,7 +8,8 @@ of the command being run is imported, so ``check`` in a pre-commit hook does
 not pay for what ``demo`` or ``run`` need.
 
 Exit codes: 0 success, 1 invalid input (a bad config or rollout file),
-2 usage or internal error, 130 interrupted.
+2 usage or internal error (a missing optional package is a usage error: one
+line naming what to install), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "check": "validate training config files (positioned errors, CI formats)",
     "schema": "print the JSON Schema of a training config",
     "normalise": "normalise a rollout JSONL file into canonical {prompt, answer} rows",
+    "stats": "show what a rollout file holds: rows, answers, messages, dropped keys, lengths",
     "run": "load a config, launch its rollout backend and write the rows as JSONL",
     "demo": "validate the bundled config, run its rollout and time both engines",
     "lsp": "run the language server (diagnostics, fixes, hover) over stdin/stdout",
@@ -45,11 +47,24 @@ def _command_of(argv: list[str]) -> Optional[str]:
     return None
 
 
+def version_text() -> str:
+    """What ``--version`` prints: the version, the engine in use and, for Rust, its build.
+
+    ``agent-rollout 0.1.0 (engine: rust, release build)``; a ``debug`` build (a
+    development install, ``make build``) is several times slower.
+    """
+    from agent_rollout import __version__, _engine
+
+    engine = _engine.implementation()
+    if engine == "python":
+        return f"agent-rollout {__version__} (engine: python)"
+    return f"agent-rollout {__version__} (engine: {engine}, {_engine.build_profile()} build)"
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     import argparse
     from importlib import import_module
 
-    from agent_rollout import __version__
     from agent_rollout._errors import printable
 
     class Parser(argparse.ArgumentParser):
@@ -61,7 +76,7 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         prog="agent-rollout",
         description="Rollout-backend config checks and fast rollout row normalisation.",
     )
-    parser.add_argument("--version", action="version", version=f"agent-rollout {__version__}")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _command_of(argv)
     for name, summary in COMMANDS.items():
@@ -88,10 +103,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except Exception as exc:
-        if os.environ.get(DEBUG_ENV):
-            raise
         from agent_rollout._errors import error_text, printable_lines
 
+        missing = _missing_package(exc)
+        if missing is not None:  # a usage error: one line, what to install
+            print(printable_lines(f"agent-rollout: {missing}"), file=sys.stderr)
+            return 2
+        if os.environ.get(DEBUG_ENV):
+            raise
         text = f"internal error: {type(exc).__name__}: {error_text(exc)}"
         print(
             printable_lines(f"agent-rollout: {text} (set {DEBUG_ENV}=1 for a traceback)"),
@@ -99,6 +118,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         )
         return 2
     return code
+
+
+def _missing_package(exc: Exception) -> Optional[str]:
+    """The message of a missing optional package (``MissingPackageError``'s own, or an
+    import of one of the extras' packages that failed), else ``None``."""
+    from agent_rollout._errors import error_text
+    from agent_rollout._exceptions import MissingPackageError
+    from agent_rollout._extras import extra_for_module, install_hint
+
+    if isinstance(exc, MissingPackageError):
+        return error_text(exc)
+    extra = extra_for_module(exc.name) if isinstance(exc, ModuleNotFoundError) else None
+    return None if extra is None else f"{error_text(exc)}: {install_hint(extra)}"
 
 
 if __name__ == "__main__":

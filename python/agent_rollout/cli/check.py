@@ -1,10 +1,14 @@
-"""``agent-rollout check FILE...``: validate training configs with positioned errors.
+"""``agent-rollout check PATH...``: validate training configs with positioned errors.
 
-Exit status: 0 when every file is valid (warnings alone do not fail, unless
-``--strict``), 1 when any is not, 2 for a usage or internal error (a file that
-cannot be read at all counts as a usage error; the other files are still
-checked and reported). The config layer (pydantic, PyYAML) is imported when
-the files are checked, not at import: ``--help`` stays fast.
+A folder stands for the config files under it (``cli._walk``: recursively, what
+git ignores left out); of those, the files that are not training configs are
+skipped and counted, as ``--skip-unrelated`` does. Exit status: 0 when every
+file is valid (warnings alone do not fail, unless ``--strict``), 1 when any is
+not, 2 for a usage or internal error (a path that cannot be read at all, a
+missing one whatever its suffix, counts as a usage error; the other files are
+still checked and reported). The text report is coloured on a terminal
+(``cli._color``). The config layer (pydantic, PyYAML) is imported when the
+files are checked, not at import: ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from agent_rollout._errors import (
@@ -25,6 +30,8 @@ from agent_rollout._errors import (
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
+from agent_rollout.cli._color import BOLD, CYAN, GREEN, RED, YELLOW, add_color, paint, use_color
+from agent_rollout.cli._imports import current_folder_first
 
 if TYPE_CHECKING:
     from agent_rollout.cli._fix import Fixed
@@ -39,7 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ".toml). Errors read path:line:col: location: message."
     )
     parser.add_argument(
-        "files", nargs="+", metavar="FILE", help="config files; '-' reads standard input"
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="config files, or folders (the config files under them, what git ignores "
+        "left out, those that are not training configs skipped); '-' reads standard input",
     )
     add_section(parser)
     parser.add_argument(
@@ -104,8 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ignore [tool.agent-rollout] in pyproject.toml files",
     )
-    # Unset options take [tool.agent-rollout]'s value, else these.
-    parser.set_defaults(section=None)
+    add_color(parser)
 
 
 def _github_data(text: str) -> str:
@@ -137,19 +147,21 @@ def github_annotation(issue: ConfigIssue) -> str:
 _CALL_SHAPES = {"openenv": ("fn(prompts)", 1), "art": ("fn(model, prompt)", 2)}
 
 
-def _resolve_issue(result: CheckResult, section: Optional[str]) -> Optional[ConfigIssue]:
-    """Import ``rollout_func`` and check the backend can call it with the seed prompts."""
+def _resolve_issue(result: CheckResult) -> Optional[ConfigIssue]:
+    """Import ``rollout_func`` (from the current folder first) and check the backend can
+    call it with the seed prompts."""
     import inspect
 
     settings = result.settings
-    if settings is None or settings.rollout_func is None:
+    if settings is None or settings.rollout_func is None or result.section is None:
         return None
     shape = ""
-    path = (section, "rollout_func") if section is not None else ("rollout_func",)
+    path = (*result.section, "rollout_func")
     line, col = result.key_positions.get(path, ((1, 1), (1, 1)))[1]
     location = ".".join(path)
     try:
-        func = resolve_rollout_func(settings.rollout_func)
+        with current_folder_first():
+            func = resolve_rollout_func(settings.rollout_func)
         try:
             signature = inspect.signature(func)
         except (TypeError, ValueError):
@@ -203,15 +215,53 @@ def _settings(name: str, args: argparse.Namespace) -> CheckSettings:
     return settings
 
 
+def _paths(names: list[str]) -> Iterator[tuple[str, bool, Optional[ConfigIssue]]]:
+    """``(path, found in a folder, issue)`` of each path to check: a folder's config files
+    in its place (each file once), and each of its subfolders that could not be read
+    (with its issue)."""
+    from agent_rollout.cli._walk import config_files
+
+    seen: set[str] = set()  # a file under two folders given (or named too) is checked once
+    for name in names:
+        if name == "-" or not os.path.isdir(name):
+            seen.add(os.path.normcase(os.path.abspath(name)))
+            yield name, False, None
+            continue
+        found = config_files(name)
+        if not found.files and not found.unreadable:
+            note = f"agent-rollout check: no .yaml, .yml, .json or .toml file in {name}"
+            sys.stderr.write(printable(note) + "\n")
+        for path in found.files:
+            key = os.path.normcase(os.path.abspath(path))
+            if key not in seen:
+                seen.add(key)
+                yield path, True, None
+        for folder, why in found.unreadable:
+            yield (
+                folder,
+                True,
+                ConfigIssue(folder, 1, 1, "", f"cannot read folder: {why}", "unreadable"),
+            )
+
+
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
-    from agent_rollout.config import check_file
+    from agent_rollout.config import CheckResult, check_file
 
     results = []
     strict = False
-    for name in args.files:
+    for name, in_folder, problem in _paths(args.files):
+        if problem is not None:
+            result = CheckResult(name, None, [problem], {})
+            if args.fix or args.diff:
+                from agent_rollout.cli._fix import Fixed
+
+                args.fixed.append(Fixed(result))
+            results.append(result)
+            continue
         settings = _settings(name, args)
+        if in_folder:  # found, not named: skipped when it is not a training config
+            settings = settings.merged({"skip_unrelated": True})
         strict = strict or settings.strict
-        section = settings.section
         options = settings.check_options()
         if name == "-":
             result = _check_stdin(args.stdin_format, options)
@@ -224,9 +274,9 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
         else:
             result = check_file(name, **options)
         if args.resolve:
-            problem = _resolve_issue(result, section)
-            if problem is not None:
-                result.issues.append(problem)
+            found = _resolve_issue(result)
+            if found is not None:
+                result.issues.append(found)
                 result.settings = None
         results.append(result)
     if args.strict is None:
@@ -255,12 +305,35 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _painted(issue: ConfigIssue) -> str:
+    """``issue.format()`` with colour codes put between its parts: the text is that line,
+    escaped as it is, and a part it does not start where expected is left plain."""
+    line = issue.format()
+    parts: list[tuple[str, tuple[str, ...]]] = [
+        (printable(issue.path), (BOLD,)),
+        (f":{issue.line}:{issue.col}:", (CYAN,)),
+    ]
+    if issue.severity == "warning":
+        parts.append((" warning:", (BOLD, YELLOW)))
+    if issue.location:
+        parts.append((" " + printable(issue.location) + ":", (BOLD,)))
+    out = []
+    at = 0
+    for text, styles in parts:
+        if not line.startswith(text, at):
+            break
+        out.append(paint(text, *styles))
+        at += len(text)
+    return "".join(out) + line[at:]
+
+
 def _report(
     results: list[CheckResult],
     style: str,
     strict: bool,
     out: TextIO,
     fixed: Optional[list[Fixed]] = None,
+    color: bool = False,
 ) -> None:
     counts = _summary(results, strict)
     if style == "json":
@@ -273,6 +346,7 @@ def _report(
                     "path": result.source,
                     "valid": not result.skipped and not _failed(result, strict),
                     "skipped": result.skipped,
+                    "section": None if result.section is None else ".".join(result.section),
                     "errors": [issue.as_dict() for issue in result.issues],
                     "warnings": [issue.as_dict() for issue in result.warnings],
                 }
@@ -285,7 +359,11 @@ def _report(
         return
     for result in results:
         for issue in sorted([*result.issues, *result.warnings], key=_position):
-            out.write((github_annotation(issue) if style == "github" else issue.format()) + "\n")
+            if style == "github":
+                text = github_annotation(issue)
+            else:
+                text = _painted(issue) if color else issue.format()
+            out.write(text + "\n")
     line = (
         f"checked {_plural(counts['files'], 'file')}: {counts['valid']} valid, "
         f"{counts['invalid']} invalid, {_plural(counts['errors'], 'error')}"
@@ -294,6 +372,8 @@ def _report(
         line += f", {_plural(counts['warnings'], 'warning')}"
     if counts["skipped"]:
         line += f", {counts['skipped']} skipped (not training configs)"
+    if color and style == "text":
+        line = paint(line, BOLD, RED if counts["invalid"] else GREEN)
     out.write(line + "\n")
 
 
@@ -336,7 +416,9 @@ def run(args: argparse.Namespace) -> int:
             return _report_diff(args.fixed, sys.stdout)
         if args.fix and args.format != "json":
             _report_fixes(args.fixed, sys.stdout)
-        _report(results, args.format, args.strict, sys.stdout, args.fixed if args.fix else None)
+        fixed = args.fixed if args.fix else None
+        color = args.format == "text" and use_color(args.color, sys.stdout)
+        _report(results, args.format, args.strict, sys.stdout, fixed, color)
     except ConfigError as exc:  # a bad [tool.agent-rollout] setting: a usage error
         for issue in exc.issues:
             sys.stderr.write(issue.format() + "\n")

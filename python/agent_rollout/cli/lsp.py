@@ -2,13 +2,14 @@
 
 An editor starts it and talks to it (see docs/editors.md); it runs until the
 editor says ``exit`` or closes the connection. Exit status 0; 2 when pygls
-is not installed (``pip install 'agent-rollout[lsp]'``).
+is not installed (the message says what to install: ``agent_rollout._extras``).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+from agent_rollout._extras import install_hint
 
 __all__ = ["add_arguments", "run"]
 
@@ -17,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Run the language server over standard input and output: check's diagnostics, "
         "quick fixes, hover and completion in any LSP editor (docs/editors.md). "
-        "Needs pip install 'agent-rollout[lsp]'."
+        f"Needs pygls: {install_hint('lsp')}."
     )
     parser.add_argument(
         "--stdio",
@@ -28,13 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_rollout.lsp import MISSING_PYGLS, serve
+    from agent_rollout.lsp import serve
 
-    try:
-        serve()
-    except ImportError as exc:
-        if MISSING_PYGLS not in str(exc):
-            raise
-        sys.stderr.write(f"agent-rollout: {MISSING_PYGLS}\n")
-        return 2
+    serve()  # without pygls: MissingPackageError, which main reports (exit 2)
     return 0

@@ -19,17 +19,20 @@ its own install, where its environments live).
 ``--prompts`` is given; both are found in the installed package.
 
 ``--serve`` starts, for the run only, the bundled loopback servers the config
-names (the scripted policy and judge, the OpenEnv drill server); a failed
-connection to one of those addresses without ``--serve`` says so. Both, and
+names (the scripted policy and judge, the OpenEnv drill server). Without
+``--serve``, nothing answering at the address a bundled config gives one of
+them ends the run at once (exit 2, naming ``--serve``), before the backend is
+imported (a live NeMo Gym run without nemo-gym says that instead). Both, and
 finding a bundled example, are ``agent_rollout.examples.serving``'s: this
 module calls it and says what it started.
 
 While the backend runs, the progress line (on a terminal) counts the rollouts
-done; the summary line counts the prompts a backend dropped (by reason), then
-lists the drops, the input fields rows could not carry and what the backend
-reported (NeMo Gym servers it reused). The packages behind a backend (LiteLLM,
-transformers) print nothing unless ``AGENT_ROLLOUT_DEBUG=1``, which also turns
-an unexpected failure into a traceback.
+done; the summary line counts the rows without an answer and the prompts a
+backend dropped (by reason), then lists the drops, the input fields rows
+could not carry and what the backend reported (NeMo Gym servers it reused).
+The packages behind a backend (LiteLLM, transformers) print nothing unless
+``AGENT_ROLLOUT_DEBUG=1``, which also turns an unexpected failure into a
+traceback.
 
 Exit status: 0 done; 1 invalid input (config, prompt file, a backend that
 refuses its input or returns bad rows); 2 usage or I/O error, a missing
@@ -58,6 +61,7 @@ from agent_rollout._io import write_rollout_rows
 from agent_rollout._jsonl import FileLimits, read_values
 from agent_rollout._launch import launch_rollout
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
+from agent_rollout.backends import LIVE_KEYS, require_backend_package
 from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
 from agent_rollout.cli._args import (
     add_max_bytes,
@@ -66,6 +70,7 @@ from agent_rollout.cli._args import (
     file_name,
     positive_rows,
 )
+from agent_rollout.cli._imports import current_folder_first
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
 from agent_rollout.examples.serving import (
     EXAMPLES,
@@ -195,10 +200,12 @@ def _pick_config(args: argparse.Namespace) -> Optional[str]:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from agent_rollout.config import load_config  # pydantic: only for the command that needs it
+    # pydantic: only for the command that needs it
+    from agent_rollout.config import AUTO_SECTION, load_config
 
+    section = AUTO_SECTION if args.section is None else (args.section or None)  # '': top level
     try:
-        return load_config(args.config, section=args.section or None)
+        return load_config(args.config, section=section)
     except ConfigError as exc:
         unreadable = all(issue.message.startswith("cannot read file") for issue in exc.issues)
         raise _Stop(str(exc), 2 if unreadable else 1) from None
@@ -241,7 +248,8 @@ def _launch(
         return text if names_backend(text) else f"rollout backend {name!r}: {text}"
 
     try:
-        return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
+        with current_folder_first():  # rollout_func is imported from here, as python -m does
+            return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
     except ImportError as exc:
         raise _Stop(f"{PROG}: {exc}", 2) from None
     except ValueError as exc:
@@ -261,6 +269,20 @@ def _launch(
             f"{PROG}: {what}{served.hint(exc)} (set {DEBUG_ENV}=1 for a traceback)",
             2,
         ) from None
+
+
+def _live_package_missing(backend: str, settings: Any) -> Optional[str]:
+    """What to say, instead of naming ``--serve``, when a server did not answer the knock
+    but the live mode the config turns on misses its own package (NeMo Gym's: ``--serve``
+    would not help); ``None`` otherwise. Finding it imports nothing."""
+    live = LIVE_KEYS.get(backend)
+    if live is None or getattr(settings, live[0], None) is None:
+        return None
+    try:
+        require_backend_package(backend, live=True)
+    except ImportError as exc:
+        return f"{PROG}: {exc}"
+    return None
 
 
 def _say_served(served: Served) -> None:
@@ -332,13 +354,19 @@ def run(args: argparse.Namespace) -> int:
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
-        with serve_example(kwargs, start=args.serve) as served:
-            _say_served(served)
-            with (
-                progress.ticking(f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"),
-                reporting(reporter),
-            ):
-                result = _launch(args, kwargs, prompts, served)
+        try:
+            with serve_example(kwargs, start=args.serve) as served:
+                _say_served(served)
+                with (
+                    progress.ticking(
+                        f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"
+                    ),
+                    reporting(reporter),
+                ):
+                    result = _launch(args, kwargs, prompts, served)
+        except ServeError as exc:
+            missing = None if args.serve else _live_package_missing(backend, settings)
+            raise _Stop(missing or f"{PROG}: {exc}", 2) from None
         rows = result.rows
         progress.unit = "rows"
         progress.total = len(rows)
@@ -348,17 +376,14 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         sys.stderr.write(printable_lines(stop.message) + "\n")
         return stop.code
-    except ServeError as exc:
-        progress.finish()
-        sys.stderr.write(printable_lines(f"{PROG}: {exc}") + "\n")
-        return 2
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()
     seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
     lines = [
-        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_dropped(result)}, "
+        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_unanswered(rows)}"
+        f"{_dropped(result)}, "
         f"{progress.elapsed():.2f} s{target}",
         *(f"  dropped {drop}" for drop in result.drops[:_SHOWN_DROPS]),
     ]
@@ -373,6 +398,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 _SHOWN_DROPS = 5
+
+
+def _unanswered(rows: Sequence[dict]) -> str:
+    """`` (1 without an answer)`` when rows have no answer (a task with no reference), so
+    that the summary does not pass them off as answered; else ``""``."""
+    count = sum(1 for row in rows if row.get("answer") is None)
+    return f" ({format_count(count)} without an answer)" if count else ""
 
 
 def _dropped(result: Any) -> str:

@@ -27,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--section",
-        default="training",
-        help="key holding the settings, a dotted path for nested ones "
-        "(default: training; '' for the top level)",
+        default=None,
+        help="key holding the settings, a dotted path for nested ones (default: as check "
+        "reads a file, the training section if the file has one, else the top level; '' "
+        "for the top level only)",
     )
     parser.add_argument(
         "-o",
@@ -59,11 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def render_schema(section: Optional[str] = "training") -> str:
-    """The schema as the text that is written (two-space indent, ASCII, final newline)."""
-    from agent_rollout.config import training_config_schema
+def render_schema(section: Optional[str] = None) -> str:
+    """The schema as the text that is written (two-space indent, ASCII, final newline).
 
-    return json.dumps(training_config_schema(section), indent=2) + "\n"
+    ``section`` as ``--section`` gives it: ``None`` (unset) is ``check``'s default
+    reading (``AUTO_SECTION``), ``''`` the top level, else a dotted path."""
+    from agent_rollout.config import AUTO_SECTION, training_config_schema
+
+    chosen = AUTO_SECTION if section is None else (section or None)
+    return json.dumps(training_config_schema(chosen), indent=2) + "\n"
 
 
 DEFAULT_GLOBS = ("configs/**/*.yaml", "configs/**/*.yml", "configs/**/*.json")
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         sys.stdout.write(printable_json(json.dumps(settings, indent=2)) + "\n")
         return 0
-    text = render_schema(args.section or None)
+    text = render_schema(args.section)
     if not args.output or args.output == "-":
         sys.stdout.write(printable_json(text))  # --section is the user's text
         return 0

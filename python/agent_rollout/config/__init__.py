@@ -47,7 +47,7 @@ from agent_rollout._limits import (
     MAX_YAML_EXPANDED_NODES,
 )
 from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_DEFAULTS, ROLLOUT_KEYS
-from agent_rollout.config._document import ConfigDocument, read_config, read_config_bytes
+from agent_rollout.config._document import ConfigDocument, Section, read_config, read_config_bytes
 from agent_rollout.config._fields import RolloutBackend, RolloutFunc
 from agent_rollout.config._fixes import Fix, FixedText, TextEdit, apply_fixes, fix_text, issue_fixes
 from agent_rollout.config._kits import RolloutArguments, add_rollout_arguments
@@ -70,6 +70,7 @@ from agent_rollout.config._settings import (
 )
 from agent_rollout.config._span import split_lines
 from agent_rollout.config.check import (
+    AUTO_SECTION,
     CheckResult,
     check_bytes,
     check_file,
@@ -86,6 +87,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AUTO_SECTION",
     "BACKENDS_WITH_FUNC",
     "DEFAULT_GROUP_SIZE",
     "DEFAULT_YAML_VERSION",
@@ -114,6 +116,7 @@ __all__ = [
     "RolloutFunc",
     "RolloutSettings",
     "RolloutWarning",
+    "Section",
     "TextEdit",
     "add_rollout_arguments",
     "apply_fixes",

@@ -22,11 +22,12 @@ model is in the file) and ``version_warnings`` (plain YAML scalars that YAML
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Final, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ValidationError
 
@@ -129,11 +130,34 @@ def unsupported_suffix(name: str) -> ConfigIssue:
     return ConfigIssue(name, 1, 1, "", message, "file")
 
 
-def section_path(section: Optional[str], root: Any = None) -> KeyPath:
+class _Auto(enum.Enum):
+    AUTO = "auto"
+
+    def __repr__(self) -> str:
+        return "AUTO_SECTION"
+
+
+AUTO_SECTION: Final = _Auto.AUTO
+"""The default ``section``: the ``DEFAULT_SECTION`` when the file has it, else the top
+level when it holds rollout keys (a flat trainer config: TRL, axolotl)."""
+
+DEFAULT_SECTION = "training"
+"""The section ``AUTO_SECTION`` looks for first."""
+
+Section = Union[str, None, _Auto]
+"""What a ``section`` argument takes: a key or dotted path, ``None`` (or ``''``) for the
+top level, or ``AUTO_SECTION``."""
+
+
+def section_path(section: Section, root: Any = None) -> KeyPath:
     """The key path a ``section`` names: ``None`` is the top level, ``a.b`` is nested.
 
     A top-level key that itself holds a dot wins over the dotted reading.
+    ``AUTO_SECTION`` is read as ``DEFAULT_SECTION`` here: which of the two
+    places it reads is decided with the file's keys (``config.check``).
     """
+    if isinstance(section, _Auto):
+        section = DEFAULT_SECTION
     if section is None or section == "":
         return ()
     if isinstance(root, dict) and section in root:
@@ -596,7 +620,10 @@ def read_config(
 
 
 __all__ = [
+    "AUTO_SECTION",
+    "DEFAULT_SECTION",
     "ConfigDocument",
+    "Section",
     "error_issues",
     "not_regular",
     "parse_config_bytes",

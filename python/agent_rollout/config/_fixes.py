@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 from agent_rollout._errors import ConfigIssue
 from agent_rollout.backends import backend_meant
-from agent_rollout.config._document import section_path
+from agent_rollout.config._document import AUTO_SECTION, Section, section_path
 from agent_rollout.config._lookalike import lookalike_key, nearest_key
 from agent_rollout.config._models import INT_RANGES
 from agent_rollout.config._parse import Pos, plain_scalar_value
@@ -231,14 +231,17 @@ def issue_fixes(
     result: CheckResult,
     *,
     format: str = "yaml",
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     yaml_version: str = "1.1",
 ) -> list[Fix]:
     """The fix of each issue of ``result`` (``check`` of ``text``) that has one, in order."""
     if result.skipped:
         return []
     lines = split_lines(text, format)
-    path = section_path(section, _root_keys(result))
+    # The section the check read (the default decides with the file's keys).
+    path = result.section
+    if path is None:
+        path = section_path(section, _root_keys(result))
     found: list[Fix] = []
     for issue in [*result.issues, *result.warnings]:
         fix: Optional[Fix] = None
@@ -312,7 +315,7 @@ def fix_text(
     *,
     format: str = "yaml",
     source: str = "<stdin>",
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
     yaml_version: str = "1.1",

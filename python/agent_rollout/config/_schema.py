@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
+from agent_rollout.backends import ROLLOUT_KEYS
+from agent_rollout.config._document import AUTO_SECTION, DEFAULT_SECTION, Section
 from agent_rollout.config._models import RolloutSettings
 
 
-def training_config_schema(section: Optional[str] = "training") -> dict[str, Any]:
+def training_config_schema(section: Section = AUTO_SECTION) -> dict[str, Any]:
     """The JSON Schema (draft 7) of a whole training config file.
 
     Our keys live in ``section`` (``None``: at the top level; a dotted path
     nests); every other key of the file and of the section is left open for
-    the trainer.
+    the trainer. ``AUTO_SECTION`` (the default) reads the file as ``check`` does
+    by default: the ``training`` mapping when the file has one, else the top
+    level, which must then hold one of our keys (a look-alike of one is flagged
+    by the settings' ``propertyNames``, as ``check`` flags it).
     """
     settings = RolloutSettings.model_json_schema()
     settings.pop("title", None)
@@ -27,6 +32,25 @@ def training_config_schema(section: Optional[str] = "training") -> dict[str, Any
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "Training config (agent_rollout keys)",
     }
+    if section is AUTO_SECTION:
+        # One copy of the settings' schema, referred to from both layouts.
+        settings_ref = {"$ref": "#/definitions/rollout_settings"}
+        return {
+            **header,
+            "type": "object",
+            "definitions": {"rollout_settings": settings},
+            "if": {
+                "required": [DEFAULT_SECTION],
+                "properties": {DEFAULT_SECTION: {"type": "object"}},
+            },
+            "then": {"properties": {DEFAULT_SECTION: settings_ref}},
+            "else": {
+                "allOf": [
+                    settings_ref,
+                    {"anyOf": [{"required": [key]} for key in ROLLOUT_KEYS]},
+                ],
+            },
+        }
     if not section:
         return {**header, **settings}
     # A dotted section ("trainer.rollout") nests, as the loader reads it.

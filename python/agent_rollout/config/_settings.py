@@ -4,7 +4,9 @@ One settings source for ``agent-rollout check`` (and so the pre-commit hook)
 and the language server::
 
     [tool.agent-rollout]
-    section = "trainer.rollout"     # the key holding the rollout keys ("" for the top level)
+    section = "trainer.rollout"     # the key holding the rollout keys ("" for the top level;
+                                    # unset: "training" if the file has it, else the top level
+                                    # when it holds rollout keys)
     strict = true                   # warnings fail too (the server shows them as errors)
     allow-keys = ["rollout_fn"]     # keys of the trainer's own that look like ours
     yaml-version = "1.2"            # how YAML is read: "1.1" (yaml.safe_load) or "1.2"
@@ -31,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from agent_rollout._errors import ConfigError, ConfigIssue, shown
+from agent_rollout.config._document import AUTO_SECTION, Section
 from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, parse
 
 __all__ = ["SETTINGS_TABLE", "CheckSettings", "find_settings", "read_settings", "settings_values"]
@@ -57,7 +60,7 @@ class CheckSettings:
     ``pyproject.toml`` the settings came from, if any.
     """
 
-    section: Optional[str] = "training"
+    section: Section = AUTO_SECTION
     strict: bool = False
     allow_keys: tuple[str, ...] = ()
     yaml_version: str = "1.1"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -34,6 +35,9 @@ from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import ROLLOUT_KEYS
 from agent_rollout.config._document import (
+    AUTO_SECTION,
+    DEFAULT_SECTION,
+    Section,
     error_issues,
     not_regular,
     parse_config_bytes,
@@ -61,6 +65,7 @@ from agent_rollout.config._rules import RolloutWarning, coercion_warnings, secti
 from agent_rollout.config._span import with_ends
 
 __all__ = [
+    "AUTO_SECTION",
     "YAML_VERSIONS",
     "CheckResult",
     "ConfigError",
@@ -197,6 +202,9 @@ class CheckResult:
     the settings stay valid."""
     skipped: bool = False
     """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
+    section: Optional[KeyPath] = None
+    """The key path the settings were read from (``()``: the top level); ``None`` when
+    none was read (the file could not be read, or holds no such mapping)."""
 
 
 _ROLLOUT_WORD = re.compile(r"(?i)rol+out")
@@ -210,6 +218,63 @@ def _mentions_rollout(key: object) -> bool:
     if not isinstance(key, str):
         return False
     return key.lower().replace("-", "_").startswith("rollout_") or lookalike_key(key)
+
+
+def _ours(key: object) -> bool:
+    """One of our keys (``ROLLOUT_KEYS``) or a look-alike of one: not merely a ``rollout_*``
+    key, which a trainer may have of its own (OpenRLHF's ``rollout_batch_size``)."""
+    return isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key))
+
+
+def _holds_rollout_keys(node: Any) -> bool:
+    return isinstance(node, dict) and any(_ours(key) for key in node)
+
+
+def _section_read(section: Section, root: Any) -> Optional[KeyPath]:
+    """The key path of the settings in ``root``; ``None`` when ``AUTO_SECTION`` finds none.
+
+    ``AUTO_SECTION`` reads ``DEFAULT_SECTION`` when the file has it, else the top level
+    when it holds one of our keys (or a look-alike of one): a flat trainer config. A
+    ``DEFAULT_SECTION`` that is not a mapping, beside rollout keys at the top level, is
+    the trainer's own key. Any other ``section`` is read as ``section_path`` reads it.
+    """
+    if section is not AUTO_SECTION:
+        return section_path(section, root)
+    if not isinstance(root, dict):
+        return (DEFAULT_SECTION,)  # the "must hold a mapping" error says the rest
+    flat = _holds_rollout_keys(root)
+    if DEFAULT_SECTION in root and (isinstance(root[DEFAULT_SECTION], dict) or not flat):
+        return (DEFAULT_SECTION,)
+    return () if flat else None
+
+
+def _holder(root: dict[Any, Any]) -> Optional[str]:
+    """The first mapping in the top two levels that holds rollout keys, as ``--section`` names
+    it (``trainer.rollout``)."""
+    for key, value in root.items():
+        if not (isinstance(key, str) and isinstance(value, dict)):
+            continue
+        if _holds_rollout_keys(value):
+            return key
+        for inner, held in value.items():
+            if isinstance(inner, str) and _holds_rollout_keys(held):
+                return f"{key}.{inner}"
+    return None
+
+
+def _not_found(root: dict[Any, Any]) -> str:
+    """Why ``AUTO_SECTION`` read nothing, and how to say where the settings are."""
+    looked = (
+        f"no rollout settings found: looked for a {DEFAULT_SECTION!r} section, "
+        "then rollout keys at the top level"
+    )
+    holder = _holder(root)
+    if holder is not None:
+        return f"{looked}; {holder!r} holds rollout keys: --section {shlex.quote(holder)}"
+    return (
+        f"{looked}; name the section that holds them with --section (section= in Python; "
+        "a dotted path such as trainer.rollout for a nested one)"
+    )
 
 
 def _unrelated(root: Any, path: KeyPath) -> bool:
@@ -238,7 +303,7 @@ def check_bytes(
     *,
     format: str = "yaml",
     source: str = "<stdin>",
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
     yaml_version: str = DEFAULT_YAML_VERSION,
@@ -254,6 +319,7 @@ def check_bytes(
     use; the default) or ``"1.2"`` (for a host whose loader reads YAML 1.2).
     ``base_dir``: the folder a relative ``rollout_source`` is read from (the
     config file's; ``check_file`` passes it); ``None`` keeps it as written.
+    ``section``: see :func:`load_config`; the result's ``section`` says which was read.
     """
     if format not in FORMATS:
         raise RolloutValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -281,9 +347,10 @@ def check_bytes(
             source, None, with_ends(raw.decode("utf-8", "replace"), format, [parsed]), {}
         )
     root = parsed.root
-    path = section_path(section, root)
-    if skip_unrelated and _unrelated(root, path):
+    read = _section_read(section, root)
+    if skip_unrelated and _unrelated(root, (DEFAULT_SECTION,) if read is None else read):
         return CheckResult(source, None, [], parsed.keys, skipped=True)
+    path = () if read is None else read
     section_value: Any = root
     if not isinstance(root, dict):
         if parsed.empty:
@@ -292,6 +359,9 @@ def check_bytes(
             got = "null" if root is None else type(root).__name__
         message = f"the file must hold a mapping of settings, got {got}"
         add(parsed.root_pos, "", message, "structure")
+        section_value = None
+    elif read is None:
+        add(parsed.root_pos, "", _not_found(root), "missing")
         section_value = None
     for depth, part in enumerate(path, 1):
         if not isinstance(section_value, dict):
@@ -332,7 +402,12 @@ def check_bytes(
     text = raw.decode("utf-8")  # parsed: valid UTF-8
     issues, warnings = with_ends(text, format, issues), with_ends(text, format, warnings)
     return CheckResult(
-        source, settings, sorted(issues, key=_order), parsed.keys, sorted(warnings, key=_order)
+        source,
+        settings,
+        sorted(issues, key=_order),
+        parsed.keys,
+        sorted(warnings, key=_order),
+        section=path if isinstance(section_value, dict) else None,
     )
 
 
@@ -345,7 +420,7 @@ def load_config_bytes(
     *,
     format: str = "yaml",
     source: str = "<stdin>",
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     known_keys: Iterable[str] = (),
     yaml_version: str = DEFAULT_YAML_VERSION,
     base_dir: Optional[str] = None,
@@ -370,7 +445,7 @@ _SCAN_LIMIT = 256 * 1024 * 1024
 _ROLLOUT_BYTES = re.compile(rb"(?i)rol+out")
 
 
-def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
+def _big_and_unrelated(name: str, section: Section) -> bool:
     """Whether a file over the size limit names neither the section nor a rollout.
 
     Such files (``package-lock.json``, data files) are not training configs,
@@ -404,7 +479,7 @@ def _big_and_unrelated(name: str, section: Optional[str]) -> bool:
 def check_file(
     path: Union[str, os.PathLike[str]],
     *,
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
     yaml_version: str = DEFAULT_YAML_VERSION,
@@ -446,7 +521,7 @@ def check_file(
 def load_config(
     path: Union[str, os.PathLike[str]],
     *,
-    section: Optional[str] = "training",
+    section: Section = AUTO_SECTION,
     known_keys: Iterable[str] = (),
     yaml_version: str = DEFAULT_YAML_VERSION,
 ) -> RolloutSettings:
@@ -454,6 +529,9 @@ def load_config(
 
     ``section`` names the key that holds the settings: a top-level key, a
     dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
+    The default, ``AUTO_SECTION``, reads the ``training`` section when the file
+    has one, else the top level when it holds rollout keys (a flat trainer
+    config, as TRL and axolotl write them).
     ``known_keys`` are the trainer's own keys, never taken for typos of ours.
     YAML is read as ``yaml.safe_load`` reads it (YAML 1.1, what trainers
     use); ``yaml_version="1.2"`` reads it as a YAML 1.2 loader does.

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Optional
 
+from agent_rollout._extras import install_hint
 from agent_rollout._limits import MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
 from agent_rollout.examples.openenv_drill.tasks import (
     DRILL_INSTRUCTIONS,
@@ -43,7 +44,7 @@ MESSAGE_TIMEOUT_S = 30.0
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 _URL_SCHEMES = ("http://", "https://", "ws://", "wss://")
-_INSTALL_HINT = "pip install 'agent-rollout[openenv]'"
+_INSTALL_HINT = install_hint("openenv")
 
 Row = dict[str, Any]
 

@@ -12,9 +12,13 @@ The command line reaches the examples through this module only:
   (:mod:`agent_rollout.examples.scripted_servers`; each must be
   ``http://127.0.0.1:PORT/...``), and the OpenEnv drill server when
   ``rollout_func`` is one of :mod:`agent_rollout.examples.openenv_rollout`
-  (its URL in ``AGENT_ROLLOUT_OPENENV_URL`` for the block). Without starting
-  anything, what it yields says whether a failed connection went to an address
-  a bundled config uses (:meth:`Served.hint`).
+  (its URL in ``AGENT_ROLLOUT_OPENENV_URL`` for the block). Asked to start
+  nothing, it first knocks on each address of those servers that a bundled
+  config uses (a TCP connect on loopback, ``PROBE_TIMEOUT_S``) and raises
+  :class:`ServeError` naming ``--serve`` when nothing answers there, before the
+  backend's packages are imported (ART's import and its retries take seconds);
+  what it yields then says whether a connection that fails later went to such
+  an address (:meth:`Served.hint`).
 
 The servers' modules are imported only when a server starts or a hint is
 wanted, so that the command line's start does not pay for them.
@@ -23,11 +27,13 @@ wanted, so that the command line's start does not pay for them.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
 from agent_rollout import AgentRolloutError
+from agent_rollout._extras import install_hint
 
 __all__ = ["EXAMPLES", "ServeError", "Served", "bundled_example", "serve_example"]
 
@@ -35,14 +41,20 @@ EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "rul
 """The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
 
 LOOPBACK = ("127.0.0.1", "localhost")
+PROBE_TIMEOUT_S = 0.5
+"""How long a knock on a loopback server may take (a closed port refuses at once)."""
 DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
 """The prefix of the rollout functions that play against the OpenEnv drill server."""
+OFFLINE_FUNC = DRILL_FUNCS + "offline_rollout"
+"""The one of them that builds the same rows without a server."""
 
 _SCRIPTED = (
     ("policy", "rollout_policy_base_url", "policy_base_url"),
     ("judge", "rollout_judge_base_url", "judge_base_url"),
 )
 """Each scripted server: its kind, the config key naming its address, the launch option."""
+_KEY_OF = {f"scripted {kind}": key for kind, key, _ in _SCRIPTED}
+_DRILL = "OpenEnv drill server"
 
 
 class ServeError(AgentRolloutError, RuntimeError):
@@ -107,24 +119,66 @@ class Served:
         (``" (...)"``, else ``""``)."""
         if self.start or not isinstance(exc, ConnectionError):
             return ""
-        from agent_rollout.examples.scripted_servers import BUNDLED_PORTS
-
         text = str(exc)
-        options = self.launch["options"]
-        for kind, _, option in _SCRIPTED:
-            url = options.get(option)
-            if isinstance(url, str) and url in text and bundled_address(url, BUNDLED_PORTS[kind]):
-                return f" (nothing serves it: --serve starts the bundled scripted {kind} there)"
-        if plays_the_drill(self.launch):
-            from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
-
-            try:
-                url = server_url()
-            except ValueError:
-                return ""
-            if url == DEFAULT_URL and url in text:
-                return " (--serve starts the bundled OpenEnv drill server for the run)"
+        for what, url in bundled_servers(self.launch):
+            if url in text:
+                if what == _DRILL:
+                    return " (--serve starts the bundled OpenEnv drill server for the run)"
+                return f" (nothing serves it: --serve starts the bundled {what} there)"
         return ""
+
+    def check_answering(self) -> None:
+        """Raise :class:`ServeError` naming ``--serve`` when nothing answers at an address
+        of :func:`bundled_servers` (each knocked on once, in ``PROBE_TIMEOUT_S`` at most)."""
+        silent = [(what, url) for what, url in bundled_servers(self.launch) if not answers(url)]
+        if not silent:
+            return
+        where = " or ".join(
+            url if what == _DRILL else f"{url} ({_KEY_OF[what]})" for what, url in silent
+        )
+        started = " and ".join(what for what, _ in silent)
+        raise ServeError(
+            f"nothing answers at {where}: --serve starts the bundled {started} for the run"
+        )
+
+
+def bundled_servers(launch: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The servers ``--serve`` would start for ``launch`` that sit where a bundled config
+    puts them, as ``(what, url)``: ``("scripted policy", "http://127.0.0.1:8791/v1")``,
+    ``("OpenEnv drill server", "http://127.0.0.1:8765")`` (its URL unless
+    ``AGENT_ROLLOUT_OPENENV_URL`` names another)."""
+    from agent_rollout.examples.scripted_servers import BUNDLED_PORTS
+
+    found = []
+    options = launch["options"]
+    for kind, _, option in _SCRIPTED:
+        url = options.get(option)
+        if isinstance(url, str) and bundled_address(url, BUNDLED_PORTS[kind]):
+            found.append((f"scripted {kind}", url))
+    if plays_the_drill(launch) and launch.get("rollout_func") != OFFLINE_FUNC:
+        from agent_rollout.examples.openenv_rollout import DEFAULT_URL, server_url
+
+        try:
+            url = server_url()
+        except ValueError:  # the rollout function says what is wrong with it
+            url = ""
+        if url == DEFAULT_URL:
+            found.append((_DRILL, url))
+    return found
+
+
+def answers(url: str) -> bool:
+    """Something accepts a TCP connection at ``url``'s host and port (``PROBE_TIMEOUT_S``)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection(
+            (parts.hostname or "", parts.port or 80), timeout=PROBE_TIMEOUT_S
+        ):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 @contextmanager
@@ -132,12 +186,15 @@ def serve_example(launch: Mapping[str, Any], *, start: bool = True) -> Iterator[
     """Run, on loopback, the bundled servers that ``launch`` (``to_launch_kwargs()`` of a
     config) names, for as long as the block lasts; yield what was started.
 
-    With ``start=False`` nothing starts: the :class:`Served` yielded only gives hints.
-    Raises :class:`ServeError` when an address is not loopback, a port cannot be bound,
-    or the drill server's package is missing; whatever started is stopped on the way out.
+    With ``start=False`` nothing starts: the servers a bundled config uses must already
+    answer (else :class:`ServeError`, naming ``--serve``), and the :class:`Served`
+    yielded only gives hints. Raises :class:`ServeError` when an address is not
+    loopback, a port cannot be bound, or the drill server's package is missing;
+    whatever started is stopped on the way out.
     """
     served = Served(launch, start)
     if not start:
+        served.check_answering()
         yield served
         return
     options = launch["options"]
@@ -174,8 +231,7 @@ def _serve_drill(stack: ExitStack) -> str:
 
     if importlib.util.find_spec("openenv") is None:
         raise ServeError(
-            "--serve: the OpenEnv drill server needs openenv-core: "
-            "pip install 'agent-rollout[openenv]'"
+            f"--serve: the OpenEnv drill server needs openenv-core: {install_hint('openenv')}"
         )
     url = stack.enter_context(serve_drill_env())
     previous = os.environ.get(URL_ENV_VAR)

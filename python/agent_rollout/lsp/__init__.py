@@ -7,13 +7,13 @@ rollout key or backend name means (hover), and which keys and backends fit
 where the cursor is (completion). Settings come from ``[tool.agent-rollout]``
 in the nearest ``pyproject.toml``, with the client's own on top.
 
-Needs pygls (``pip install 'agent-rollout[lsp]'``); nothing here imports it
-until the server starts, so ``import agent_rollout`` and the other commands
-stay free of it. The modules of this package: ``_text`` (positions and
-encodings), ``_documents`` (open documents and when they are checked),
-``_diagnostics``, ``_start`` (the first answers, before pygls is loaded),
-``_actions`` (code actions), ``_help`` (hover and completion), ``_server``
-(the handlers).
+Needs pygls (the ``lsp`` extra: ``pip install 'pygls>=2,<3'
+'lsprotocol>=2025.0.0'``); nothing here imports it until the server starts,
+so ``import agent_rollout`` and the other commands stay free of it. The
+modules of this package: ``_text`` (positions and encodings), ``_documents``
+(open documents and when they are checked), ``_diagnostics``, ``_start`` (the
+first answers, before pygls is loaded), ``_actions`` (code actions),
+``_help`` (hover and completion), ``_server`` (the handlers).
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ import sys
 from typing import BinaryIO, Optional
 
 from agent_rollout._exceptions import MissingPackageError
+from agent_rollout._extras import install_hint
 
 __all__ = ["MISSING_PYGLS", "serve"]
 
-MISSING_PYGLS = (
-    "agent-rollout lsp needs pygls 2 (pip install 'agent-rollout[lsp]'), which is not installed"
-)
+MISSING_PYGLS = f"agent-rollout lsp needs pygls 2, which is not installed: {install_hint('lsp')}"
 
 
 def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -> None:

@@ -6,7 +6,8 @@ takes them: each key's help text (``agent_rollout.config._fields``, the
 schema's ``markdownDescription``, example included), its type and range from
 the JSON Schema of ``RolloutSettings``, its default from ``ROLLOUT_DEFAULTS``,
 and the backends that take it and the packages each needs from the backend
-table (``agent_rollout.backends``). The schema is built on the first hover or
+table (``agent_rollout.backends``), with the command that installs them
+(``agent_rollout._extras``). The schema is built on the first hover or
 completion, not at start.
 """
 
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from agent_rollout._extras import EXTRAS, pip_command, python_needed
 from agent_rollout.backends import (
     BACKEND_NAMES,
     ROLLOUT_DEFAULTS,
@@ -25,9 +28,16 @@ from agent_rollout.backends import (
     get_rollout_backend_spec,
     key_backends,
 )
-from agent_rollout.config import RolloutSettings
+from agent_rollout.config import AUTO_SECTION, RolloutSettings, Section, section_path
 
-__all__ = ["Completion", "backend_help", "completions", "hover_at", "key_help"]
+__all__ = [
+    "Completion",
+    "backend_help",
+    "completion_sections",
+    "completions",
+    "hover_at",
+    "key_help",
+]
 
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _BACKEND_VALUE = re.compile(
@@ -92,14 +102,14 @@ def backend_help(name: str) -> str:
     """Markdown: what backend ``name`` is and the package it needs."""
     spec = get_rollout_backend_spec(name)
     lines = [f"**{spec.name}** (rollout backend)", "", spec.description, ""]
+    extra = spec.extra or ""
+    install = f"(`{pip_command(extra)}`{python_needed(extra)})" if extra in EXTRAS else ""
     if spec.required_package is not None:
-        lines.append(
-            f"needs: `{spec.required_package}` (`pip install 'agent-rollout[{spec.extra}]'`)"
-        )
+        lines.append(f"needs: `{spec.required_package}` {install}")
     else:
         lines.append("needs: no package of its own")
     if spec.live_package is not None and spec.live_package != spec.required_package:
-        lines.append(f"  \nrunning it live needs: `{spec.live_package}`")
+        lines.append(f"  \nrunning it live needs: `{spec.live_package}` {install}")
     return "\n".join(lines)
 
 
@@ -197,11 +207,28 @@ def _json_path(text: str) -> Optional[tuple[str, ...]]:
     return tuple(key for key in stack[1:] if key is not None)
 
 
+def completion_sections(section: Section, read: Optional[tuple[Any, ...]]) -> list[tuple[str, ...]]:
+    """Where rollout keys are completed: the ``section`` the settings name; by default
+    (``AUTO_SECTION``), the one the document's last check ``read``, or, none read yet,
+    either place the default looks."""
+    if section is not AUTO_SECTION:
+        return [tuple(map(str, section_path(section)))]
+    if read is not None:
+        return [tuple(map(str, read))]
+    return [tuple(map(str, section_path(AUTO_SECTION))), ()]
+
+
 def completions(
-    lines: list[str], row: int, col: int, fmt: str, section: tuple[str, ...], text: str
+    lines: list[str],
+    row: int,
+    col: int,
+    fmt: str,
+    sections: Sequence[tuple[str, ...]],
+    text: str,
 ) -> list[Completion]:
     """What fits at ``(row, col)`` (0-based line, characters): backend names after
-    ``rollout_backend:``, or the rollout keys the section lacks (the chosen backend's first)."""
+    ``rollout_backend:``, or, in one of ``sections``, the rollout keys the section lacks
+    (the chosen backend's first)."""
     before = lines[row][:col] if row < len(lines) else ""
     value = _BACKEND_VALUE.match(before)
     if value is not None:
@@ -225,7 +252,7 @@ def completions(
         path = _toml_path(lines, row)
     else:
         path = _json_path("\n".join([*lines[:row], before]))
-    if path != section:
+    if path not in sections:
         return []
     present = set(re.findall(r"""["']?(rollout_[A-Za-z0-9_]+)["']?\s*[:=]""", text))
     chosen = _CHOSEN_BACKEND.search(text)

@@ -29,7 +29,6 @@ from typing import Any, BinaryIO, Optional
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from agent_rollout.config import section_path
 from agent_rollout.lsp._actions import FIX_ALL, as_diagnostic, code_actions, forget
 from agent_rollout.lsp._diagnostics import SOURCE, diagnostics
 from agent_rollout.lsp._documents import (
@@ -40,7 +39,7 @@ from agent_rollout.lsp._documents import (
     Documents,
     client_values,
 )
-from agent_rollout.lsp._help import completions, hover_at
+from agent_rollout.lsp._help import completion_sections, completions, hover_at
 from agent_rollout.lsp._start import Early
 from agent_rollout.lsp._text import Lines
 
@@ -370,8 +369,14 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
         line, col = lines.from_client(params.position.line, params.position.character)
         settings = server.documents.settings_for(document)
         rows = [lines.line_text(number + 1) for number in range(params.position.line + 1)]
+        read = document.checked.result.section if document.checked is not None else None
         found = completions(
-            rows, line - 1, col - 1, document.format, section_path(settings.section), document.text
+            rows,
+            line - 1,
+            col - 1,
+            document.format,
+            completion_sections(settings.section, read),
+            document.text,
         )
         if not found:
             return None

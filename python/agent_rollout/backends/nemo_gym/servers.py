@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from agent_rollout._errors import GymLiveError
+from agent_rollout._extras import install_hint
 from agent_rollout.backends.nemo_gym.settings import GymLiveSettings
 
 __all__ = [
@@ -57,8 +58,8 @@ def gym_executable() -> str:
     found = shutil.which("gym")
     if found is None:
         raise GymLiveError(
-            "NeMo Gym's 'gym' command was not found beside this Python or on PATH; "
-            "pip install 'agent-rollout[nemo-gym]' (Python 3.12+)"
+            "NeMo Gym's 'gym' command was not found beside this Python or on PATH: "
+            f"{install_hint('nemo-gym')}"
         )
     return found
 

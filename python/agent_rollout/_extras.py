@@ -1,0 +1,97 @@
+"""The optional packages: what each extra installs, and the command that installs it today.
+
+``EXTRAS`` holds, per extra of ``pyproject.toml``'s
+``[project.optional-dependencies]``, the requirements it pins (the same
+strings: ``tests/test_extras.py`` holds the two equal) and the modules that
+prove it is installed. Every message that tells a user what to install is
+built here (:func:`install_hint`): a missing backend package, pyarrow,
+pygls, openenv-core, NeMo Gym.
+
+The hints name the packages themselves (``pip install 'pyarrow>=19'``), not
+the extra: agent-rollout is not published yet, so ``pip install
+'agent-rollout[arrow]'`` finds nothing (PyPI's ``agent-rollouts`` is another
+project). Once a release exists, :func:`install_hint` is the one place to
+switch to the extra. An extra that installs only on newer Pythons
+(``nemo-gym``: 3.12+) says so when the running Python is older.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One extra: its requirements as ``pyproject.toml`` pins them, the modules that
+    prove them installed, and the oldest Python its packages install on (``None``:
+    the package's own, 3.10)."""
+
+    name: str
+    requires: tuple[str, ...]
+    imports: tuple[str, ...]
+    python: Optional[tuple[int, int]] = None
+
+
+EXTRAS: Mapping[str, Extra] = types.MappingProxyType(
+    {
+        # ART's own client fails under openai 3 (httpx2): the extra keeps openai 2.
+        "art": Extra("art", ("openpipe-art>=0.5.18,<0.6", "openai>=2.14,<3"), ("art",)),
+        "openenv": Extra("openenv", ("openenv-core>=0.3.0,<0.4",), ("openenv",)),
+        "nemo-gym": Extra("nemo-gym", ("nemo-gym>=0.4,<0.5",), ("nemo_gym",), python=(3, 12)),
+        "arrow": Extra("arrow", ("pyarrow>=19",), ("pyarrow",)),
+        "ray": Extra("ray", ("pyarrow>=19", "ray[data]>=2.40"), ("ray",)),
+        "lsp": Extra("lsp", ("pygls>=2,<3", "lsprotocol>=2025.0.0"), ("pygls", "lsprotocol")),
+    }
+)
+"""Each extra by its ``pyproject.toml`` name (the ``test``, ``bench`` and ``dev`` sets
+are for working on the package, not features, and are left out)."""
+
+_SHELL_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.=")
+
+
+def _quoted(requirement: str) -> str:
+    return requirement if set(requirement) <= _SHELL_PLAIN else f"'{requirement}'"
+
+
+def pip_command(extra: str) -> str:
+    """The command that installs ``extra``'s packages: ``pip install 'pyarrow>=19'``."""
+    return "pip install " + " ".join(_quoted(req) for req in EXTRAS[extra].requires)
+
+
+def python_needed(extra: str) -> str:
+    """``", which needs Python 3.12+ (this is Python 3.11)"`` when this Python is older
+    than ``extra``'s packages need, else ``""``."""
+    need = EXTRAS[extra].python
+    if need is None or sys.version_info[:2] >= need:
+        return ""
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return f", which needs Python {need[0]}.{need[1]}+ (this is Python {here})"
+
+
+def install_hint(extra: str) -> str:
+    """What to install for ``extra``: :func:`pip_command`, then :func:`python_needed`."""
+    return pip_command(extra) + python_needed(extra)
+
+
+def extra_for_module(module: Optional[str]) -> Optional[str]:
+    """The extra that installs the top-level package of ``module`` (``'pyarrow.parquet'``:
+    ``'arrow'``), or ``None`` when no extra does."""
+    top = (module or "").partition(".")[0]
+    for spec in EXTRAS.values():
+        if top in spec.imports:
+            return spec.name
+    return None
+
+
+__all__ = [
+    "EXTRAS",
+    "Extra",
+    "extra_for_module",
+    "install_hint",
+    "pip_command",
+    "python_needed",
+]

@@ -1,0 +1,370 @@
+"""``agent-rollout stats``: the counts on both engines (and Parquet), the report, the JSON.
+
+The counts are checked against an oracle written here from ``json.loads`` and
+``normalise_rollout_rows``; the two engines against each other with hypothesis,
+on files of hand-written JSON (duplicate keys, escapes) and on files big enough
+to be cut into many chunks (the Rust engine merges its chunks' counts in input
+order: the dropped key names kept must not depend on the cut).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_rollout import normalise_rollout_file, normalise_rollout_rows
+from agent_rollout._engine.stats import jsonl_stats, rollout_stats
+from agent_rollout._errors import RolloutBadRowsError
+from agent_rollout._jsonl import FileLimits
+from agent_rollout._limits import BAD_ROWS_KEPT
+from agent_rollout._stats import Lengths, RolloutStats, prompt_chars
+from agent_rollout.cli.stats import (
+    STATS_VERSION,
+    bar,
+    can_draw,
+    median,
+    render_text,
+)
+from support import ENGINES, Cli, cli_process, use_engine
+
+LIMITS = FileLimits(10_000_000, 1 << 40)
+
+
+def expected(lines: list[str], max_names: int = 1000) -> RolloutStats:
+    """The oracle: the counts of ``lines`` (JSON rows) as the docs define them."""
+    stats = RolloutStats()
+    for line in lines:
+        stats.lines += 1
+        if not line.strip(" \t\r"):
+            stats.blank_lines += 1
+            continue
+        doc = json.loads(line)
+        (row,) = normalise_rollout_rows([doc])
+        stats.rows += 1
+        prompt = row["prompt"]
+        if isinstance(prompt, str):
+            stats.text_prompts += 1
+        else:
+            stats.message_prompts += 1
+            stats.messages[len(prompt)] = stats.messages.get(len(prompt), 0) + 1
+        stats.prompt_chars.add(prompt_chars(prompt))
+        if "answer" in row:
+            stats.answers += 1
+            stats.answer_chars.add(len(row["answer"]))
+        for name in doc:
+            if name in ("prompt", "answer"):
+                continue
+            stats.dropped_keys += 1
+            if name in stats.names:
+                stats.names[name] += 1
+            elif len(stats.names) < max_names:
+                stats.names[name] = 1
+            else:
+                stats.other_names += 1
+    stats.messages = dict(sorted(stats.messages.items()))
+    stats.bytes_in = sum(len(line.encode()) + 1 for line in lines)
+    return stats
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+SAMPLE = [
+    '{"prompt": "hello", "answer": "world", "reward": 1, "id": 3}',
+    '{"prompt": [{"role": "user", "content": "hi there"}, {"role": "assistant", '
+    '"content": [{"type": "text", "text": "abc"}, "de", {"type": "image"}]}], "reward": 2}',
+    "",
+    '{"prompt": "x", "answer": "", "id": 1, "id": 2}',
+    '{"prompt": "h\\u00e9llo \\ud83d\\ude00", "answer": null, "meta": {"a": [1, 2.5]}}',
+]
+
+
+def test_the_counts_of_a_file_are_those_the_docs_define(engine: str, tmp_path: Path) -> None:
+    got = jsonl_stats(str(write(tmp_path / "r.jsonl", SAMPLE)), LIMITS)
+    assert got == expected(SAMPLE)
+    assert (got.rows, got.blank_lines, got.text_prompts, got.message_prompts) == (4, 1, 3, 1)
+    assert got.answers == 1  # "" and null are no answer
+    assert got.messages == {2: 1}
+    # 8 + (3 + 2): a str content whole, parts' text, str items; an image counts 0.
+    assert got.prompt_chars.max == 13
+    assert got.prompt_chars.min == 1
+    assert got.prompt_chars.buckets[4] == 1  # 13 has bit length 4 (8-15)
+    # "héllo 😀": 7 characters (Python's len), though 11 bytes in UTF-8.
+    assert got.prompt_chars.buckets[3] == 2  # 5 ("hello") and 7
+    assert got.names == {"reward": 2, "id": 2, "meta": 1}  # a repeated key once per row
+    assert got.dropped_keys == 5
+
+
+def test_gzip_input_gives_the_same_counts(engine: str, tmp_path: Path) -> None:
+    plain = write(tmp_path / "r.jsonl", SAMPLE)
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert jsonl_stats(str(packed), LIMITS) == jsonl_stats(str(plain), LIMITS)
+
+
+def test_bad_rows_are_counted_and_the_first_listed(engine: str, tmp_path: Path) -> None:
+    lines = ['{"prompt": "a", "x": 1}', '{"prompt": 3}', "not json", '{"prompt": ""}']
+    lines += ['{"prompt": "b", "answer": 2}'] * 30 + ['{"prompt": "c"}']
+    got = jsonl_stats(str(write(tmp_path / "r.jsonl", lines)), LIMITS)
+    assert (got.rows, got.bad_rows, len(got.bad)) == (2, 33, BAD_ROWS_KEPT)
+    assert got.names == {"x": 1} and got.text_prompts == 2  # the good rows only
+    assert re.match(r"\S*r\.jsonl:2: row 1: prompt: ", str(got.bad[0]))
+    assert re.match(r"\S*r\.jsonl:3:1: invalid JSON", str(got.bad[1]))
+    assert re.match(r"\S*r\.jsonl:5: row 4: answer: ", str(got.bad[3]))
+
+
+def test_a_fault_of_the_input_ends_the_read_naming_the_bad_rows_before(
+    engine: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "r.jsonl", ['{"prompt": 3}', '{"prompt": "a"}', '{"prompt": "b"}'])
+    with pytest.raises(RolloutBadRowsError, match=r"r\.jsonl:3: more than 2 rows") as caught:
+        jsonl_stats(str(path), FileLimits(2, 1 << 40))
+    assert caught.value.bad_rows == 1 and caught.value.errors[0].line == 1
+    only_bad = write(tmp_path / "bad.jsonl", ['{"prompt": 3}'])
+    assert jsonl_stats(str(only_bad), LIMITS).bad_rows == 1  # no "no rows" error
+
+
+# ---- the engines agree ----------------------------------------------------------------------
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+KEYS = st.sampled_from(["id", "reward", "meta", "prompt", "answer", "é", "a\\u0062", 'q\\"'])
+
+
+def _dumps(value: Any) -> str:
+    """JSON as compact writers (and our output) spell it: the Rust engine's shortcut for
+    rows already canonical takes such lines, the parser all others."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _value() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.just("null"),
+        st.integers(-5, 5).map(str),
+        TEXT.map(_dumps),
+        st.just('[1,{"k":2.5}]'),
+    )
+
+
+def _message() -> st.SearchStrategy[str]:
+    content = st.one_of(
+        TEXT.map(_dumps),
+        st.lists(
+            st.one_of(TEXT.map(_dumps), TEXT.map(lambda t: _dumps({"type": "text", "text": t}))),
+            max_size=3,
+        ).map(lambda parts: "[" + ",".join(parts) + "]"),
+        st.just("null"),
+        st.just("3"),
+    )
+    return st.builds(
+        lambda role, body, more: '{"role":' + _dumps(role) + more + ',"content":' + body + "}",
+        st.sampled_from(["user", "assistant", "tool"]),
+        content,
+        st.sampled_from(["", ',"name":"x"']),
+    )
+
+
+def _row() -> st.SearchStrategy[str]:
+    prompt = st.one_of(
+        TEXT.filter(bool).map(_dumps),
+        st.lists(_message(), min_size=1, max_size=5).map(lambda m: "[" + ",".join(m) + "]"),
+    )
+    answer = st.one_of(st.none(), st.just("null"), TEXT.map(_dumps))
+    extras = st.lists(st.tuples(KEYS, _value()), max_size=4)
+
+    def line(p: str, a: Any, more: list[tuple[str, str]], spaced: bool) -> str:
+        members = [f'"prompt":{p}'] + ([f'"answer":{a}'] if a is not None else [])
+        members += [f'"{key}":{value}' for key, value in more if key not in ("prompt", "answer")]
+        text = "{" + ",".join(members) + "}"
+        return text.replace('":', '": ') if spaced else text  # spaced: never canonical
+
+    return st.builds(line, prompt, answer, extras, st.booleans())
+
+
+BAD = ['{"prompt":3}', "not json", '{"prompt":""}', '{"prompt":[]}', "[1]"]
+BAD_LINES = st.sampled_from(BAD)
+
+
+@pytest.mark.skipif(len(ENGINES) < 2, reason="needs both engines")
+@given(
+    lines=st.lists(
+        st.one_of(_row(), _row(), st.just(""), st.just("  "), BAD_LINES), min_size=1, max_size=30
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_both_engines_count_alike(tmp_path_factory: Any, lines: list[str]) -> None:
+    path = write(tmp_path_factory.mktemp("stats") / "r.jsonl", lines)
+    outcomes: list[Any] = []
+    for name in ENGINES:
+        with use_engine(name):
+            try:
+                got = jsonl_stats(str(path), LIMITS, max_names=3)
+                outcomes.append((got, [str(error) for error in got.bad]))
+            except ValueError as exc:  # no rows: the same error on both
+                outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    if not isinstance(outcomes[0], str):
+        good = [line for line in lines if line not in BAD]
+        want = expected(good, max_names=3)
+        got = outcomes[0][0]
+        assert got.bad_rows == len(lines) - len(good)
+        got.lines, got.blank_lines, got.bytes_in, got.bad_rows = (
+            want.lines,
+            want.blank_lines,
+            want.bytes_in,
+            0,
+        )
+        assert got == want
+
+
+def test_many_chunks_keep_the_first_names_in_input_order(engine: str, tmp_path: Path) -> None:
+    # About 6 MB: the Rust engine cuts it into several chunks parsed on worker threads;
+    # new names keep coming in every chunk, and names seen early come back late.
+    filler = 'x\n"\x01é😀' * 40
+    lines = []
+    for i in range(25_000):
+        row = {
+            "prompt": filler,
+            f"k{i % 7000}": 1,
+            f"late{i // 5000}": 2,
+            "answer": filler[i % 9 :],
+        }
+        if i % 3 == 0:
+            row["prompt"] = [{"role": "user", "content": filler[: i % 50] or None}] * (i % 4 + 1)
+        if i % 1000 == 0:
+            row['q"uoted'] = 3  # a name with an escape: the row is parsed
+        lines.append(_dumps(row) if i % 100 else json.dumps(row))
+    path = write(tmp_path / "big.jsonl", lines)
+    got = jsonl_stats(str(path), LIMITS, max_names=50)
+    assert got == expected(lines, max_names=50)
+    assert list(got.names)[:4] == ["k0", "late0", 'q"uoted', "k1"]
+    assert got.other_names == got.dropped_keys - sum(got.names.values())
+
+
+# ---- Parquet ---------------------------------------------------------------------------------
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _without_file_counts(stats: RolloutStats) -> RolloutStats:
+    stats.lines = stats.blank_lines = stats.bytes_in = stats.dropped_keys = 0
+    stats.names, stats.other_names = {}, 0
+    return stats
+
+
+@pytest.mark.parametrize("kind", ["text", "messages"])
+def test_parquet_written_by_us_counts_as_its_jsonl(engine: str, tmp_path: Path, kind: str) -> None:
+    lines = [
+        json.dumps(
+            {"prompt": [{"role": "user", "content": f"q{i} é" * (i % 9)}], "answer": "a" * i}
+        )
+        if kind == "messages"
+        else json.dumps({"prompt": f"q{i} é" * (i % 9 + 1), "answer": "a" * i, "id": i})
+        for i in range(300)
+    ]
+    src = write(tmp_path / "r.jsonl", lines)
+    dest = tmp_path / "r.parquet"
+    normalise_rollout_file(src, dest)
+    got = rollout_stats(str(dest), LIMITS)
+    assert got.rows == 300
+    assert _without_file_counts(got) == _without_file_counts(jsonl_stats(str(src), LIMITS))
+
+
+def test_parquet_of_any_shape_goes_through_the_row_rules(tmp_path: Path) -> None:
+    # Content parts (JSON text in Parquet) take the row-by-row path; same numbers.
+    src = write(tmp_path / "r.jsonl", SAMPLE[:2])
+    dest = tmp_path / "r.parquet"
+    normalise_rollout_file(src, dest, prompt_kind="messages")
+    got = rollout_stats(str(dest), LIMITS)
+    assert got.message_prompts == 2 and got.prompt_chars.max == 13
+    table = pa.table({"prompt": ["a", None], "answer": ["b", "c"], "score": [1, 2]})
+    pq.write_table(table, tmp_path / "bad.parquet")
+    bad = rollout_stats(str(tmp_path / "bad.parquet"), LIMITS)
+    assert (bad.rows, bad.bad_rows, bad.names) == (1, 1, {"score": 1})
+    assert re.match(r"\S*bad\.parquet: row 1: prompt: ", str(bad.bad[0]))
+    pq.write_table(table.slice(0, 1), tmp_path / "one.parquet")
+    one = rollout_stats(str(tmp_path / "one.parquet"), LIMITS)
+    assert (one.rows, one.names, one.dropped_keys, one.answers) == (1, {"score": 1}, 1, 1)
+
+
+# ---- the report and the JSON -----------------------------------------------------------------
+
+
+def test_the_text_report_draws_histograms(engine: str, cli: Cli, tmp_path: Path) -> None:
+    path = write(tmp_path / "r.jsonl", SAMPLE)
+    result = cli("stats", str(path))
+    assert result.code == 0, result.err
+    out = result.out
+    assert f"{path}: 4 rows" in out
+    assert "prompts: text 3 (75.0%), messages 1 (25.0%)" in out
+    assert "answers: with 1 (25.0%), without 3 (75.0%)" in out
+    assert "messages per prompt: min 2, median 2, max 2" in out
+    assert "dropped keys: 5: id 2, reward 2, meta 1" in out
+    assert "prompt length (characters): min 1, mean" in out
+    assert "8-15 |" in out
+
+
+def test_bars_fall_back_to_ascii_where_the_output_cannot_take_blocks() -> None:
+    assert bar(8, 8, True) == "█" * 40
+    assert bar(1, 80, True) == "▌"  # half a character: four eighths
+    assert bar(1, 8, False) == "#" * 5
+    assert can_draw(io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+    assert not can_draw(io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    stats = RolloutStats(rows=1, text_prompts=1, prompt_chars=Lengths())
+    stats.prompt_chars.add(5)
+    text = render_text(stats, "f", "jsonl", "rust", unicode=False)
+    text.encode("ascii")  # nothing but ASCII
+
+
+def test_the_json_shape(engine: str, cli: Cli, tmp_path: Path) -> None:
+    path = write(tmp_path / "r.jsonl", SAMPLE)
+    result = cli("stats", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert doc["stats_version"] == STATS_VERSION
+    assert (doc["rows"], doc["bad_rows"], doc["engine"]) == (4, 0, engine)
+    assert doc["prompt_kinds"] == {"text": 3, "messages": 1}
+    assert doc["answers"] == {"with": 1, "without": 3}
+    assert doc["messages_per_prompt"] == {
+        "min": 2,
+        "median": 2,
+        "max": 2,
+        "counts": [{"messages": 2, "rows": 1}],
+    }
+    assert doc["dropped_keys"]["names"][0] == {"name": "id", "rows": 2}
+    assert doc["prompt_chars"]["histogram"][-1] == {"from": 8, "to": 15, "rows": 1}
+    assert doc["answer_chars"]["min"] == doc["answer_chars"]["max"] == 5
+
+
+def test_median_is_the_lower_one() -> None:
+    assert median({1: 1, 2: 1}) == 1
+    assert median({1: 1, 2: 2}) == 2
+    assert median({}) is None
+
+
+def test_exit_codes(engine: str, cli: Cli, tmp_path: Path) -> None:
+    bad = write(tmp_path / "bad.jsonl", ['{"prompt": "a"}', "{"])
+    result = cli("stats", str(bad))  # the report all the same, the bad row listed
+    assert result.code == 1 and "bad rows: 1" in result.out and "bad.jsonl:2:" in result.out
+    ended = cli("stats", str(bad), "--max-rows", "1")
+    assert ended.code == 1 and "bad.jsonl:2: more than 1 row" in ended.err
+    assert cli("stats", str(tmp_path / "missing.jsonl")).code == 2
+    assert cli("stats", str(bad), "--format", "yaml").code == 2
+    empty = write(tmp_path / "empty.jsonl", [""])
+    assert cli("stats", str(empty)).code == 1
+
+
+def test_the_installed_command_reads_standard_input() -> None:
+    done = cli_process("stats", "-", "--format", "json", stdin=b'{"prompt": "a", "answer": "b"}\n')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answers"] == {"with": 1, "without": 0}
