@@ -3,7 +3,7 @@
 #   make demo         set up what the demo needs, build (release), run the whole job on the bundled example
 #   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite,
 #                     then the release build back into .venv (for the demo and your own use)
-#   make test-fast    the unit tier on both engines (no servers, Ray, ART, Gym; no download)
+#   make test-fast    the unit tier on both engines, release build (no servers, Ray, ART, Gym; no download)
 #   make bench        the benchmarks (release build)
 #   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
 #   make wheels       sdist, pure wheel and the Linux x86_64 abi3 wheel into dist/, checked
@@ -128,7 +128,9 @@ pytest: build nemo-gym-data
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal --durations=30
 
 # The inner loop: every test but the integration tier (tests/conftest.py), no data download.
-test-fast: build
+# On the release build, which stays in .venv (make demo and a user's scripts run on it);
+# make test runs the suite on the dev profile, with debug assertions.
+test-fast: build-release
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not integration"
 
 # Lint and the Rust tests run side by side (mypy, on one core, beside cargo), then the

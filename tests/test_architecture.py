@@ -118,9 +118,13 @@ def test_the_allowed_imports_point_down_the_table() -> None:
     assert late == []
 
 
+ENGINE_NAMES = {"rust", "python"}
+
+
 def engine_uses(path: Path) -> list[str]:
     """Where a module reaches the Rust bindings or branches on the engine in use: an
-    import of ``_native``, ``_engine.native``, or ``implementation()`` compared."""
+    import of ``_native``, ``_engine.native``, ``implementation()`` compared, or anything
+    compared with an engine's name (``engine == "rust"``, however ``engine`` was had)."""
     uses = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and "_native" in node.module:
@@ -134,6 +138,8 @@ def engine_uses(path: Path) -> list[str]:
                 called = side.func if isinstance(side, ast.Call) else None
                 if getattr(called, "attr", getattr(called, "id", None)) == "implementation":
                     uses.append(f"{node.lineno}: compares implementation()")
+                if isinstance(side, ast.Constant) and side.value in ENGINE_NAMES:
+                    uses.append(f"{node.lineno}: compares with {side.value!r}")
     return uses
 
 

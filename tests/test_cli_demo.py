@@ -102,3 +102,10 @@ def test_demo_draws_a_progress_line_on_a_terminal() -> None:
     assert re.search(rb"3\. normalise  python, (file to file|Python objects)", err), err
     assert err.endswith(b"\r\x1b[K"), err  # erased before the timings are printed
     assert b"faster than pure Python" in out or native_module() is None
+
+
+@pytest.mark.parametrize("rows", ["0", "-1", "10000001", "many"])
+def test_demo_refuses_a_row_count_out_of_range_as_a_usage_error(cli: Cli, rows: str) -> None:
+    result = cli("demo", "--offline", "--rows", rows)
+    assert result.code == 2
+    assert "argument --rows" in result.err and "internal error" not in result.err

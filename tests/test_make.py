@@ -1,6 +1,7 @@
-"""The Makefile's ``test`` target leaves the release build in ``.venv``, where ``make demo``
-and a user's own scripts run: the suite runs on the dev profile (debug assertions on,
-several times slower), and ``make test`` builds the release engine again at its end.
+"""The Makefile's ``test`` and ``test-fast`` targets leave the release build in ``.venv``,
+where ``make demo`` and a user's own scripts run: ``make test``'s suite runs on the dev
+profile (debug assertions on, several times slower) and it builds the release engine again
+at its end; ``make test-fast`` runs on the release build.
 ``RESTORE_RELEASE=no`` leaves that out (``.ci/run``). Read from ``make -n`` (a dry run:
 the recursive ``$(MAKE)`` lines print their commands; nothing is built or installed).
 """
@@ -42,6 +43,11 @@ def test_make_test_ends_with_the_release_build() -> None:
     assert builds, "make -n test runs no maturin develop"
     assert builds[-1].endswith("maturin develop --uv --release"), builds
     assert any(not build.endswith("--release") for build in builds[:-1]), builds  # the suite's
+
+
+def test_make_test_fast_runs_on_the_release_build() -> None:
+    builds = engine_builds("test-fast")
+    assert builds and all(build.endswith("maturin develop --uv --release") for build in builds)
 
 
 def test_restore_release_no_keeps_the_dev_build() -> None:

@@ -68,6 +68,23 @@ def implementation() -> Engine:
     return _active
 
 
+ENGINES: tuple[Engine, ...] = ("python", "rust")
+"""Every engine, slowest first."""
+
+
+def available() -> tuple[Engine, ...]:
+    """The engines ``set_engine`` can switch to here, slowest first."""
+    return ENGINES if native is not None else ("python",)
+
+
+def description() -> str:
+    """The engine in use as ``--version`` names it: ``rust, release build`` (or ``debug
+    build``), or ``python``."""
+    if _active == "python":
+        return "python"
+    return f"rust, {build_profile()} build"
+
+
 def native_available() -> bool:
     """Whether the Rust engine was imported (it may still be switched off)."""
     return native is not None

@@ -55,10 +55,7 @@ def version_text() -> str:
     """
     from agent_rollout import __version__, _engine
 
-    engine = _engine.implementation()
-    if engine == "python":
-        return f"agent-rollout {__version__} (engine: python)"
-    return f"agent-rollout {__version__} (engine: {engine}, {_engine.build_profile()} build)"
+    return f"agent-rollout {__version__} (engine: {_engine.description()})"
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

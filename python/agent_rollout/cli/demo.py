@@ -32,6 +32,8 @@ from agent_rollout._engine import normalise_rollout_rows
 from agent_rollout._errors import ConfigError, printable
 from agent_rollout._io import normalise_rollout_file
 from agent_rollout._launch import launch_rollout
+from agent_rollout._limits import MAX_ROWS_LIMIT
+from agent_rollout.cli._args import positive_rows
 from agent_rollout.cli._progress import Progress, format_count, say
 from agent_rollout.examples.serving import bundled_example, serve_example
 
@@ -39,7 +41,13 @@ PROG = "agent-rollout demo"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rows", type=int, default=100_000, help="rows to time (default 100000)")
+    parser.add_argument(
+        "--rows",
+        type=positive_rows,
+        default=100_000,
+        metavar="N",
+        help=f"rows to time, 1 to {MAX_ROWS_LIMIT:,} (default 100,000)",
+    )
     parser.add_argument("--offline", action="store_true", help="do not start the OpenEnv server")
 
 
@@ -80,10 +88,8 @@ def _time_engines(raw: Sequence[Any], folder: Path, progress: Progress) -> dict[
     encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     src.write_text("\n".join(map(encode, raw)) + "\n", encoding="utf-8")
     timings: dict[str, list[float]] = {}
-    for engine in ("python", "rust"):
-        if engine == "rust" and not _engine.native_available():
-            continue
-        previous = _engine.set_engine(engine)  # type: ignore[arg-type]
+    for engine in _engine.available():
+        previous = _engine.set_engine(engine)
         try:
             with progress.ticking(f"{engine}, Python objects"):
                 objects = _best_ms(lambda: normalise_rollout_rows(raw, max_rows=len(raw)))
@@ -164,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.finish()
     print(f"   {'':<7}{'file to file (JSONL)':>33}  {'Python objects':>32}")
-    for engine in ("python", "rust"):
+    for engine in _engine.ENGINES:
         if engine not in timings:
             print(f"   {engine:<7}not built")
             continue
