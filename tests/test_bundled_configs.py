@@ -115,7 +115,7 @@ def test_every_bundled_config_is_valid() -> None:
 
 
 def test_bundled_configs_use_the_bundled_ports() -> None:
-    """Without ``--serve``, ``run`` knocks on these addresses, and names ``--serve`` for
+    """Without ``--serve``, ``run`` probes these addresses, and names ``--serve`` for
     them only (``test_cli_run.py``)."""
     for name, kind in (("art", "policy"), ("ruler", "policy"), ("ruler", "judge")):
         options = load_config(str(EXAMPLES / f"{name}.yaml")).to_launch_kwargs()["options"]

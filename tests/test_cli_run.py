@@ -670,7 +670,7 @@ def test_missing_backend_package_exits_2(tmp_path: Path, art_hidden: None, cli: 
     )
 
 
-# ---- without --serve: the servers a bundled config uses are knocked on first -------------------
+# ---- without --serve: the servers a bundled config uses are probed first -----------------------
 
 
 def _closed_port() -> int:
@@ -743,22 +743,17 @@ def test_a_silent_server_at_a_bundled_port_is_found_before_the_backend_loads(
     assert elapsed < 2.0, f"{elapsed:.2f} s"
 
 
-def test_a_server_that_answers_the_knock_is_used(
-    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Something listens at the bundled address (a server of one's own): the knock passes,
-    and a connection that fails later still gets the --serve hint."""
+def test_a_server_that_answers_the_probe_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundled scripted policy (or any OpenAI-compatible server) at the bundled address
+    answers the probe's GET /models: it passes, and a connection that fails later still gets
+    the --serve hint."""
     from agent_rollout.examples import scripted_servers
     from agent_rollout.examples.serving import Served
 
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        url = f"http://127.0.0.1:{port}/v1"
+    with scripted_servers.serve("policy") as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
         monkeypatch.setattr(scripted_servers, "BUNDLED_PORTS", {"policy": port, "judge": 8792})
-        launch = {"name": "art", "options": {"policy_base_url": url}}
-        served = Served(launch, start=False)
+        served = Served({"name": "art", "options": {"policy_base_url": url}}, start=False)
         served.check_answering()  # no error: it answers
     assert served.hint(ConnectionError(f"no server answered at {url}")) == (
         " (nothing serves it: --serve starts the bundled scripted policy there)"
@@ -766,11 +761,55 @@ def test_a_server_that_answers_the_knock_is_used(
     assert served.hint(ValueError(url)) == ""
 
 
+def test_a_port_held_by_something_else_is_named_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener that never answers (the run hung silently past 100 s), and an HTTP server
+    that is not a model server (the run failed after 7 s on its 501 page): each is named
+    in about the probe's timeout, with --serve and the port to free."""
+    import http.server
+    import threading
+
+    from agent_rollout.examples import scripted_servers
+    from agent_rollout.examples.serving import PROBE_TIMEOUT_S, Served, ServeError
+
+    def refused(url: str) -> str:
+        port = int(url.split(":")[2].split("/")[0])
+        monkeypatch.setattr(scripted_servers, "BUNDLED_PORTS", {"policy": port, "judge": 8792})
+        served = Served({"name": "art", "options": {"policy_base_url": url}}, start=False)
+        started = time.perf_counter()
+        with pytest.raises(ServeError) as info:
+            served.check_answering()
+        assert time.perf_counter() - started < 4 * PROBE_TIMEOUT_S + 1
+        return str(info.value)
+
+    with socket.socket() as listener:  # accepts connections, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        text = refused(url)
+    assert f"gives no answer to GET {url}/models at {url} (rollout_policy_base_url)" in text
+    assert text.endswith(
+        "--serve starts the bundled scripted policy for the run once the port is free"
+    )
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        text = refused(url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert f"something else answers (GET {url}/models: HTTP 501)" in text
+
+
 def test_a_live_gym_run_without_nemo_gym_says_so_not_serve(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--serve would not help: the missing package is named, with its Python, whether the
-    bundled policy's address answers the knock or not."""
+    bundled policy's address answers the probe or not."""
     monkeypatch.setitem(sys.modules, "nemo_gym", None)
     result = cli("run", "--example", "nemo_gym_live", "-o", os.devnull)
     assert result.code == 2

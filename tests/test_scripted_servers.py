@@ -180,15 +180,23 @@ def test_a_body_at_the_limit_is_read(server: str) -> None:
 def test_other_routes_and_methods_are_answered_in_json(server: str) -> None:
     assert _post(server, b"{}", path="/v1/embeddings")[0] == 404
     parts = urlsplit(server)
-    for method in ("GET", "PUT"):
+    for method, path in (("GET", "/v1/chat"), ("PUT", "/v1/models")):
         connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
         try:
-            connection.request(method, "/v1/models")
+            connection.request(method, path)
             reply = connection.getresponse()
             assert reply.status == (404 if method == "GET" else 501)
             assert "message" in json.loads(reply.read())["error"]
         finally:
             connection.close()
+
+
+def test_the_model_list_is_what_an_openai_client_reads(server: str) -> None:
+    """GET /v1/models: what `run`'s probe of a bundled address, and the openai client's
+    ``models.list()``, read."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server, api_key="unused", max_retries=0, timeout=10)
+    assert [model.id for model in client.models.list()] == ["scripted"]
 
 
 json_values = st.recursive(

@@ -272,7 +272,7 @@ def _launch(
 
 
 def _live_package_missing(backend: str, settings: Any) -> Optional[str]:
-    """What to say, instead of naming ``--serve``, when a server did not answer the knock
+    """What to say, instead of naming ``--serve``, when a server did not answer the probe
     but the live mode the config turns on misses its own package (NeMo Gym's: ``--serve``
     would not help); ``None`` otherwise. Finding it imports nothing."""
     live = LIVE_KEYS.get(backend)

@@ -387,6 +387,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def do_GET(self) -> None:
+        # The model list an OpenAI client (and `run`'s probe of a bundled address) asks for.
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [MODEL_ENTRY]})
+            return
         self._send(404, _error(f"no route GET {self.path}"))
 
     def _read_json(self) -> Any:
@@ -433,6 +437,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+
+MODEL_ENTRY = {"id": "scripted", "object": "model", "created": 0, "owned_by": "agent-rollout"}
+"""The one model a scripted server lists."""
 
 
 def _error(message: str) -> dict[str, Any]:

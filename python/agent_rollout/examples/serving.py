@@ -13,10 +13,11 @@ The command line reaches the examples through this module only:
   ``http://127.0.0.1:PORT/...``), and the OpenEnv drill server when
   ``rollout_func`` is one of :mod:`agent_rollout.examples.openenv_rollout`
   (its URL in ``AGENT_ROLLOUT_OPENENV_URL`` for the block). Asked to start
-  nothing, it first knocks on each address of those servers that a bundled
-  config uses (a TCP connect on loopback, ``PROBE_TIMEOUT_S``) and raises
-  :class:`ServeError` naming ``--serve`` when nothing answers there, before the
-  backend's packages are imported (ART's import and its retries take seconds);
+  nothing, it first probes each address of those servers that a bundled
+  config uses (one HTTP request on loopback, ``PROBE_TIMEOUT_S``: :func:`probe`)
+  and raises :class:`ServeError` naming ``--serve`` when nothing answers there or
+  something else does, before the backend's packages are imported (ART's import
+  and its retries take seconds);
   what it yields then says whether a connection that fails later went to such
   an address (:meth:`Served.hint`).
 
@@ -42,7 +43,8 @@ EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "rul
 
 LOOPBACK = ("127.0.0.1", "localhost")
 PROBE_TIMEOUT_S = 0.5
-"""How long a knock on a loopback server may take (a closed port refuses at once)."""
+"""How long a probe of a loopback server may take, to connect and again to be answered
+(a closed port refuses at once)."""
 DRILL_FUNCS = "agent_rollout.examples.openenv_rollout:"
 """The prefix of the rollout functions that play against the OpenEnv drill server."""
 OFFLINE_FUNC = DRILL_FUNCS + "offline_rollout"
@@ -128,18 +130,24 @@ class Served:
         return ""
 
     def check_answering(self) -> None:
-        """Raise :class:`ServeError` naming ``--serve`` when nothing answers at an address
-        of :func:`bundled_servers` (each knocked on once, in ``PROBE_TIMEOUT_S`` at most)."""
-        silent = [(what, url) for what, url in bundled_servers(self.launch) if not answers(url)]
-        if not silent:
+        """Raise :class:`ServeError` naming ``--serve`` when an address of
+        :func:`bundled_servers` cannot serve the run (each probed once, :func:`probe`)."""
+        problems = [
+            (what, url, problem)
+            for what, url in bundled_servers(self.launch)
+            if (problem := probe(what, url)) is not None
+        ]
+        if not problems:
             return
-        where = " or ".join(
-            url if what == _DRILL else f"{url} ({_KEY_OF[what]})" for what, url in silent
+        said = "; ".join(
+            f"{problem} at {url}" + ("" if what == _DRILL else f" ({_KEY_OF[what]})")
+            for what, url, problem in problems
         )
-        started = " and ".join(what for what, _ in silent)
-        raise ServeError(
-            f"nothing answers at {where}: --serve starts the bundled {started} for the run"
+        started = " and ".join(what for what, _, _ in problems)
+        free = (
+            "" if all(p == "nothing answers" for _, _, p in problems) else " once the port is free"
         )
+        raise ServeError(f"{said}: --serve starts the bundled {started} for the run{free}")
 
 
 def bundled_servers(launch: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -167,18 +175,41 @@ def bundled_servers(launch: Mapping[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def answers(url: str) -> bool:
-    """Something accepts a TCP connection at ``url``'s host and port (``PROBE_TIMEOUT_S``)."""
+def probe(what: str, url: str) -> Optional[str]:
+    """Why the server ``what`` at ``url`` cannot serve the run, or None when it can.
+
+    One HTTP request in ``PROBE_TIMEOUT_S`` (connect and answer): ``GET /health`` of
+    the drill server must say ``healthy``; ``GET {url}/models`` of a scripted server
+    (or any OpenAI-compatible one put there) must answer 200 with a JSON model list.
+    A closed port says ``"nothing answers"``; a port held by something else, which
+    may accept connections and never answer, says what it did.
+    """
+    import json
+    import urllib.error
+    import urllib.request
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     try:
-        with socket.create_connection(
+        socket.create_connection(
             (parts.hostname or "", parts.port or 80), timeout=PROBE_TIMEOUT_S
-        ):
-            return True
+        ).close()
     except (OSError, ValueError):
-        return False
+        return "nothing answers"
+    target = f"{url.rstrip('/')}/health" if what == _DRILL else f"{url.rstrip('/')}/models"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(target, timeout=PROBE_TIMEOUT_S) as response:
+            body = json.loads(response.read(1 << 20).decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        return f"something else answers (GET {target}: HTTP {exc.code})"
+    except (OSError, ValueError):
+        return f"something holds the port but gives no answer to GET {target}"
+    if what == _DRILL:
+        ok = isinstance(body, dict) and body.get("status") == "healthy"
+    else:
+        ok = isinstance(body, dict) and isinstance(body.get("data"), list)
+    return None if ok else f"something else answers (GET {target}: not what {what} says)"
 
 
 @contextmanager
