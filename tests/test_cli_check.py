@@ -668,6 +668,27 @@ def test_a_folder_is_its_config_files(cli: Cli, tmp_path: Path) -> None:
     assert cli("check", str(tmp_path / "package.json")).code == 1  # named: not skipped
 
 
+def test_a_folder_skips_files_without_settings_or_our_keys(cli: Cli, tmp_path: Path) -> None:
+    """A model card (``training: true``) and an OpenRLHF config (its own ``rollout_*`` key)
+    are not training configs of ours: skipped in a folder and by --skip-unrelated."""
+    _tree(
+        tmp_path,
+        {
+            "card.yaml": "name: m\ntraining: true\n",
+            "openrlhf.yaml": "rollout_batch_size: 512\n",
+            "good.yaml": FOLDER["a.yaml"],
+        },
+    )
+    done = cli("check", str(tmp_path))
+    assert (done.code, done.out) == (
+        0,
+        "checked 3 files: 1 valid, 0 invalid, 0 errors, 2 skipped (not training configs)\n",
+    )
+    named = [str(tmp_path / name) for name in ("card.yaml", "openrlhf.yaml")]
+    assert cli("check", "--skip-unrelated", *named).code == 0
+    assert cli("check", *named).code == 1  # named without the flag: errors, as before
+
+
 def test_a_folder_in_a_git_work_tree_leaves_out_what_git_ignores(cli: Cli, tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")

@@ -70,8 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-unrelated",
         action="store_true",
         default=None,
-        help="skip files with neither the section nor any rollout key (counted as "
-        "skipped); the pre-commit hook runs with it",
+        help="skip files that are not training configs: no settings found and none of "
+        "our keys in their top two levels (counted as skipped); the pre-commit hook "
+        "runs with it",
     )
     parser.add_argument(
         "--format",
