@@ -714,6 +714,37 @@ def test_a_folder_in_a_git_work_tree_leaves_out_what_git_ignores(cli: Cli, tmp_p
     assert "ignored.yml:2:20:" in done.out and "out/ignored.yaml" not in done.out
 
 
+def _git(*args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+
+
+def test_a_submodule_keeps_git_ignores_for_the_whole_folder(cli: Cli, tmp_path: Path) -> None:
+    """git refuses a path inside a submodule (exit 128): those files are asked of the
+    submodule's own repository, and the rest keep the outer repository's ignores."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    bad = "training:\n  rollout_backend: verl\n"
+    other, outer = tmp_path / "other", tmp_path / "outer"
+    _tree(other, {".gitignore": "sub_ignored.yaml\n", "kept.yaml": bad})
+    _git("init", "-q", str(other))
+    _git("-C", str(other), "add", ".")
+    _git("-C", str(other), "commit", "-q", "-m", "first")
+    _tree(outer, {".gitignore": "ignored.yaml\n", "a.yaml": bad, "ignored.yaml": bad})
+    _git("init", "-q", str(outer))
+    _git("-C", str(outer), "-c", "protocol.file.allow=always", "submodule", "add", str(other), "sm")
+    (outer / "sm" / "sub_ignored.yaml").write_text(bad, encoding="utf-8")
+    done = cli("check", "--format", "json", str(outer))
+    assert [entry["path"] for entry in json.loads(done.out)["files"]] == [
+        str(outer / "a.yaml"),
+        str(outer / "sm" / "kept.yaml"),
+    ]
+
+
 def test_a_folder_given_as_dot_shows_relative_paths(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
