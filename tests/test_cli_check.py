@@ -463,6 +463,26 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     )
 
 
+def test_reader_leaving_early_is_not_an_internal_error(tmp_path: Path) -> None:
+    # A real process: its standard output is a pipe the reader closes (`| head -1`)
+    # long before the report (about 400 kB, past any pipe buffer) is written.
+    many = tmp_path / "many.yaml"
+    many.write_text("training:\n" + "  rollout_backend: art\n" * 3000, encoding="utf-8")
+    proc = subprocess.Popen(
+        cli_argv("check", str(many)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith(str(many).encode())
+    assert "internal error" not in err and "Traceback" not in err
+
+
 def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(
     cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
 ) -> None:

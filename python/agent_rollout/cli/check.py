@@ -425,6 +425,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(issue.format() + "\n")
         sys.stderr.write("agent-rollout check: bad settings in pyproject.toml\n")
         return 2
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): main() ends quietly, as for every command
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         text = printable(f"internal error: {type(exc).__name__}: {error_text(exc)}")
         sys.stderr.write(f"agent-rollout check: {text}\n")
