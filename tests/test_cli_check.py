@@ -765,6 +765,36 @@ def test_a_submodule_keeps_git_ignores_for_the_whole_folder(cli: Cli, tmp_path: 
     ]
 
 
+def test_each_file_is_checked_once_whatever_the_order_and_spelling(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named twice, named and under a folder given, or reached through a symbolic link:
+    one check, under the first spelling; --fix and --diff fix it once."""
+    _tree(tmp_path, {"sub/bad.yaml": "training:\n  rollout_backnd: nemo_gym\n"})
+    monkeypatch.chdir(tmp_path)
+    try:
+        os.symlink(os.path.join("sub", "bad.yaml"), "link.yaml")
+    except (OSError, NotImplementedError):
+        pytest.skip("no symbolic links here")
+    summary = "checked 1 file: 0 valid, 1 invalid, 1 error"
+    for args, shown in (
+        (["sub", "sub/bad.yaml"], "sub/bad.yaml"),
+        (["sub/bad.yaml", "sub"], "sub/bad.yaml"),
+        (["link.yaml", "sub"], "link.yaml"),
+        (["sub/bad.yaml", "sub/bad.yaml"], "sub/bad.yaml"),
+        (["sub/bad.yaml", "./sub/../link.yaml"], "sub/bad.yaml"),
+    ):
+        done = cli("check", *args)
+        lines = done.out.splitlines()
+        assert lines[-1] == summary, args
+        assert [line.split(":")[0] for line in lines[:-1]] == [shown], args
+    diff = cli("check", "--diff", "link.yaml", "sub/bad.yaml", "sub")
+    assert diff.out.splitlines()[-1] == "would fix 1 issue in 1 file"
+    fixed = cli("check", "--fix", "sub/bad.yaml", "link.yaml")
+    assert "fixed 1 issue in 1 file" in fixed.out.splitlines()
+    assert fixed.out.splitlines()[-1] == "checked 1 file: 1 valid, 0 invalid, 0 errors"
+
+
 def test_a_folder_given_as_dot_shows_relative_paths(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

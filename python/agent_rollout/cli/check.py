@@ -218,31 +218,41 @@ def _settings(name: str, args: argparse.Namespace) -> CheckSettings:
 
 def _paths(names: list[str]) -> Iterator[tuple[str, bool, Optional[ConfigIssue]]]:
     """``(path, found in a folder, issue)`` of each path to check: a folder's config files
-    in its place (each file once), and each of its subfolders that could not be read
-    (with its issue)."""
+    in its place, and each of its subfolders that could not be read (with its issue).
+
+    Each file once, whichever way it is reached (named twice, named and under a folder
+    given, through a symbolic link): the first occurrence, as it is spelt there.
+    """
     from agent_rollout.cli._walk import config_files
 
-    seen: set[str] = set()  # a file under two folders given (or named too) is checked once
+    seen: set[str] = set()
+
+    def first(path: str) -> bool:
+        key = path if path == "-" else os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     for name in names:
         if name == "-" or not os.path.isdir(name):
-            seen.add(os.path.normcase(os.path.abspath(name)))
-            yield name, False, None
+            if first(name):
+                yield name, False, None
             continue
         found = config_files(name)
         if not found.files and not found.unreadable:
             note = f"agent-rollout check: no .yaml, .yml, .json or .toml file in {name}"
             sys.stderr.write(printable(note) + "\n")
         for path in found.files:
-            key = os.path.normcase(os.path.abspath(path))
-            if key not in seen:
-                seen.add(key)
+            if first(path):
                 yield path, True, None
         for folder, why in found.unreadable:
-            yield (
-                folder,
-                True,
-                ConfigIssue(folder, 1, 1, "", f"cannot read folder: {why}", "unreadable"),
-            )
+            if first(folder):
+                yield (
+                    folder,
+                    True,
+                    ConfigIssue(folder, 1, 1, "", f"cannot read folder: {why}", "unreadable"),
+                )
 
 
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
