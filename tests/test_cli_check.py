@@ -587,6 +587,26 @@ def test_pyproject_section_is_kept_and_an_empty_one_is_the_top_level(
     assert cli("check", "--isolated", str(flat)).code == 0
 
 
+def test_resolve_keeps_what_the_module_prints_off_the_report(
+    cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
+) -> None:
+    (tmp_path / "chatty_rollouts.py").write_text(
+        "print('loading chatty_rollouts')\ndef run(prompts):\n    return []\n",
+        encoding="utf-8",
+    )
+    user_modules(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: openenv\n  rollout_func: chatty_rollouts:run\n",
+        encoding="utf-8",
+    )
+    done = cli("check", "--resolve", "--format", "json", str(config))
+    assert done.code == 0, done.err
+    report = json.loads(done.out)  # one JSON document: nothing of the module's in it
+    assert report["valid"] and report["files"][0]["errors"] == []
+    assert "loading chatty_rollouts" in done.err
+
+
 def test_resolve_imports_from_the_current_folder_first(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

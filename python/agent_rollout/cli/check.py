@@ -14,6 +14,7 @@ files are checked, not at import: ``--help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -161,7 +162,9 @@ def _resolve_issue(result: CheckResult) -> Optional[ConfigIssue]:
     line, col = result.key_positions.get(path, ((1, 1), (1, 1)))[1]
     location = ".".join(path)
     try:
-        with current_folder_first():
+        # What the module prints as it is imported goes to stderr: stdout holds the report
+        # (one JSON document with --format json).
+        with current_folder_first(), contextlib.redirect_stdout(sys.stderr):
             func = resolve_rollout_func(settings.rollout_func)
         try:
             signature = inspect.signature(func)
