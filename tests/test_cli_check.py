@@ -765,7 +765,8 @@ def _git(*args: str) -> None:
 
 def test_a_submodule_keeps_git_ignores_for_the_whole_folder(cli: Cli, tmp_path: Path) -> None:
     """git refuses a path inside a submodule (exit 128): those files are asked of the
-    submodule's own repository, and the rest keep the outer repository's ignores."""
+    submodule's own repository, and the rest keep the outer repository's ignores; a
+    nested repository the outer one ignores is left out whole."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     bad = "training:\n  rollout_backend: verl\n"
@@ -774,8 +775,17 @@ def test_a_submodule_keeps_git_ignores_for_the_whole_folder(cli: Cli, tmp_path: 
     _git("init", "-q", str(other))
     _git("-C", str(other), "add", ".")
     _git("-C", str(other), "commit", "-q", "-m", "first")
-    _tree(outer, {".gitignore": "ignored.yaml\n", "a.yaml": bad, "ignored.yaml": bad})
+    _tree(
+        outer,
+        {
+            ".gitignore": "ignored.yaml\nvendor/\n",
+            "a.yaml": bad,
+            "ignored.yaml": bad,
+            "vendor/lib/x.yaml": bad,  # a clone of its own, in a folder the outer ignores
+        },
+    )
     _git("init", "-q", str(outer))
+    _git("init", "-q", str(outer / "vendor" / "lib"))
     _git("-C", str(outer), "-c", "protocol.file.allow=always", "submodule", "add", str(other), "sm")
     (outer / "sm" / "sub_ignored.yaml").write_text(bad, encoding="utf-8")
     done = cli("check", "--format", "json", str(outer))

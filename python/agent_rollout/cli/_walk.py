@@ -12,8 +12,9 @@ folder's files before its subfolders. Left out:
   folder given: the files of a submodule (or any nested repository: a folder
   holding ``.git``) are asked of that repository, as git has them, the others
   of the folder's own (git refuses a path inside a submodule, and would ignore
-  none of the others). Outside a work tree, or without git, nothing is
-  ignored. A tracked file is never ignored, as git has it;
+  none of the others); a nested repository the one holding it ignores is
+  ignored whole. Outside a work tree, or without git, nothing is ignored. A
+  tracked file is never ignored, as git has it;
 - symbolic links to folders (not followed: no loops), and anything that is not
   a regular file (a FIFO named ``x.yaml``).
 
@@ -127,9 +128,11 @@ def _repository(path: str, repositories: set[str]) -> str:
 
 
 def _ignored(folder: str, relative: list[str], repositories: set[str]) -> set[str]:
-    """Which of ``relative`` git ignores, each asked of the repository that holds it."""
+    """Which of ``relative`` git ignores, each asked of the repository that holds it; all
+    of a nested repository that the one holding it ignores (a clone in an ignored
+    ``vendor/``)."""
     groups: dict[str, list[str]] = {}
-    for path in relative:
+    for path in [*relative, *sorted(repositories)]:
         groups.setdefault(_repository(path, repositories), []).append(path)
     ignored: set[str] = set()
     for root, paths in groups.items():
@@ -139,7 +142,18 @@ def _ignored(folder: str, relative: list[str], repositories: set[str]) -> set[st
         inner = [os.path.relpath(path, root) for path in paths]
         found = _git_ignored(os.path.join(folder, root), inner)
         ignored.update(os.path.join(root, path) for path in found)
-    return ignored
+
+    def hidden(path: str) -> bool:
+        if path in ignored:
+            return True
+        root = _repository(path, repositories)
+        while root:
+            if root in ignored:
+                return True
+            root = _repository(root, repositories)
+        return False
+
+    return {path for path in relative if hidden(path)}
 
 
 def _git_ignored(folder: str, relative: list[str]) -> set[str]:
