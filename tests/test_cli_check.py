@@ -463,6 +463,26 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     )
 
 
+def test_reader_leaving_early_is_not_an_internal_error(tmp_path: Path) -> None:
+    # A real process: its standard output is a pipe the reader closes (`| head -1`)
+    # long before the report (about 400 kB, past any pipe buffer) is written.
+    many = tmp_path / "many.yaml"
+    many.write_text("training:\n" + "  rollout_backend: art\n" * 3000, encoding="utf-8")
+    proc = subprocess.Popen(
+        cli_argv("check", str(many)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith(str(many).encode())
+    assert "internal error" not in err and "Traceback" not in err
+
+
 def test_resolve_of_a_module_that_exits_is_an_error_not_a_silent_pass(
     cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
 ) -> None:
@@ -567,6 +587,26 @@ def test_pyproject_section_is_kept_and_an_empty_one_is_the_top_level(
     assert cli("check", "--isolated", str(flat)).code == 0
 
 
+def test_resolve_keeps_what_the_module_prints_off_the_report(
+    cli: Cli, tmp_path: Path, user_modules: Callable[[Path], Path]
+) -> None:
+    (tmp_path / "chatty_rollouts.py").write_text(
+        "print('loading chatty_rollouts')\ndef run(prompts):\n    return []\n",
+        encoding="utf-8",
+    )
+    user_modules(tmp_path)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "training:\n  rollout_backend: openenv\n  rollout_func: chatty_rollouts:run\n",
+        encoding="utf-8",
+    )
+    done = cli("check", "--resolve", "--format", "json", str(config))
+    assert done.code == 0, done.err
+    report = json.loads(done.out)  # one JSON document: nothing of the module's in it
+    assert report["valid"] and report["files"][0]["errors"] == []
+    assert "loading chatty_rollouts" in done.err
+
+
 def test_resolve_imports_from_the_current_folder_first(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -668,6 +708,27 @@ def test_a_folder_is_its_config_files(cli: Cli, tmp_path: Path) -> None:
     assert cli("check", str(tmp_path / "package.json")).code == 1  # named: not skipped
 
 
+def test_a_folder_skips_files_without_settings_or_our_keys(cli: Cli, tmp_path: Path) -> None:
+    """A model card (``training: true``) and an OpenRLHF config (its own ``rollout_*`` key)
+    are not training configs of ours: skipped in a folder and by --skip-unrelated."""
+    _tree(
+        tmp_path,
+        {
+            "card.yaml": "name: m\ntraining: true\n",
+            "openrlhf.yaml": "rollout_batch_size: 512\n",
+            "good.yaml": FOLDER["a.yaml"],
+        },
+    )
+    done = cli("check", str(tmp_path))
+    assert (done.code, done.out) == (
+        0,
+        "checked 3 files: 1 valid, 0 invalid, 0 errors, 2 skipped (not training configs)\n",
+    )
+    named = [str(tmp_path / name) for name in ("card.yaml", "openrlhf.yaml")]
+    assert cli("check", "--skip-unrelated", *named).code == 0
+    assert cli("check", *named).code == 1  # named without the flag: errors, as before
+
+
 def test_a_folder_in_a_git_work_tree_leaves_out_what_git_ignores(cli: Cli, tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -691,6 +752,77 @@ def test_a_folder_in_a_git_work_tree_leaves_out_what_git_ignores(cli: Cli, tmp_p
     subprocess.run(["git", "-C", str(tmp_path), "add", "-f", "ignored.yml"], check=True, timeout=60)
     done = cli("check", str(tmp_path))
     assert "ignored.yml:2:20:" in done.out and "out/ignored.yaml" not in done.out
+
+
+def _git(*args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+
+
+def test_a_submodule_keeps_git_ignores_for_the_whole_folder(cli: Cli, tmp_path: Path) -> None:
+    """git refuses a path inside a submodule (exit 128): those files are asked of the
+    submodule's own repository, and the rest keep the outer repository's ignores; a
+    nested repository the outer one ignores is left out whole."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    bad = "training:\n  rollout_backend: verl\n"
+    other, outer = tmp_path / "other", tmp_path / "outer"
+    _tree(other, {".gitignore": "sub_ignored.yaml\n", "kept.yaml": bad})
+    _git("init", "-q", str(other))
+    _git("-C", str(other), "add", ".")
+    _git("-C", str(other), "commit", "-q", "-m", "first")
+    _tree(
+        outer,
+        {
+            ".gitignore": "ignored.yaml\nvendor/\n",
+            "a.yaml": bad,
+            "ignored.yaml": bad,
+            "vendor/lib/x.yaml": bad,  # a clone of its own, in a folder the outer ignores
+        },
+    )
+    _git("init", "-q", str(outer))
+    _git("init", "-q", str(outer / "vendor" / "lib"))
+    _git("-C", str(outer), "-c", "protocol.file.allow=always", "submodule", "add", str(other), "sm")
+    (outer / "sm" / "sub_ignored.yaml").write_text(bad, encoding="utf-8")
+    done = cli("check", "--format", "json", str(outer))
+    assert [entry["path"] for entry in json.loads(done.out)["files"]] == [
+        str(outer / "a.yaml"),
+        str(outer / "sm" / "kept.yaml"),
+    ]
+
+
+def test_each_file_is_checked_once_whatever_the_order_and_spelling(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named twice, named and under a folder given, or reached through a symbolic link:
+    one check, under the first spelling; --fix and --diff fix it once."""
+    _tree(tmp_path, {"sub/bad.yaml": "training:\n  rollout_backnd: nemo_gym\n"})
+    monkeypatch.chdir(tmp_path)
+    try:
+        os.symlink(os.path.join("sub", "bad.yaml"), "link.yaml")
+    except (OSError, NotImplementedError):
+        pytest.skip("no symbolic links here")
+    summary = "checked 1 file: 0 valid, 1 invalid, 1 error"
+    for args, shown in (
+        (["sub", "sub/bad.yaml"], "sub/bad.yaml"),
+        (["sub/bad.yaml", "sub"], "sub/bad.yaml"),
+        (["link.yaml", "sub"], "link.yaml"),
+        (["sub/bad.yaml", "sub/bad.yaml"], "sub/bad.yaml"),
+        (["sub/bad.yaml", "./sub/../link.yaml"], "sub/bad.yaml"),
+    ):
+        done = cli("check", *args)
+        lines = done.out.splitlines()
+        assert lines[-1] == summary, args
+        assert [line.split(":")[0] for line in lines[:-1]] == [shown], args
+    diff = cli("check", "--diff", "link.yaml", "sub/bad.yaml", "sub")
+    assert diff.out.splitlines()[-1] == "would fix 1 issue in 1 file"
+    fixed = cli("check", "--fix", "sub/bad.yaml", "link.yaml")
+    assert "fixed 1 issue in 1 file" in fixed.out.splitlines()
+    assert fixed.out.splitlines()[-1] == "checked 1 file: 1 valid, 0 invalid, 0 errors"
 
 
 def test_a_folder_given_as_dot_shows_relative_paths(

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -109,6 +110,51 @@ def test_the_default_reads_training_else_a_flat_top_level(tmp_path: Path) -> Non
     assert typo.section == () and typo.issues[0].kind == "unknown_key"
     fixed = fix_text("lr: 1\nrollout_backnd: nemo_gym\n")
     assert fixed.text == "lr: 1\nrollout_backend: nemo_gym\n" and fixed.result.settings
+
+
+def test_a_training_mapping_without_our_keys_leaves_a_flat_top_level_read() -> None:
+    """A ``training`` mapping of the trainer's own (none of our keys by name) does not hide
+    our keys at the top level: check reads them, as ``run`` (``load_config``) does."""
+    from agent_rollout.config import check_bytes, load_config_bytes
+
+    text = "training:\n  epochs: 3\nrollout_backend: openenv\nrollout_func: mypkg.good:run\n"
+    assert check_bytes(text).section == ()
+    settings = load_config_bytes(text)
+    assert (settings.rollout_backend, settings.rollout_func) == ("openenv", "mypkg.good:run")
+    bogus = check_bytes("training:\n  epochs: 3\nrollout_backend: bogus\n")
+    [issue] = bogus.issues
+    assert (issue.line, issue.location, issue.kind) == (3, "rollout_backend", "value")
+    # The training mapping stays the place when it holds one of ours, or the top level none
+    # (a look-alike at the top level chooses nothing).
+    for kept in (
+        "training:\n  rollout_backend: art\nrollout_func: m:f\n",
+        "training:\n  epochs: 3\nlr: 1\n",
+        "training:\n  epochs: 3\nrollout_backnd: art\n",
+    ):
+        assert check_bytes(kept).section == ("training",), kept
+
+
+def test_the_settings_hint_names_only_a_section_that_reads_back() -> None:
+    """The "holds rollout keys" hint names a ``--section`` that finds the keys: never a
+    path with a dotted key below the top level, nor one a dotted top-level key shadows."""
+    from agent_rollout.config import check_bytes
+
+    def hint(text: str) -> str:
+        [issue] = check_bytes(text).issues
+        return issue.message
+
+    nested_dot = "trainer:\n  a.b:\n    rollout_backend: bogus\n"
+    assert "holds rollout keys" not in hint(nested_dot)
+    assert "name the section that holds them with --section" in hint(nested_dot)
+    shadowed = "a.b: 1\na:\n  b:\n    rollout_backend: art\n"
+    assert "holds rollout keys" not in hint(shadowed)
+    # A later mapping that can be named is named; a dotted top-level key reads back whole.
+    later = nested_dot + "rl:\n  rollout_backend: art\n"
+    assert hint(later).endswith("'rl' holds rollout keys: --section rl")
+    assert check_bytes(later, section="rl").settings is not None
+    top = "a.b:\n  rollout_backend: art\n"
+    assert hint(top).endswith("'a.b' holds rollout keys: --section a.b")
+    assert check_bytes(top, section="a.b").settings is not None
 
 
 def test_yaml_is_read_as_yaml_safe_load_reads_it(tmp_path: Path) -> None:
@@ -719,9 +765,48 @@ def test_skip_unrelated_keys_that_merely_hold_the_word() -> None:
     verl = "actor_rollout_ref:\n  rollout:\n    name: vllm\n    n: 4\ntrainer:\n  epochs: 1\n"
     assert check_bytes(verl, skip_unrelated=True).skipped
     assert check_bytes("jobs:\n  unrolled: {}\n", skip_unrelated=True).skipped
-    # A rollout_* key (ours, a look-alike or any other) still makes it a candidate.
-    for text in ("x:\n  Rollout-Backend: art\n", "rollout_anything: 1\n", "rollout_fucn: a:b\n"):
+    # One of our keys or a look-alike of one in the top two levels makes it a candidate.
+    for text in ("x:\n  Rollout-Backend: art\n", "rollout_fucn: a:b\n"):
         assert not check_bytes(text, skip_unrelated=True).skipped, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rollout_batch_size: 512\n",  # OpenRLHF's own rollout_* key
+        "x:\n  rollout_anything: 1\n",
+        "name: m\ntraining: true\n",  # a model card: a training key, no settings
+        "training:\nlr: 1\n",
+        "[1, 2]\n",
+        "",
+    ],
+)
+def test_skip_unrelated_is_no_settings_found_and_none_of_our_keys(text: str) -> None:
+    """Skipped exactly when the reading finds no settings and no mapping in the top two
+    levels holds one of our keys (or a look-alike): not a training config. The same file
+    named without the flag is still an error."""
+    from agent_rollout.config import check_bytes
+
+    assert check_bytes(text, skip_unrelated=True).skipped, text
+    assert check_bytes(text).issues, text
+
+
+def test_skip_unrelated_keeps_files_whose_settings_or_keys_are_found() -> None:
+    from agent_rollout.config import check_bytes
+
+    def kept(text: str, **options: Any) -> bool:
+        return not check_bytes(text, skip_unrelated=True, **options).skipped
+
+    assert kept("training:\n  epochs: 3\n")  # a training mapping: its settings (none)
+    assert kept("training: true\nrollout_backend: art\n")  # flat
+    assert kept("training: true\nrl:\n  rollout_backend: art\n")  # elsewhere: named in the error
+    assert kept("a:\n  b:\n    rollout_backend: art\n")
+    # A named section: found, or our keys elsewhere; else skipped.
+    assert kept("trainer:\n  rollout:\n    lr: 1\n", section="trainer.rollout")
+    assert kept("trainer:\n  rl:\n    rollout_func: m:f\n", section="trainer.rollout")
+    assert not kept("trainer:\n  lr: 1\n", section="trainer.rollout")
+    assert not kept("lr: 1\nrollout_batch_size: 8\n", section=None)
+    assert kept("lr: 1\nrollout_func: m:f\n", section=None)
 
 
 def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> None:

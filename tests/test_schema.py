@@ -419,6 +419,15 @@ def test_the_default_schema_reads_a_file_as_check_does_by_default() -> None:
         {"learning_rate": 1e-6},
         {"learning_rate": 1e-6, "rollout_backnd": "art"},
         {"rollout_batch_size": 8},
+        # A training mapping of the trainer's own does not hide our keys at the top level.
+        {"training": {"epochs": 3}, "rollout_backend": "openenv", "rollout_func": "m.n:f"},
+        {"training": {"epochs": 3}, "rollout_backend": "bogus"},
+        {"training": {"epochs": 3}, "rollout_backnd": "bogus"},
+        {"training": {"epochs": 3}, "lr": 1},
+        {"training": {"rollout_backend": "art"}, "rollout_func": 5},
+        {"training": {"rollout_backnd": "art"}, "rollout_backend": "art"},
+        {"training": {"rollout_backnd": "art"}},
+        {"training": {"epochs": 3}, "rollout_func": 5},
     ]
     for doc in cases:
         try:
@@ -428,3 +437,4 @@ def test_the_default_schema_reads_a_file_as_check_does_by_default() -> None:
             by_check = False
         assert schema_accepts(doc) == by_check, doc
     assert schema_accepts(cases[0]) and not schema_accepts(cases[1])
+    assert schema_accepts(cases[9]) and not schema_accepts(cases[10])

@@ -8,9 +8,13 @@ folder's files before its subfolders. Left out:
   caches, ``node_modules``: ruff's default ``exclude``, plus ``__pycache__``),
   at any depth, unless named on the command line;
 - what git ignores (``.gitignore``, ``.git/info/exclude``, the global excludes),
-  asked of ``git check-ignore --stdin`` in one call per folder given, when the
-  folder is inside a git work tree (outside one, or without git, nothing is
-  ignored). A tracked file is never ignored, as git has it;
+  asked of ``git check-ignore --stdin`` in one call per repository under the
+  folder given: the files of a submodule (or any nested repository: a folder
+  holding ``.git``) are asked of that repository, as git has them, the others
+  of the folder's own (git refuses a path inside a submodule, and would ignore
+  none of the others); a nested repository the one holding it ignores is
+  ignored whole. Outside a work tree, or without git, nothing is ignored. A
+  tracked file is never ignored, as git has it;
 - symbolic links to folders (not followed: no loops), and anything that is not
   a regular file (a FIFO named ``x.yaml``).
 
@@ -79,9 +83,12 @@ def _shown(folder: str, relative: str) -> str:
     return os.path.join(folder, relative)
 
 
-def _walk(folder: str, found: Found) -> list[str]:
-    """The candidates under ``folder``, relative to it, in order."""
+def _walk(folder: str, found: Found) -> tuple[list[str], set[str]]:
+    """The candidates under ``folder``, relative to it, in order; and the subfolders that
+    are repositories of their own (they hold ``.git``: a submodule's file, a clone's
+    folder)."""
     relative: list[str] = []
+    repositories: set[str] = set()
     todo = [""]
     while todo:
         here = todo.pop()
@@ -93,6 +100,10 @@ def _walk(folder: str, found: Found) -> list[str]:
             continue
         folders = []
         for entry in entries:
+            if entry.name == ".git":
+                if here:
+                    repositories.add(here)
+                continue
             path = os.path.join(here, entry.name) if here else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -103,7 +114,46 @@ def _walk(folder: str, found: Found) -> list[str]:
             except OSError:
                 continue  # gone, or a link we may not follow: not a config to read
         todo.extend(reversed(folders))
-    return relative
+    return relative, repositories
+
+
+def _repository(path: str, repositories: set[str]) -> str:
+    """The innermost of ``repositories`` (``""``: the folder's own) that holds ``path``."""
+    parent = os.path.dirname(path)
+    while parent:
+        if parent in repositories:
+            return parent
+        parent = os.path.dirname(parent)
+    return ""
+
+
+def _ignored(folder: str, relative: list[str], repositories: set[str]) -> set[str]:
+    """Which of ``relative`` git ignores, each asked of the repository that holds it; all
+    of a nested repository that the one holding it ignores (a clone in an ignored
+    ``vendor/``)."""
+    groups: dict[str, list[str]] = {}
+    for path in [*relative, *sorted(repositories)]:
+        groups.setdefault(_repository(path, repositories), []).append(path)
+    ignored: set[str] = set()
+    for root, paths in groups.items():
+        if not root:
+            ignored.update(_git_ignored(folder, paths))
+            continue
+        inner = [os.path.relpath(path, root) for path in paths]
+        found = _git_ignored(os.path.join(folder, root), inner)
+        ignored.update(os.path.join(root, path) for path in found)
+
+    def hidden(path: str) -> bool:
+        if path in ignored:
+            return True
+        root = _repository(path, repositories)
+        while root:
+            if root in ignored:
+                return True
+            root = _repository(root, repositories)
+        return False
+
+    return {path for path in relative if hidden(path)}
 
 
 def _git_ignored(folder: str, relative: list[str]) -> set[str]:
@@ -129,7 +179,7 @@ def _git_ignored(folder: str, relative: list[str]) -> set[str]:
 def config_files(folder: str) -> Found:
     """The config files under ``folder`` that ``check`` reads (see the module's docstring)."""
     found = Found()
-    relative = _walk(folder, found)
-    ignored = _git_ignored(folder, relative)
+    relative, repositories = _walk(folder, found)
+    ignored = _ignored(folder, relative, repositories)
     found.files = [_shown(folder, path) for path in relative if path not in ignored]
     return found

@@ -14,6 +14,7 @@ files are checked, not at import: ``--help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -70,8 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-unrelated",
         action="store_true",
         default=None,
-        help="skip files with neither the section nor any rollout key (counted as "
-        "skipped); the pre-commit hook runs with it",
+        help="skip files that are not training configs: no settings found and none of "
+        "our keys in their top two levels (counted as skipped); the pre-commit hook "
+        "runs with it",
     )
     parser.add_argument(
         "--format",
@@ -160,7 +162,9 @@ def _resolve_issue(result: CheckResult) -> Optional[ConfigIssue]:
     line, col = result.key_positions.get(path, ((1, 1), (1, 1)))[1]
     location = ".".join(path)
     try:
-        with current_folder_first():
+        # What the module prints as it is imported goes to stderr: stdout holds the report
+        # (one JSON document with --format json).
+        with current_folder_first(), contextlib.redirect_stdout(sys.stderr):
             func = resolve_rollout_func(settings.rollout_func)
         try:
             signature = inspect.signature(func)
@@ -217,31 +221,41 @@ def _settings(name: str, args: argparse.Namespace) -> CheckSettings:
 
 def _paths(names: list[str]) -> Iterator[tuple[str, bool, Optional[ConfigIssue]]]:
     """``(path, found in a folder, issue)`` of each path to check: a folder's config files
-    in its place (each file once), and each of its subfolders that could not be read
-    (with its issue)."""
+    in its place, and each of its subfolders that could not be read (with its issue).
+
+    Each file once, whichever way it is reached (named twice, named and under a folder
+    given, through a symbolic link): the first occurrence, as it is spelt there.
+    """
     from agent_rollout.cli._walk import config_files
 
-    seen: set[str] = set()  # a file under two folders given (or named too) is checked once
+    seen: set[str] = set()
+
+    def first(path: str) -> bool:
+        key = path if path == "-" else os.path.normcase(os.path.realpath(path))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     for name in names:
         if name == "-" or not os.path.isdir(name):
-            seen.add(os.path.normcase(os.path.abspath(name)))
-            yield name, False, None
+            if first(name):
+                yield name, False, None
             continue
         found = config_files(name)
         if not found.files and not found.unreadable:
             note = f"agent-rollout check: no .yaml, .yml, .json or .toml file in {name}"
             sys.stderr.write(printable(note) + "\n")
         for path in found.files:
-            key = os.path.normcase(os.path.abspath(path))
-            if key not in seen:
-                seen.add(key)
+            if first(path):
                 yield path, True, None
         for folder, why in found.unreadable:
-            yield (
-                folder,
-                True,
-                ConfigIssue(folder, 1, 1, "", f"cannot read folder: {why}", "unreadable"),
-            )
+            if first(folder):
+                yield (
+                    folder,
+                    True,
+                    ConfigIssue(folder, 1, 1, "", f"cannot read folder: {why}", "unreadable"),
+                )
 
 
 def _check_all(args: argparse.Namespace) -> list[CheckResult]:
@@ -424,6 +438,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(issue.format() + "\n")
         sys.stderr.write("agent-rollout check: bad settings in pyproject.toml\n")
         return 2
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): main() ends quietly, as for every command
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         text = printable(f"internal error: {type(exc).__name__}: {error_text(exc)}")
         sys.stderr.write(f"agent-rollout check: {text}\n")

@@ -24,7 +24,7 @@ import dataclasses
 import os
 import re
 import shlex
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -201,23 +201,13 @@ class CheckResult:
     otherwise than written, a key the trainer's part of the file gives twice;
     the settings stay valid."""
     skipped: bool = False
-    """True when ``skip_unrelated`` found no section and no rollout key: not a config."""
+    """True when ``skip_unrelated`` found the file is not a training config (``_unrelated``)."""
     section: Optional[KeyPath] = None
     """The key path the settings were read from (``()``: the top level); ``None`` when
     none was read (the file could not be read, or holds no such mapping)."""
 
 
 _ROLLOUT_WORD = re.compile(r"(?i)rol+out")
-
-
-def _mentions_rollout(key: object) -> bool:
-    """A ``rollout_*`` key (any case, ``-`` read as ``_``) or a look-alike of ours.
-
-    A key that merely holds the word (verl's ``actor_rollout_ref``) is not one.
-    """
-    if not isinstance(key, str):
-        return False
-    return key.lower().replace("-", "_").startswith("rollout_") or lookalike_key(key)
 
 
 def _ours(key: object) -> bool:
@@ -230,36 +220,59 @@ def _holds_rollout_keys(node: Any) -> bool:
     return isinstance(node, dict) and any(_ours(key) for key in node)
 
 
+def _holds_our_keys(node: Any) -> bool:
+    """One of ``ROLLOUT_KEYS`` by its exact name (no look-alike): what decides between a
+    ``training`` mapping and the top level, as the default JSON schema can say it too."""
+    return isinstance(node, dict) and any(key in ROLLOUT_KEYS for key in node)
+
+
 def _section_read(section: Section, root: Any) -> Optional[KeyPath]:
     """The key path of the settings in ``root``; ``None`` when ``AUTO_SECTION`` finds none.
 
-    ``AUTO_SECTION`` reads ``DEFAULT_SECTION`` when the file has it, else the top level
-    when it holds one of our keys (or a look-alike of one): a flat trainer config. A
-    ``DEFAULT_SECTION`` that is not a mapping, beside rollout keys at the top level, is
-    the trainer's own key. Any other ``section`` is read as ``section_path`` reads it.
+    ``AUTO_SECTION`` reads the ``DEFAULT_SECTION`` mapping, unless it holds none of
+    ``ROLLOUT_KEYS`` while the top level holds one (a flat config with a ``training``
+    mapping of the trainer's own); with no such mapping, the top level when it holds one
+    of our keys or a look-alike of one (a flat trainer config). A ``DEFAULT_SECTION`` that
+    is not a mapping is read (and refused) unless the top level holds rollout keys: then
+    it is the trainer's own key. Any other ``section`` is read as ``section_path`` reads
+    it. The default JSON schema (``config._schema``) says the same.
     """
     if section is not AUTO_SECTION:
         return section_path(section, root)
     if not isinstance(root, dict):
         return (DEFAULT_SECTION,)  # the "must hold a mapping" error says the rest
     flat = _holds_rollout_keys(root)
-    if DEFAULT_SECTION in root and (isinstance(root[DEFAULT_SECTION], dict) or not flat):
-        return (DEFAULT_SECTION,)
+    if DEFAULT_SECTION in root:
+        if isinstance(root[DEFAULT_SECTION], dict):
+            if _holds_our_keys(root[DEFAULT_SECTION]) or not _holds_our_keys(root):
+                return (DEFAULT_SECTION,)
+            return ()
+        if not flat:
+            return (DEFAULT_SECTION,)
     return () if flat else None
 
 
-def _holder(root: dict[Any, Any]) -> Optional[str]:
-    """The first mapping in the top two levels that holds rollout keys, as ``--section`` names
-    it (``trainer.rollout``)."""
+def _holders(root: dict[Any, Any]) -> Iterator[KeyPath]:
+    """The mappings in the top two levels below the root that hold our keys or a look-alike
+    of one, in the file's order."""
     for key, value in root.items():
-        if not (isinstance(key, str) and isinstance(value, dict)):
+        if not isinstance(value, dict):
             continue
         if _holds_rollout_keys(value):
-            return key
+            yield (key,)
         for inner, held in value.items():
-            if isinstance(inner, str) and _holds_rollout_keys(held):
-                return f"{key}.{inner}"
-    return None
+            if _holds_rollout_keys(held):
+                yield (key, inner)
+
+
+def _section_name(path: KeyPath, root: dict[Any, Any]) -> Optional[str]:
+    """``path`` as ``--section`` names it, when ``section_path`` reads that name back as
+    ``path`` (not a key holding a dot below the top level, nor one a top-level key with
+    the dotted name shadows)."""
+    if not all(isinstance(part, str) for part in path):
+        return None
+    name = ".".join(path)
+    return name if section_path(name, root) == path else None
 
 
 def _not_found(root: dict[Any, Any]) -> str:
@@ -268,7 +281,8 @@ def _not_found(root: dict[Any, Any]) -> str:
         f"no rollout settings found: looked for a {DEFAULT_SECTION!r} section, "
         "then rollout keys at the top level"
     )
-    holder = _holder(root)
+    names = (_section_name(path, root) for path in _holders(root))
+    holder = next((name for name in names if name is not None), None)
     if holder is not None:
         return f"{looked}; {holder!r} holds rollout keys: --section {shlex.quote(holder)}"
     return (
@@ -277,18 +291,26 @@ def _not_found(root: dict[Any, Any]) -> str:
     )
 
 
-def _unrelated(root: Any, path: KeyPath) -> bool:
-    """No section and no ``rollout_*`` or look-alike key in the top two levels: not a config."""
+def _unrelated(root: Any, read: Optional[KeyPath]) -> bool:
+    """Not a training config (``skip_unrelated`` skips it): no settings were found where
+    ``read`` (the section's key path; ``None``, none found) points, and no mapping in
+    the file's top two levels holds one of our keys or a look-alike of one.
+
+    Settings are found when ``read`` leads to a mapping, except the top level (``()``),
+    which counts only when it holds one of our keys or a look-alike. A file whose keys
+    are elsewhere is a config whose section is to be named: it is checked (and told
+    where they are). Other ``rollout_*`` keys are the trainer's (OpenRLHF's).
+    """
     if not isinstance(root, dict):
         return True
-    if path and path[0] in root:
+    if _holds_rollout_keys(root):
         return False
-    for key, value in root.items():
-        if _mentions_rollout(key):
-            return False
-        if isinstance(value, dict) and any(_mentions_rollout(inner) for inner in value):
-            return False
-    return True
+    node: Any = root if read else None
+    for part in read or ():
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        return False
+    return next(_holders(root), None) is None
 
 
 def _unrelated_text(text: str, path: KeyPath) -> bool:
@@ -312,9 +334,12 @@ def check_bytes(
     """Check a config held in memory; never raises for bad input.
 
     ``known_keys`` are the host trainer's own keys in the section (never
-    flagged as look-alikes). With ``skip_unrelated``, a file with neither the
-    section nor any rollout-like key in its top two levels is not a training
-    config: the result is ``skipped`` and has no issues. ``yaml_version``:
+    flagged as look-alikes). With ``skip_unrelated``, a file in which no settings
+    are found (no section mapping, no top level holding our keys) and no mapping
+    in the top two levels holds one of our keys or a look-alike of one is not a
+    training config: the result is ``skipped`` and has no issues (so is a file
+    that does not parse, or is too big, and names neither the section's first
+    key nor a rollout). ``yaml_version``:
     how YAML is read, ``"1.1"`` (``yaml.safe_load``'s reading, what trainers
     use; the default) or ``"1.2"`` (for a host whose loader reads YAML 1.2).
     ``base_dir``: the folder a relative ``rollout_source`` is read from (the
@@ -348,7 +373,7 @@ def check_bytes(
         )
     root = parsed.root
     read = _section_read(section, root)
-    if skip_unrelated and _unrelated(root, (DEFAULT_SECTION,) if read is None else read):
+    if skip_unrelated and _unrelated(root, read):
         return CheckResult(source, None, [], parsed.keys, skipped=True)
     path = () if read is None else read
     section_value: Any = root
@@ -530,8 +555,9 @@ def load_config(
     ``section`` names the key that holds the settings: a top-level key, a
     dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
     The default, ``AUTO_SECTION``, reads the ``training`` section when the file
-    has one, else the top level when it holds rollout keys (a flat trainer
-    config, as TRL and axolotl write them).
+    has one (unless it holds none of our keys while the top level holds one),
+    else the top level when it holds rollout keys (a flat trainer config, as
+    TRL and axolotl write them).
     ``known_keys`` are the trainer's own keys, never taken for typos of ours.
     YAML is read as ``yaml.safe_load`` reads it (YAML 1.1, what trainers
     use); ``yaml_version="1.2"`` reads it as a YAML 1.2 loader does.
