@@ -61,15 +61,14 @@ def byte_count(text: str) -> int:
 
 def add_section(parser: argparse.ArgumentParser) -> None:
     """``--section``: where the rollout keys are in the config file. Unset (``None``)
-    means ``load_config``'s default (``AUTO_SECTION``): the ``training`` section when
-    the file has one, else the top level when it holds rollout keys; ``''`` is the top
-    level (``section=None``)."""
+    means ``load_config``'s default (``AUTO_SECTION``: the ``training`` section, or the
+    top level of a flat config); ``''`` is the top level (``section=None``)."""
     parser.add_argument(
         "--section",
         default=None,
         help="key holding the settings: a top-level key or a dotted path such as "
-        "'trainer.rollout' (default: the training section if the file has one, else the "
-        "top level when it holds rollout keys; '' for the top level)",
+        "'trainer.rollout' (default: the training section, or the top level of a flat config "
+        "(see docs/config.md); '' for the top level)",
     )
 
 

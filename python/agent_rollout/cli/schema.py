@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--section",
         default=None,
         help="key holding the settings, a dotted path for nested ones (default: as check "
-        "reads a file, the training section if the file has one, else the top level; '' "
-        "for the top level only)",
+        "reads a file, the training section or the top level of a flat config; '' for the "
+        "top level only)",
     )
     parser.add_argument(
         "-o",
