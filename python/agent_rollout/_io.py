@@ -184,7 +184,10 @@ def normalise_rollout_file(
     report (``bad_rows``, ``skipped``), raising ``RolloutBadRowsError`` only
     when no row is good. A fault of the file as a whole (a line over
     ``MAX_LINE_BYTES``, ``max_rows``, ``max_bytes``, bad gzip) still ends the
-    read: after bad rows, as the ``RolloutBadRowsError``'s ``stopped``. In
+    read: after bad rows, as the ``RolloutBadRowsError``'s ``stopped``. An
+    ``OSError`` (reading ``src``, writing ``dst``) is raised as it is, without
+    the bad rows found before it: the machine cut the read short, not the
+    data, and the run after the fix lists them all, with their full count. In
     Parquet output a row whose prompt is not of the table's kind (see
     ``prompt_kind``) is a bad row too.
 
