@@ -80,19 +80,22 @@ fn normalise_file(
             )))
         }
     };
-    let on_bad = match on_bad {
-        "stop" => files::OnBad::Stop,
-        "report" => files::OnBad::Report,
-        "skip" => files::OnBad::Skip,
-        other => {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "on_bad must be 'stop', 'report' or 'skip', got {other:?}"
-            )))
-        }
-    };
+    let on_bad = on_bad_of(on_bad)?;
     files::normalise_file(
         py, &src, &dest, kind, limits, progress, on_bad, keep_bad, gzip_level,
     )
+}
+
+/// `on_bad` as Python passes it: "stop", "report" or "skip".
+fn on_bad_of(on_bad: &str) -> PyResult<files::OnBad> {
+    match on_bad {
+        "stop" => Ok(files::OnBad::Stop),
+        "report" => Ok(files::OnBad::Report),
+        "skip" => Ok(files::OnBad::Skip),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "on_bad must be 'stop', 'report' or 'skip', got {other:?}"
+        ))),
+    }
 }
 
 /// Rollout rows as Arrow record batches (`ArrowBatch`, see rust/arrow/), each
@@ -144,8 +147,11 @@ fn rows_to_arrow<'py>(
 /// Read a rollout JSONL file as Arrow record batches, calling
 /// `on_batch(ArrowBatch)` per chunk in order; returns the run's statistics.
 /// `max_fields` and `typed_depth` bound the Arrow shape (`arrow::Shape`).
+/// `on_bad` and `keep_bad` as for `normalise_file` (a row whose prompt is not
+/// of the table's kind is a bad row too); with "report" no batch is handed
+/// over from the first chunk holding a bad row on.
 #[pyfunction]
-#[pyo3(signature = (src, limits, prompt_kind, max_fields, typed_depth, on_batch, progress=None))]
+#[pyo3(signature = (src, limits, prompt_kind, max_fields, typed_depth, on_batch, progress=None, on_bad="stop", keep_bad=0))]
 #[allow(clippy::too_many_arguments)]
 fn read_jsonl_arrow(
     py: Python<'_>,
@@ -156,14 +162,18 @@ fn read_jsonl_arrow(
     typed_depth: usize,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
+    on_bad: &str,
+    keep_bad: usize,
 ) -> PyResult<FileStats> {
     let rule = arrow::KindRule::from_code(prompt_kind)?;
     let shape = arrow::Shape {
         max_fields,
         typed_depth,
     };
-    arrow::read_file(py, &src, limits, rule, shape, on_batch, progress)
-        .map_err(|fault| fault.into_pyerr(py))
+    let on_bad = on_bad_of(on_bad)?;
+    arrow::read_file(
+        py, &src, limits, rule, shape, on_batch, progress, on_bad, keep_bad,
+    )
 }
 
 /// What a rollout JSONL file holds (`agent-rollout stats`): see rust/stats.rs.

@@ -224,12 +224,35 @@ def test_bad_rows_then_a_fault_of_the_file(engine: str, tmp_path: Path, cli: Cli
     assert err[3].startswith(f"{src}: 2 bad rows, then the error above stopped the read;")
 
 
-def test_skip_bad_is_for_jsonl_outputs(
-    engine: str, rollouts: Path, tmp_path: Path, cli: Cli
+def test_skip_bad_writes_parquet_of_the_good_rows(engine: str, tmp_path: Path, cli: Cli) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = bad_file(tmp_path / "bad.jsonl", 2)
+    out = tmp_path / "out.parquet"
+    result = cli("normalise", str(src), "-o", str(out), "--skip-bad")
+    assert result.code == 0, result.err
+    assert pq.read_table(out).to_pylist() == [{"prompt": "ok", "answer": "a"}] * 3
+    err = result.err.splitlines()
+    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str")
+    assert err[2] == f"{src}: 2 bad rows of 5, skipped"
+    assert err[3].startswith("normalised 5 rows in, 3 rows out, 2 bad rows and 0 blank lines ")
+    assert temp_files(tmp_path) == []
+
+
+def test_bad_rows_into_parquet_are_all_listed_and_nothing_written(
+    engine: str, tmp_path: Path, cli: Cli
 ) -> None:
-    result = cli("normalise", str(rollouts), "-o", str(tmp_path / "o.parquet"), "--skip-bad")
-    assert result.code == 2
-    assert "--skip-bad writes JSONL outputs" in result.err
+    pytest.importorskip("pyarrow")
+    src = bad_file(tmp_path / "bad.jsonl", 3)
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"previous contents")
+    result = cli("normalise", str(src), "-o", str(out))
+    assert result.code == 1
+    err = result.err.splitlines()
+    assert [line.split(": ")[0] for line in err[:3]] == [f"{src}:4:12", f"{src}:5", f"{src}:6:12"]
+    assert err[3] == f"{src}: 3 bad rows of 6; nothing written (--skip-bad writes the good rows)"
+    assert out.read_bytes() == b"previous contents"
+    assert temp_files(tmp_path) == []
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)

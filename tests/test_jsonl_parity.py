@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import importlib.util
 import json
 import random
 import re
@@ -40,6 +41,7 @@ from support import (
     typed_bits,
     typed_outcome,
     use_engine,
+    without_null_keys,
 )
 
 # ---- JSON values, and their text written by hand --------------------------------------------
@@ -748,5 +750,108 @@ def test_bad_rows_are_counted_alike_on_both_engines(
             assert first[:2] == stopped[1:3], name
         else:  # a fault of the file as a whole came first
             assert going[:3] == stopped[:3], name
+    assert len(set(map(repr, seen.values()))) == 1, seen
+    assert temp_files(workdir) == []
+
+
+# ---- Parquet output going on past bad rows: the rows and errors of the JSONL path ------------
+
+KIND_CODES = ("prompt_not_text", "prompt_not_messages")
+"""A row whose prompt is not of the Parquet table's kind: a bad row of Parquet output only."""
+
+
+def parquet_outcome(
+    src: Path, dst: Path, max_rows: int, on_bad: str, prompt_kind: str
+) -> tuple[Any, ...]:
+    """As ``bad_rows_outcome``, into Parquet: the table's schema and rows read back."""
+    import pyarrow.parquet as pq
+
+    from agent_rollout.arrow import arrow_to_rows
+
+    before = dst.read_bytes()
+
+    def listed(errors: Any) -> list[tuple[Any, ...]]:
+        return [(type(e).__name__, str(e), error_facts(e)) for e in errors]
+
+    try:
+        report = normalise_rollout_file(
+            src, dst, max_rows=max_rows, on_bad=on_bad, prompt_kind=prompt_kind
+        )
+    except Exception as exc:  # the error itself is compared
+        assert dst.read_bytes() == before, "the destination changed although the run failed"
+        return (
+            "error",
+            type(exc).__name__,
+            str(exc),
+            error_facts(exc, OS_ERROR_FACTS),
+            getattr(exc, "bad_rows", None),
+            getattr(exc, "rows", None),
+            listed(getattr(exc, "errors", ())),
+        )
+    table = pq.read_table(dst)
+    dst.write_bytes(before)
+    counts = (report.rows, report.lines, report.blank_lines, report.dropped_keys, report.bytes_in)
+    rows = list(arrow_to_rows(table))
+    return ("ok", str(table.schema), rows, counts, report.bad_rows, listed(report.skipped))
+
+
+def as_parquet_holds(row: dict, prompt_kind: str) -> dict:
+    """A row as it reads back from Parquet: with ``messages``, a str prompt is one user
+    message; message keys whose value is None are absent."""
+    if prompt_kind == "messages" and isinstance(row["prompt"], str):
+        row = {**row, "prompt": [{"role": "user", "content": row["prompt"]}]}
+    return without_null_keys(row)
+
+
+@st.composite
+def of_both_kinds(draw: st.DrawFn) -> bytes:
+    """A broken file (``corrupted``) with a few good rows of either prompt kind put in."""
+    lines = draw(corrupted()).split(b"\n")
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, draw(st.sampled_from(KIND_LINES)))
+    return b"\n".join(lines)
+
+
+KIND_LINES = [b'{"prompt":"t","answer":"a"}', b'{"prompt":[{"role":"u","content":"m"}],"n":1}']
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="needs pyarrow")
+@given(
+    data=of_both_kinds(),
+    max_rows=st.one_of(st.integers(1, 6), st.just(1000)),
+    on_bad=st.sampled_from(["report", "skip"]),
+    prompt_kind=st.sampled_from(["auto", "messages"]),
+)
+def test_parquet_bad_rows_are_those_of_jsonl_on_both_engines(
+    workdir: Path, data: bytes, max_rows: int, on_bad: str, prompt_kind: str
+) -> None:
+    src = workdir / "going.jsonl"
+    src.write_bytes(data)
+    jsonl_dst, parquet_dst = workdir / "kept.jsonl", workdir / "kept.parquet"
+    jsonl_dst.write_bytes(b"previous content\n")
+    parquet_dst.write_bytes(b"previous content\n")
+    seen = {}
+    for name in ENGINES:
+        with use_engine(name):
+            jsonl = bad_rows_outcome(src, jsonl_dst, max_rows, on_bad)
+            parquet = parquet_outcome(src, parquet_dst, max_rows, on_bad, prompt_kind)
+        seen[name] = parquet
+        listed = parquet[5] if parquet[0] == "ok" else parquet[6]
+        other_kind = [e for e in listed if dict(e[2])["code"] in KIND_CODES]
+        if not other_kind:  # every row fits the table: what the JSONL path does, as Parquet
+            if jsonl[0] == "error":
+                assert parquet == jsonl, name
+            else:
+                rows = [json.loads(line) for line in jsonl[1].splitlines()]
+                assert parquet[2] == [as_parquet_holds(row, prompt_kind) for row in rows], name
+                assert parquet[3:] == jsonl[2:], name
+        else:  # those rows are bad rows too, in line order among the others
+            assert prompt_kind == "auto", name
+            jsonl_listed = jsonl[4] if jsonl[0] == "ok" else jsonl[6]
+            assert [e for e in listed if e not in other_kind] == jsonl_listed, name
+            assert parquet[0] == "error" or parquet[3][0] == jsonl[2][0] - len(other_kind)
+            lines = [dict(e[2])["line"] for e in listed]
+            assert lines == sorted(lines), name
     assert len(set(map(repr, seen.values()))) == 1, seen
     assert temp_files(workdir) == []

@@ -152,7 +152,10 @@ def test_singular_limits(engine: str, tmp_path: Path) -> None:
     assert refused(src, tmp_path / "kept.jsonl", max_bytes=1)[0] == too_large(src, 1, 1)
     with pytest.raises(ValueError) as info:
         normalise_rollout_rows([{"prompt": "a"}] * 2, max_rows=1)
-    assert str(info.value) == "rollout backend 'openenv' produced more than 1 row (max_rows=1)"
+    assert (
+        str(info.value) == "rollout backend 'openenv' produced more than 1 row (max_rows=1; "
+        "raise the limit with max_rows= or --max-rows)"
+    )
 
 
 # ---- the command ----------------------------------------------------------------------------

@@ -260,7 +260,8 @@ ENGINE_MESSAGES = [
     (
         lambda: launch_rollout("openenv", rollout_func=returns([{"prompt": "p"}] * 3), max_rows=2),
         ValueError,
-        "rollout backend 'openenv' produced more than 2 rows (max_rows=2)",
+        "rollout backend 'openenv' produced more than 2 rows (max_rows=2; "
+        "raise the limit with max_rows= or --max-rows)",
     ),
 ]
 

@@ -393,7 +393,10 @@ def test_endless_generator_stops_at_cap_plus_one(engine: str) -> None:
 
     with pytest.raises(ValueError) as info:
         normalise_rollout_rows(endless(), "openenv", max_rows=5)
-    assert str(info.value) == "rollout backend 'openenv' produced more than 5 rows (max_rows=5)"
+    assert (
+        str(info.value) == "rollout backend 'openenv' produced more than 5 rows (max_rows=5; "
+        "raise the limit with max_rows= or --max-rows)"
+    )
     assert next(pulled) == 6  # six rows pulled: the cap, plus the one that proves it is over
 
 

@@ -97,7 +97,8 @@ INPUT_MESSAGES: dict[str, str] = {
     "mappings, got {fact}",
     "input_is_mapping": "rollout backend {backend!r} must return an iterable of row "
     "mappings, got a single {fact} (wrap one row in a list)",
-    "too_many_rows": "rollout backend {backend!r} produced more than {rows} (max_rows={max_rows})",
+    "too_many_rows": "rollout backend {backend!r} produced more than {rows} (max_rows={max_rows}; "
+    "raise the limit with " + _ROWS_HINT + ")",
     "no_rows": "rollout backend {backend!r} produced no rows; refusing to train on an "
     "empty prompt set",
 }

@@ -184,8 +184,12 @@ def normalise_rollout_file(
     report (``bad_rows``, ``skipped``), raising ``RolloutBadRowsError`` only
     when no row is good. A fault of the file as a whole (a line over
     ``MAX_LINE_BYTES``, ``max_rows``, ``max_bytes``, bad gzip) still ends the
-    read: after bad rows, as the ``RolloutBadRowsError``'s ``stopped``. JSONL
-    outputs only: Parquet takes ``"stop"``.
+    read: after bad rows, as the ``RolloutBadRowsError``'s ``stopped``. An
+    ``OSError`` (reading ``src``, writing ``dst``) is raised as it is, without
+    the bad rows found before it: the machine cut the read short, not the
+    data, and the run after the fix lists them all, with their full count. In
+    Parquet output a row whose prompt is not of the table's kind (see
+    ``prompt_kind``) is a bad row too.
 
     Raises the same errors as :func:`read_rollout_jsonl`, and ``OSError`` when
     ``dst`` cannot be written (a symlink loop: ELOOP).
@@ -206,18 +210,15 @@ def normalise_rollout_file(
     with signals_end_cleanly():
         where = destination(dst_text)
         form = output_format(dst_text, where)
-        if form == "parquet" and on_bad != "stop":
-            raise RolloutValueError(
-                f"on_bad={on_bad!r} is for JSONL outputs; Parquet output stops at the "
-                "first bad row (on_bad='stop')"
-            )
         counts: FileCounts
         # The file replaced, if any, is let go of off this thread (see `replacing`).
         with replacing(where):
             if form == "parquet":
                 from agent_rollout.arrow import write_parquet
 
-                counts = write_parquet(src_text, dst_text, where, limits, progress, prompt_kind)
+                counts = write_parquet(
+                    src_text, dst_text, where, limits, progress, prompt_kind, on_bad
+                )
             else:
                 level = GZIP_LEVEL if form == "jsonl.gz" else None
                 counts = write_jsonl(src_text, dst_text, where, limits, progress, on_bad, level)

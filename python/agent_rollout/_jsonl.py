@@ -73,6 +73,9 @@ class Tally:
     bytes_in: int = 0
     batch_lines: list[int] = field(default_factory=list)
     """The line of each row of the batch last yielded (the Arrow builder names it)."""
+    batch_indices: list[int] = field(default_factory=list)
+    """The index of each row of the batch last yielded: its place among the file's
+    rows, bad ones included (the Arrow builder names it)."""
 
 
 class BadRows:
@@ -452,7 +455,9 @@ def row_batches(
     for block in read_lines(opened, limits, tally, source):
         batch: list[dict] = []
         batch_lines: list[int] = []
+        batch_indices: list[int] = []
         tally.batch_lines = batch_lines
+        tally.batch_indices = batch_indices
         failed: Optional[ValueError] = None
         with _rows.GcPause():
             for line_no, content in block.lines:
@@ -481,6 +486,7 @@ def row_batches(
                 tally.dropped_keys += len(doc) - ("prompt" in doc) - ("answer" in doc)
                 batch.append(row)
                 batch_lines.append(line_no)
+                batch_indices.append(tally.rows + (0 if bad is None else bad.count))
                 tally.rows += 1
         if failed is None and block.fault is not None:
             if not partial:

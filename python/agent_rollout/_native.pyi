@@ -189,6 +189,8 @@ def read_jsonl_arrow(
     typed_depth: int,
     on_batch: Callable[[ArrowBatch], object],
     progress: Callable[[int, int, int], object] | None = None,
+    on_bad: str = "stop",
+    keep_bad: int = 0,
 ) -> FileStats: ...
 def read_jsonl_stats(
     src: str,

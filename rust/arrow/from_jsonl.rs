@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors::{Code, Fault};
-use crate::files::{self, FileLimits, FileStats};
+use crate::files::{self, BadRows, FileLimits, FileStats, OnBad};
 use crate::json::J;
 use crate::jsonl::{self, ChunkResult, Event, LineFault, LineLimits, Row, VerbatimMessage};
 
@@ -17,54 +17,80 @@ use super::{Kind, KindRule, Shape};
 // ---- rows parsed from JSONL ----------------------------------------------------------------
 
 /// What a worker is making of one chunk of a JSONL file.
+///
+/// A row whose prompt is not of the batch's kind is noted by its place among
+/// the chunk's good rows (`off`). A run that stops at the first bad row stops
+/// building there: that row is the chunk's first fault, unless a line before
+/// it was refused. A run that keeps going (`LineLimits::keep_going`) goes on;
+/// with no kind asked for, the rows of the other kind go into a batch of
+/// their own (`other`), since the table's kind may be set by an earlier
+/// chunk's first row: the consumer, which sees the chunks in order, takes the
+/// batch of the table's kind and makes the rest bad rows (`for_table`).
 struct ChunkArrow<'d> {
     rule: KindRule,
     shape: Shape,
+    keep_going: bool,
     /// The messages of the row `add_verbatim` is looking at.
     messages: Vec<VerbatimMessage<'d>>,
+    /// The rows of the kind asked for, else of the chunk's first row's kind.
     batch: Option<Batch<'d>>,
-    /// Index (among the chunk's rows) of the first row not of the chunk's kind.
-    mismatch: Option<usize>,
+    /// The rows of the other kind (no kind asked for, keeping going).
+    other: Option<Batch<'d>>,
+    /// The good rows seen (each row that passed the line checks and row rules).
+    good: usize,
+    /// The good rows not in `batch`, by their place among the good rows, in order.
+    off: Vec<usize>,
     /// The first error building the buffers (an over-long column).
     failed: Option<String>,
 }
 
-/// What a worker made of one chunk: the batch built, ready to hand over.
+/// What a worker made of one chunk: the batches built, ready to hand over.
 pub struct ChunkArrowDone {
     batch: Option<Built>,
-    mismatch: Option<usize>,
+    other: Option<Built>,
+    good: usize,
+    off: Vec<usize>,
     failed: Option<String>,
 }
 
 impl<'d> ChunkArrow<'d> {
-    pub(super) fn new(rule: KindRule, shape: Shape) -> Self {
+    pub(super) fn new(rule: KindRule, shape: Shape, keep_going: bool) -> Self {
         ChunkArrow {
             rule,
             shape,
+            keep_going,
             messages: Vec::new(),
             batch: None,
-            mismatch: None,
+            other: None,
+            good: 0,
+            off: Vec::new(),
             failed: None,
         }
     }
 
-    /// The batch a row of this kind goes into; `None` once the chunk takes no
-    /// more rows (a row of another kind, or a build error, came first).
+    /// The batch a good row of this kind goes into; `None` when it goes into
+    /// none (a row the table cannot hold, or the chunk takes no more rows: a
+    /// build error, or a mismatch in a run that stops, came first).
     fn batch_for(&mut self, is_text: bool) -> Option<&mut Batch<'d>> {
-        if self.mismatch.is_some() || self.failed.is_some() {
+        if self.failed.is_some() || (!self.keep_going && !self.off.is_empty()) {
             return None;
         }
+        let place = self.good;
+        self.good += 1;
         let own = if is_text { Kind::Text } else { Kind::Messages };
         let rule = self.rule;
-        let batch = self
+        let kind = self
             .batch
-            .get_or_insert_with(|| Batch::new(rule.fixed.unwrap_or(own)));
-        let fits = own == batch.kind || (is_text && rule.fixed == Some(Kind::Messages));
-        if !fits {
-            self.mismatch = Some(batch.rows);
+            .get_or_insert_with(|| Batch::new(rule.fixed.unwrap_or(own)))
+            .kind;
+        if own == kind || (is_text && rule.fixed == Some(Kind::Messages)) {
+            return self.batch.as_mut();
+        }
+        self.off.push(place);
+        if !self.keep_going || rule.fixed.is_some() {
             return None;
         }
-        Some(batch)
+        Some(self.other.get_or_insert_with(|| Batch::new(own)))
     }
 
     fn add(&mut self, row: Row<'d>) {
@@ -96,7 +122,7 @@ impl<'d> ChunkArrow<'d> {
     pub(super) fn finish(self) -> ChunkArrowDone {
         let mut failed = self.failed;
         let shape = self.shape;
-        let batch = match self.batch.map(|batch| batch.finish(shape)) {
+        let mut built = |batch: Option<Batch<'d>>| match batch.map(|batch| batch.finish(shape)) {
             Some(Ok(built)) => Some(built),
             Some(Err(err)) => {
                 failed.get_or_insert(err);
@@ -104,12 +130,101 @@ impl<'d> ChunkArrow<'d> {
             }
             None => None,
         };
+        let batch = built(self.batch);
+        let other = built(self.other);
         ChunkArrowDone {
             batch,
-            mismatch: self.mismatch,
+            other,
+            good: self.good,
+            off: self.off,
             failed,
         }
     }
+}
+
+impl ChunkArrowDone {
+    /// The batch of the table's kind (`table`, set from this chunk's first
+    /// good row when no earlier chunk set it), and the good rows not in it, by
+    /// their place among the chunk's good rows, in order.
+    fn for_table(&mut self, table: &mut Option<Kind>) -> (Option<Built>, Vec<usize>) {
+        let first = self.batch.as_ref().map(|batch| batch.kind);
+        let kind = match (*table, first) {
+            (Some(kind), _) => kind,
+            (None, Some(first)) => *table.insert(first),
+            (None, None) => return (None, std::mem::take(&mut self.off)),
+        };
+        if first.is_none() || first == Some(kind) {
+            return (self.batch.take(), std::mem::take(&mut self.off));
+        }
+        // The chunk's first row is not of the table's kind: its other rows are.
+        let mut taken = self.off.iter().copied().peekable();
+        let rest = (0..self.good)
+            .filter(|place| taken.next_if_eq(place).is_none())
+            .collect();
+        (self.other.take(), rest)
+    }
+}
+
+/// The chunk's rows at `places` (among its good rows, in order) as faults of
+/// rows not of the table's kind, merged in line order with the chunk's other
+/// faults; a run that stops keeps the first fault only. `set_by`: the row
+/// that set the table's kind.
+fn add_mismatches<T>(
+    result: &mut ChunkResult<T>,
+    places: &[usize],
+    rule: KindRule,
+    table: Kind,
+    set_by: usize,
+    keep_going: bool,
+) {
+    if places.is_empty() {
+        return;
+    }
+    let refused: Vec<usize> = result.faults.iter().map(LineFault::local_index).collect();
+    let mut refused = refused.into_iter().peekable();
+    let mut wanted = places.iter().copied().peekable();
+    let mut mismatches = Vec::with_capacity(places.len());
+    let mut place = 0;
+    for local_index in 0..result.row_lines.len() {
+        if refused.next_if_eq(&local_index).is_some() {
+            continue;
+        }
+        if wanted.next_if_eq(&place).is_some() {
+            mismatches.push(LineFault::Row {
+                rule: rule.mismatch(table, set_by),
+                local_index,
+                line: result.row_lines[local_index],
+            });
+            if wanted.peek().is_none() {
+                break;
+            }
+        }
+        place += 1;
+    }
+    let mut faults = Vec::with_capacity(result.faults.len() + mismatches.len());
+    let mut theirs = std::mem::take(&mut result.faults).into_iter().peekable();
+    for mismatch in mismatches {
+        while let Some(fault) = theirs.next_if(|f| f.local_index() < mismatch.local_index()) {
+            faults.push(fault);
+        }
+        faults.push(mismatch);
+    }
+    faults.extend(theirs);
+    if !keep_going {
+        faults.truncate(1);
+    }
+    result.faults = faults;
+}
+
+/// The place in the file of the chunk's first good row (`seen`: the rows of
+/// the chunks before it, good and bad).
+fn first_good_row<T>(result: &ChunkResult<T>, seen: usize) -> usize {
+    let mut refused = result.faults.iter().map(LineFault::local_index).peekable();
+    let mut local_index = 0;
+    while refused.next_if_eq(&local_index).is_some() {
+        local_index += 1;
+    }
+    seen + local_index
 }
 
 fn add_parsed<'d>(batch: &mut Batch<'d>, row: Row<'d>) -> Result<(), String> {
@@ -147,7 +262,12 @@ fn add_parsed<'d>(batch: &mut Batch<'d>, row: Row<'d>) -> Result<(), String> {
 
 /// Read a rollout JSONL file into Arrow buffers, chunk by chunk, in order:
 /// `on_batch(batch)` receives each chunk's `ArrowBatch` (typed from that
-/// chunk's rows alone).
+/// chunk's rows alone). With `OnBad::Report` or `Skip` the read keeps going
+/// past bad rows, a row whose prompt is not of the table's kind among them
+/// (the first `keep` kept on the stats, or on the error that ended the read);
+/// the batches hold the good rows, and with `Report` none is handed over from
+/// the first chunk holding a bad row on.
+#[allow(clippy::too_many_arguments)]
 pub fn read_file(
     py: Python<'_>,
     path: &Path,
@@ -156,42 +276,33 @@ pub fn read_file(
     shape: Shape,
     on_batch: &Bound<'_, PyAny>,
     progress: Option<&Bound<'_, PyAny>>,
-) -> Result<FileStats, Fault> {
-    let source = files::open_source(py, path, &limits)?;
-    let lines = limits.lines();
+    on_bad: OnBad,
+    keep: usize,
+) -> PyResult<FileStats> {
+    let source = files::open_source(py, path, &limits).map_err(|fault| fault.into_pyerr(py))?;
+    let mut lines = limits.lines();
+    let keep_going = on_bad != OnBad::Stop;
+    lines.keep_going = keep_going;
     let mut stats = FileStats::default();
+    let mut bad = BadRows::new(keep);
     let mut table: Option<Kind> = rule.fixed;
+    // The row whose prompt set the table's kind (no kind asked for).
+    let mut set_by = 0;
     let work = |data: &[u8]| {
-        let ChunkResult {
-            row_lines,
-            output,
-            dropped_keys,
-            blank_lines,
-            lines: line_count,
-            bytes,
-            faults,
-        } = jsonl::process_chunk(
+        // Typed and built on the thread that parsed the chunk (a worker, or
+        // the calling thread without the interpreter).
+        jsonl::process_chunk(
             data,
             lines,
-            ChunkArrow::new(rule, shape),
+            ChunkArrow::new(rule, shape, keep_going),
             |out: &mut ChunkArrow<'_>, text, ascii| out.add_verbatim(text, lines, ascii),
             |out: &mut ChunkArrow<'_>, row| out.add(row),
-        );
-        // Typed and built here, on the thread that parsed the chunk (a worker,
-        // or the calling thread without the interpreter).
-        ChunkResult {
-            row_lines,
-            output: output.finish(),
-            dropped_keys,
-            blank_lines,
-            lines: line_count,
-            bytes,
-            faults,
-        }
+        )
+        .map(ChunkArrow::finish)
     };
     let released = |step: &mut (dyn FnMut() + Send)| py.detach(step);
     let tick = || py.check_signals().map_err(Fault::from);
-    jsonl::run(
+    let run = jsonl::run(
         source,
         files::workers(),
         work,
@@ -206,26 +317,24 @@ pub fn read_file(
             if let Some(message) = result.output.failed.take() {
                 return Err(Fault::Py(PyValueError::new_err(message)));
             }
-            let output = &result.output;
-            if let Some(batch) = &output.batch {
-                let kind = *table.get_or_insert(batch.kind);
-                let first_off = if batch.kind != kind {
-                    Some(0)
-                } else {
-                    output.mismatch
-                };
-                if let Some(local_index) = first_off {
-                    // Rows after the mismatch were not built; it is this chunk's first fault.
-                    let line = result.row_lines.get(local_index).copied().unwrap_or(0);
-                    result.faults = vec![LineFault::Row {
-                        rule: rule.mismatch(kind),
-                        local_index,
-                        line,
-                    }];
-                }
+            let seen = stats.rows + bad.count;
+            if table.is_none() {
+                set_by = first_good_row(&result, seen);
             }
-            let accepted = files::settle(&result, stats.rows, stats.lines, limits, None)?;
-            if let Some(batch) = result.output.batch.take() {
+            let (batch, off) = result.output.for_table(&mut table);
+            if let Some(kind) = table {
+                add_mismatches(&mut result, &off, rule, kind, set_by, keep_going);
+            }
+            let accepted = files::settle(
+                &result,
+                seen,
+                stats.lines,
+                limits,
+                keep_going.then_some(&mut bad),
+            )?;
+            // `Report` hands over nothing from the first chunk with a bad row on.
+            let wanted = on_bad != OnBad::Report || bad.count == 0;
+            if let Some(batch) = batch.filter(|batch| wanted && batch.rows > 0) {
                 on_batch.call1((batch.into_py(py)?,))?;
             }
             stats.add(accepted, &result);
@@ -234,9 +343,13 @@ pub fn read_file(
             }
             Ok(true)
         },
-    )?;
-    if stats.rows == 0 {
-        return Err(Fault::input(Code::FileNoRows, None));
+    );
+    if let Err(fault) = run {
+        return Err(bad.ended_by(py, fault));
     }
+    if stats.rows == 0 && bad.count == 0 {
+        return Err(Fault::input(Code::FileNoRows, None).into_pyerr(py));
+    }
+    bad.into_stats(py, &mut stats);
     Ok(stats)
 }

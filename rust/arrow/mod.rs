@@ -88,22 +88,24 @@ impl KindRule {
         Ok(KindRule { fixed })
     }
 
-    /// Why the table has the kind it has, as the error message says it.
-    fn why(&self) -> String {
+    /// Why the table has the kind it has, as the error message says it:
+    /// `set_by` is the row whose prompt decided it (`prompt_kind` auto).
+    fn why(&self, set_by: usize) -> String {
         match self.fixed {
-            None => "set by row 0".to_string(),
+            None => format!("set by row {set_by}"),
             Some(Kind::Text) => "prompt_kind='text'".to_string(),
             Some(Kind::Messages) => "prompt_kind='messages'".to_string(),
         }
     }
 
-    /// The error for a row whose prompt is not of the table's kind.
-    fn mismatch(&self, table: Kind) -> Rule {
+    /// The error for a row whose prompt is not of the table's kind (decided
+    /// by row `set_by` when no kind was asked for).
+    fn mismatch(&self, table: Kind, set_by: usize) -> Rule {
         let code = match table {
             Kind::Text => Code::PromptNotText,
             Kind::Messages => Code::PromptNotMessages,
         };
-        Rule::new(code, Some(self.why())).within(Seg::Key("prompt".into()))
+        Rule::new(code, Some(self.why(set_by))).within(Seg::Key("prompt".into()))
     }
 }
 

@@ -425,7 +425,7 @@ pub fn rows_to_batches<'py>(
         };
         let kind = *table.get_or_insert(own);
         if own != kind && !(own == Kind::Text && rule.fixed == Some(Kind::Messages)) {
-            return give_up(rule.mismatch(kind).at(index));
+            return give_up(rule.mismatch(kind, 0).at(index));
         }
         let full = batch
             .as_ref()

@@ -14,7 +14,7 @@ first too (``agent_rollout.arrow`` imports this one while it loads).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import pyarrow as pa
 
@@ -22,7 +22,7 @@ from agent_rollout import _engine, _jsonl, _rows
 from agent_rollout._engine.jsonl import file_counts, file_limits, native_file_error
 from agent_rollout._errors import row_error
 from agent_rollout._files import Opened, source_name
-from agent_rollout._jsonl import FileCounts, FileLimits, Progress, Tally
+from agent_rollout._jsonl import BadRows, FileCounts, FileLimits, Progress, Tally
 from agent_rollout._limits import (
     MAX_MESSAGE_DEPTH,
     MAX_MESSAGE_FIELDS,
@@ -155,7 +155,7 @@ def _native_row_batches(
         except native.NativeRowError as exc:
             code_name, index, segments, fact, _line, _column = exc.args
             if code_name in ("not_utf8", "int_too_long"):
-                found = unstorable_error(normalised[index:], index)
+                found = unstorable_error(normalised[index:], range(index, len(normalised)))
                 if found is not None:
                     raise found from None
                 if code_name == "int_too_long":
@@ -176,6 +176,8 @@ def file_batches(
     source: Optional[str] = None,
     batch_rows: Optional[int] = None,
     batch_bytes: Optional[int] = None,
+    bad: Optional[BadRows] = None,
+    report: bool = False,
 ) -> FileCounts:
     """Stream a rollout JSONL file as record batches, in order; return the run's counts.
 
@@ -184,34 +186,85 @@ def file_batches(
     ``src``). ``bytes_out`` is 0: the caller knows what it wrote. The Rust engine
     hands over a batch per chunk of input; the twin closes a batch at ``batch_rows``
     rows or ``batch_bytes`` of text (default ``BATCH_ROWS``, and 256 MiB).
+
+    Without ``bad`` the first bad row is raised. With it (``_jsonl.BadRows``), a
+    bad row goes there and the read goes on, as ``_jsonl.row_batches`` does: a row
+    whose prompt is not of the table's kind is a bad row too, a row's index is its
+    place in the file, the batches hold the good rows and ``rows`` counts them; a
+    fault of the input as a whole is still raised, after the bad rows before it
+    went to ``bad``, and a file of bad rows only is no ``file_no_rows`` error. With
+    ``report`` as well, no batch is handed over from the first bad row on (the
+    caller keeps none; the batches may end a block or a chunk later).
     """
     source = source_name(src) if source is None else source
     if _engine.implementation() == "rust":
-        native = _engine.native
-        try:
-            stats = native.read_jsonl_arrow(
-                src,
-                file_limits(limits),
-                KIND_CODES[prompt_kind],
-                *shape(),
-                lambda parts: on_batch(batch_from_buffers(parts)),
-                progress,
-            )
-        except native.NativeRowError as exc:
-            raise native_file_error(exc, source, None, limits) from None
-        return file_counts(stats)
+        return _native_file_batches(src, limits, prompt_kind, on_batch, progress, source, bad,
+                                    report)  # fmt: skip
     opened = _jsonl.open_jsonl(src)
     tally = Tally()
+    refused = BadRows(0 if bad is None else bad.keep)
     try:
         # The loops are in a function of their own: see "Cleanup around loops" in
         # docs/architecture.md.
         _batches_of(opened, limits, tally, source, prompt_kind, on_batch, progress, batch_rows,
-                    batch_bytes)  # fmt: skip
+                    batch_bytes, bad, refused, report)  # fmt: skip
     finally:
         opened.stream.close()
+        if bad is not None and refused.count:
+            # In line order, among the rows the line checks and row rules refused.
+            bad.count += refused.count
+            merged = sorted([*bad.errors, *refused.errors], key=_line)
+            bad.errors[:] = merged[: bad.keep]
     return FileCounts(
-        tally.rows, tally.lines, tally.blank_lines, tally.dropped_keys, tally.bytes_in, 0
-    )
+        tally.rows - refused.count, tally.lines, tally.blank_lines, tally.dropped_keys,
+        tally.bytes_in, 0,
+    )  # fmt: skip
+
+
+def _line(error: ValueError) -> int:
+    """The line of a bad row's error (a ``RolloutRowError`` or ``RolloutFileError``)."""
+    line: int = getattr(error, "line", None) or 0
+    return line
+
+
+def _native_file_batches(
+    src: str,
+    limits: FileLimits,
+    prompt_kind: str,
+    on_batch: Callable[[pa.RecordBatch], object],
+    progress: Optional[Progress],
+    source: str,
+    bad: Optional[BadRows],
+    report: bool,
+) -> FileCounts:
+    native = _engine.native
+
+    def collect(count: int, kept: Any) -> None:
+        # The bad rows the engine counted and kept (a RolloutRowError or RolloutFileError each).
+        assert bad is not None
+        errors = [cast(ValueError, native_file_error(exc, source, None, limits)) for exc in kept]
+        bad.errors.extend(errors[: bad.keep - len(bad.errors)])
+        bad.count += count
+
+    try:
+        stats = native.read_jsonl_arrow(
+            src,
+            file_limits(limits),
+            KIND_CODES[prompt_kind],
+            *shape(),
+            lambda parts: on_batch(batch_from_buffers(parts)),
+            progress,
+            "stop" if bad is None else "report" if report else "skip",
+            0 if bad is None else bad.keep,
+        )
+    except native.NativeRowError as exc:
+        carried = getattr(exc, "bad_rows", None)
+        if carried is not None and bad is not None:
+            collect(*carried)
+        raise native_file_error(exc, source, None, limits) from None
+    if bad is not None and stats.bad_rows:
+        collect(stats.bad_rows, stats.bad)
+    return file_counts(stats)
 
 
 def _batches_of(
@@ -224,23 +277,38 @@ def _batches_of(
     progress: Optional[Progress],
     batch_rows: Optional[int],
     batch_bytes: Optional[int],
+    bad: Optional[BadRows],
+    refused: BadRows,
+    report: bool,
 ) -> None:
-    """``file_batches`` on the twin, from an input already open."""
+    """``file_batches`` on the twin, from an input already open. With ``bad``, the
+    rows whose prompt is not of the table's kind go to ``refused`` (the rows the
+    line checks and row rules refuse go to ``bad``, and their count makes the
+    indices of the rows after them: the two are merged at the end)."""
     from agent_rollout.arrow.build import TableBuilder
 
     builder = TableBuilder(prompt_kind, batch_rows, batch_bytes)
-    index = 0
-    batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True)
+    kinds = builder.kinds
+    batches = _jsonl.row_batches(opened, limits, tally, source, progress, partial=True, bad=bad)
     for batch in batches:
         with _rows.GcPause():
-            for row, line in zip(batch, tally.batch_lines, strict=True):
+            rows = zip(batch, tally.batch_indices, tally.batch_lines, strict=True)
+            for row, index, line in rows:
+                if bad is not None and not kinds.fits(type(row["prompt"]) is str):
+                    refused.add(kinds.refused(index, line, source))
+                    continue
                 builder.add(row, index, line=line, source=source)
-                index += 1
-        while builder.batches:
-            on_batch(builder.batches.pop(0))
+        _hand_over(builder, on_batch, report and bool(refused.count or (bad and bad.count)))
     builder.flush()
+    _hand_over(builder, on_batch, report and bool(refused.count or (bad and bad.count)))
+
+
+def _hand_over(builder: Any, on_batch: Callable[[pa.RecordBatch], object], drop: bool) -> None:
+    """The batches ``builder`` closed, to ``on_batch`` in order (dropped, with ``drop``)."""
     while builder.batches:
-        on_batch(builder.batches.pop(0))
+        batch = builder.batches.pop(0)
+        if not drop:
+            on_batch(batch)
 
 
 __all__ = [

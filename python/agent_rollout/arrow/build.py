@@ -4,12 +4,13 @@ a wider schema (``conform``, ``conform_table``, ``unify``), values Arrow cannot 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import pyarrow as pa
 
 from agent_rollout import _json
-from agent_rollout._errors import row_error
+from agent_rollout._errors import RolloutRowError, row_error
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._limits import (
     MAX_MESSAGE_FIELDS,
@@ -311,16 +312,22 @@ class KindCheck:
         self.why = f"prompt_kind={prompt_kind!r}"
         self.wrap = prompt_kind == "messages"  # str prompts become one user message
 
-    def check(self, is_text: bool, index: int, line: Optional[int], source: Optional[str]) -> None:
-        kind = "text" if is_text else "messages"
-        if self.kind is None:
-            self.kind = kind
-            self.why = f"set by row {index}"
-            return
-        if kind == self.kind or (is_text and self.wrap):
-            return
+    def fits(self, is_text: bool) -> bool:
+        """Whether a row whose prompt is (or is not) a str goes into the table."""
+        kind = self.kind
+        return kind is None or (kind == "text") == is_text or (is_text and self.wrap)
+
+    def refused(self, index: int, line: Optional[int], source: Optional[str]) -> RolloutRowError:
+        """The error for row ``index``, whose prompt does not fit (``fits``)."""
         code = "prompt_not_text" if self.kind == "text" else "prompt_not_messages"
-        raise row_error(code, index, ("prompt",), self.why, line=line, source=source)
+        return row_error(code, index, ("prompt",), self.why, line=line, source=source)
+
+    def check(self, is_text: bool, index: int, line: Optional[int], source: Optional[str]) -> None:
+        if self.kind is None:
+            self.kind = "text" if is_text else "messages"
+            self.why = f"set by row {index}"
+        elif not self.fits(is_text):
+            raise self.refused(index, line, source)
 
 
 class TableBuilder:
@@ -337,7 +344,7 @@ class TableBuilder:
         self.batch_bytes = BATCH_BYTES if batch_bytes is None else min(batch_bytes, BATCH_BYTES)
         self.batches: list[pa.RecordBatch] = []
         self.rows: list[dict] = []  # the rows of the batch being built, for error reports
-        self.start = 0  # index of its first row
+        self.indices: list[int] = []  # and their indices
         self._reset()
 
     def _reset(self) -> None:
@@ -354,13 +361,11 @@ class TableBuilder:
     ) -> None:
         prompt = row["prompt"]
         is_text = type(prompt) is str
-        kind = self.kinds.kind
-        if kind is not None and (kind == "text") != is_text and not (is_text and self.kinds.wrap):
+        if not self.kinds.fits(is_text):
             self.flush()  # about to refuse this row: an earlier row Arrow cannot hold comes first
         self.kinds.check(is_text, index, line, source)
-        if not self.answers:
-            self.start = index
         self.rows.append(row)
+        self.indices.append(index)
         if self.kinds.kind == "text":
             self.prompts.append(prompt)
             self.size += len(prompt)
@@ -408,12 +413,13 @@ class TableBuilder:
             batch = self._build()
         except (UnicodeEncodeError, ValueError):
             # A lone surrogate (pyarrow's UTF-8), or an int too long to write as JSON text.
-            found = unstorable_error(self.rows, self.start)
+            found = unstorable_error(self.rows, self.indices)
             if found is None:
                 raise
             raise found from None
         self.batches.append(batch)
         self.rows = []
+        self.indices = []
         self._reset()
         return batch
 
@@ -460,14 +466,15 @@ def _unstorable(value: Any, path: tuple) -> Optional[tuple[str, tuple]]:
     return None
 
 
-def unstorable_error(rows: Any, start: int) -> Optional[Exception]:
-    """The error for the first value from ``rows[0]`` (row ``start``) Arrow cannot hold."""
-    for offset, row in enumerate(rows):
+def unstorable_error(rows: Iterable[Any], indices: Iterable[int]) -> Optional[Exception]:
+    """The error for the first value of ``rows`` (whose indices are ``indices``) Arrow
+    cannot hold."""
+    for row, index in zip(rows, indices, strict=False):
         found = _unstorable(row, ())
         if found is not None:
             code, path = found
             fact = str(int_digits_limit()) if code == "int_too_long" else None
-            return row_error(code, start + offset, path, fact)
+            return row_error(code, index, path, fact)
     return None
 
 

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from agent_rollout._engine.arrow import file_batches, row_batches
+from agent_rollout._errors import RolloutFileError, bad_rows_error
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import (
     Destination,
@@ -22,8 +23,10 @@ from agent_rollout._files import (
     raise_if_terminated,
     release_reader,
     remove_temp,
+    source_name,
 )
-from agent_rollout._jsonl import FileCounts, FileLimits, Progress
+from agent_rollout._jsonl import BadRows, FileCounts, FileLimits, OnBad, Progress
+from agent_rollout._limits import BAD_ROWS_KEPT
 from agent_rollout.arrow.build import conform_batch, conform_table
 from agent_rollout.arrow.schema import check_prompt_kind, merge_schemas
 
@@ -343,6 +346,7 @@ def write_parquet(
     limits: FileLimits,
     progress: Optional[Progress],
     prompt_kind: str = "auto",
+    on_bad: OnBad = "stop",
 ) -> FileCounts:
     """Normalise the rollout JSONL file ``src`` into the zstd Parquet file ``dest``.
 
@@ -355,14 +359,31 @@ def write_parquet(
     so on any error (Ctrl-C, SIGTERM and SIGHUP included) it is left as it
     was and no temporary file remains; a device, named pipe or one of our
     descriptors gets the finished file.
+
+    ``on_bad`` as for JSONL (``_engine.jsonl.write_jsonl``): ``stop`` raises the
+    first bad row; ``report`` and ``skip`` go on past them (a row whose prompt
+    is not of the table's kind is one too), and raise ``RolloutBadRowsError``
+    carrying them (the first ``BAD_ROWS_KEPT``, and their count) when
+    ``report`` found any, when every row was bad, or when a fault of the input
+    as a whole ended the read after them; else ``skip`` writes the good rows,
+    its counts saying what it left out. Nothing is written when it raises.
     """
     prompt_kind = check_prompt_kind(prompt_kind)
+    shown = source_name(src)
+    bad = None if on_bad == "stop" else BadRows(BAD_ROWS_KEPT)
     sink = ParquetSink(where, dest)
     try:
-        # The twin's batches are row groups already (the Rust engine's are chunks).
-        counts = file_batches(
-            src, limits, prompt_kind, sink.add, progress, None, ROW_GROUP_ROWS, ROW_GROUP_BYTES
-        )
+        try:
+            # The twin's batches are row groups already (the Rust engine's are chunks).
+            report = on_bad == "report"
+            counts = file_batches(src, limits, prompt_kind, sink.add, progress, None,
+                                  ROW_GROUP_ROWS, ROW_GROUP_BYTES, bad, report)  # fmt: skip
+        except RolloutFileError as exc:
+            if bad is None or not bad.count:
+                raise
+            raise bad_rows_error(shown, tuple(bad.errors), bad.count, None, exc) from None
+        if bad is not None and bad.count and (on_bad == "report" or counts.rows == 0):
+            raise bad_rows_error(shown, tuple(bad.errors), bad.count, counts.rows + bad.count)
         if sink.schema is None:  # pragma: no cover - file_batches gives a batch or raises
             raise RolloutValueError(f"{src}: no rows")
         bytes_out = sink.finish()
@@ -379,6 +400,8 @@ def write_parquet(
         counts.dropped_keys,
         counts.bytes_in,
         bytes_out,
+        0 if bad is None else bad.count,
+        () if bad is None else tuple(bad.errors),
     )
 
 

@@ -15,9 +15,10 @@ Bad rows (bad UTF-8, bad JSON, a broken row rule) are all counted: the first
 written (exit 1). ``--skip-bad`` writes the good rows instead, lists the
 skipped ones the same way and exits 0: the user asked for it. A fault of the
 file as a whole (a line over MAX_LINE_BYTES, ``--max-rows``, ``--max-bytes``,
-bad gzip) still stops the read, after the bad rows before it. Parquet output
-stops at the first bad row (``--skip-bad`` takes JSONL outputs only). Hints
-name the command's flags (``--max-rows N``, ``--prompt-kind messages``).
+bad gzip) still stops the read, after the bad rows before it. In Parquet
+output a row whose prompt is not of the table's kind (``--prompt-kind``) is a
+bad row too. Hints name the command's flags (``--max-rows N``,
+``--prompt-kind messages``).
 
 Exit status: 0 done, 1 invalid input (the messages name file:line), 2 usage
 or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
@@ -80,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"write the good rows and leave the bad ones out (the first {BAD_ROWS_KEPT} "
         "listed on standard error), exit 0; by default every bad row is listed and "
-        "nothing is written (exit 1). JSONL outputs only",
+        "nothing is written (exit 1)",
     )
     parser.add_argument(
         "--prompt-kind",
@@ -133,10 +134,6 @@ def run(args: argparse.Namespace) -> int:
     dest: str = args.output
     skip_bad: bool = getattr(args, "skip_bad", False)
     prompt_kind: str = getattr(args, "prompt_kind", "auto")
-    parquet = dest.lower().endswith(".parquet")
-    if skip_bad and parquet:
-        say(f"{PROG}: --skip-bad writes JSONL outputs (.jsonl, .jsonl.gz, '-'), not Parquet")
-        return 2
     progress = Progress("normalise", size=input_size(source), position=input_position(source))
 
     def on_progress(rows: int, lines: int, bytes_in: Optional[int] = None) -> None:
@@ -152,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             max_bytes=args.max_bytes,
             progress=on_progress,
             prompt_kind=prompt_kind,
-            on_bad="stop" if parquet else "skip" if skip_bad else "report",
+            on_bad="skip" if skip_bad else "report",
         )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()

@@ -53,6 +53,7 @@ from agent_rollout._errors import (
     RolloutFileError,
     Terminated,
     error_text,
+    for_command_line,
     printable,
     printable_lines,
 )
@@ -252,8 +253,8 @@ def _launch(
             return launch_rollout(prompts=prompts, max_rows=args.max_rows, **kwargs)
     except ImportError as exc:
         raise _Stop(f"{PROG}: {exc}", 2) from None
-    except ValueError as exc:
-        raise _Stop(f"{PROG}: {prefixed(exc)}", 1) from None
+    except ValueError as exc:  # hints as this command's flags (--max-rows N)
+        raise _Stop(f"{PROG}: {for_command_line(prefixed(exc))}", 1) from None
     except OSError as exc:
         raise _Stop(f"{PROG}: {prefixed(exc)}{served.hint(exc)}", 2) from None
     except Exception as exc:  # user code behind the backend may raise anything
