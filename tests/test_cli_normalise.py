@@ -214,6 +214,21 @@ def test_skip_bad_writes_the_good_rows_and_lists_the_skipped(
     assert len(err) == 4
 
 
+def test_skip_bad_given_is_not_suggested_again(engine: str, tmp_path: Path, cli: Cli) -> None:
+    """--skip-bad could not write anything: every row bad, or a fault of the file after bad
+    rows. The summary does not tell the user to pass the flag they passed."""
+    src = tmp_path / "allbad.jsonl"
+    src.write_text('{"prompt": ""}\n[1]\n', encoding="utf-8")
+    result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), "--skip-bad")
+    assert result.code == 1
+    assert result.err.splitlines()[-1] == f"{src}: 2 bad rows of 2; nothing written"
+    src = bad_file(tmp_path / "bad.jsonl", 4)
+    out = tmp_path / "out.jsonl"
+    result = cli("normalise", str(src), "-o", str(out), "--max-rows", "5", "--skip-bad")
+    assert result.code == 1 and "--skip-bad" not in result.err
+    assert "raise the limit with --max-rows N" in result.err
+
+
 def test_bad_rows_then_a_fault_of_the_file(engine: str, tmp_path: Path, cli: Cli) -> None:
     src = bad_file(tmp_path / "bad.jsonl", 4)
     result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), "--max-rows", "5")

@@ -868,3 +868,39 @@ def test_ctrl_c_stops_the_rollout_and_leaves_no_file(user_module: Path, tmp_path
     assert took < 3
     assert err == f"agent-rollout run: interrupted; {out} was not written\n"
     assert os.listdir(work) == []
+
+
+def test_parquet_output_of_rows_of_both_prompt_kinds(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout giving str and message prompts, written to .parquet: the row Arrow cannot
+    put in the first row's column is an error of the input (exit 1) whose hint is run's
+    flag, not an internal error; --prompt-kind messages writes them all."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    (tmp_path / "mixmod.py").write_text(
+        "def rollout(prompts):\n"
+        "    return [{'prompt': p, 'answer': 'a'} if i % 2 == 0 else\n"
+        "            {'prompt': [{'role': 'user', 'content': p}], 'answer': 'b'}\n"
+        "            for i, p in enumerate(prompts)]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "c.yaml").write_text(
+        "rollout_backend: openenv\nrollout_func: mixmod:rollout\n", encoding="utf-8"
+    )
+    (tmp_path / "p.jsonl").write_text('"one"\n"two"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        done = cli("run", "c.yaml", "--prompts", "p.jsonl", "-o", "o.parquet")
+        assert done.code == 1, done.err
+        assert "internal error" not in done.err
+        assert "row 1: prompt: a list of chat messages in a table of str prompts" in done.err
+        assert "--prompt-kind messages" in done.err and "prompt_kind=" not in done.err
+        assert not (tmp_path / "o.parquet").exists()
+        done = cli(
+            "run", "c.yaml", "--prompts", "p.jsonl", "-o", "o.parquet", "--prompt-kind", "messages"
+        )
+        assert done.code == 0, done.err
+        prompts = pq.read_table(tmp_path / "o.parquet").column("prompt").to_pylist()
+        assert prompts == [[{"role": "user", "content": p}] for p in ("one", "two")]
+    finally:
+        sys.modules.pop("mixmod", None)

@@ -237,13 +237,17 @@ def normalise_rollout_file(
 
 
 def write_rollout_rows(
-    rows: Sequence[dict], dest: str, on_row: Optional[Callable[[int], object]] = None
+    rows: Sequence[dict],
+    dest: str,
+    on_row: Optional[Callable[[int], object]] = None,
+    prompt_kind: str = "auto",
 ) -> int:
     """Write rows already normalised to ``dest``, in the format its name says
     (``output_format``: JSONL, gzip-compressed JSONL, or Parquet through
     ``agent_rollout.arrow``); return the bytes written. Written aside and
     renamed as every output is (``-`` and streams in place). ``on_row(count)``
-    is called every 1024 rows of JSONL, if given."""
+    is called every 1024 rows of JSONL, if given; ``prompt_kind``, Parquet's prompt
+    column (as in ``rows_to_arrow``: rows of both kinds need ``"messages"``)."""
     with signals_end_cleanly():
         where = destination(dest)
         form = output_format(dest, where)
@@ -251,7 +255,7 @@ def write_rollout_rows(
             if form == "parquet":
                 from agent_rollout.arrow import write_rows_parquet
 
-                return write_rows_parquet(rows, dest, where)
+                return write_rows_parquet(rows, dest, where, prompt_kind)
             level = GZIP_LEVEL if form == "jsonl.gz" else None
             return write_rows(rows, dest, where, on_row, level)
 

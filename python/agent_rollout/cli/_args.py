@@ -86,6 +86,18 @@ def output_name(text: str) -> str:
     return text
 
 
+def add_prompt_kind(parser: argparse.ArgumentParser) -> None:
+    """``--prompt-kind``: the prompt column's kind of a Parquet output."""
+    parser.add_argument(
+        "--prompt-kind",
+        choices=("auto", "text", "messages"),
+        default="auto",
+        help="Parquet output (OUT ends in .parquet): the prompt column's kind; 'auto' lets "
+        "the first row decide, 'messages' wraps str prompts as one user message "
+        "(see docs/arrow.md)",
+    )
+
+
 def add_output(parser: argparse.ArgumentParser) -> None:
     """``-o/--output``: where the rows go (standard output by default), in the format
     its name says."""

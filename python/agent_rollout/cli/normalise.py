@@ -40,7 +40,13 @@ from agent_rollout._errors import (
 from agent_rollout._files import source_name
 from agent_rollout._io import normalise_rollout_file
 from agent_rollout._limits import BAD_ROWS_KEPT, MAX_ROLLOUT_ROWS
-from agent_rollout.cli._args import add_max_bytes, add_output, file_name, positive_rows
+from agent_rollout.cli._args import (
+    add_max_bytes,
+    add_output,
+    add_prompt_kind,
+    file_name,
+    positive_rows,
+)
 from agent_rollout.cli._progress import (
     Progress,
     end_on,
@@ -83,14 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "listed on standard error), exit 0; by default every bad row is listed and "
         "nothing is written (exit 1)",
     )
-    parser.add_argument(
-        "--prompt-kind",
-        choices=("auto", "text", "messages"),
-        default="auto",
-        help="Parquet output (OUT ends in .parquet): the prompt column's kind; 'auto' lets "
-        "the first row decide, 'messages' wraps str prompts as one user message "
-        "(see docs/arrow.md)",
-    )
+    add_prompt_kind(parser)
 
 
 def summary_line(report: Any) -> str:
@@ -109,7 +108,7 @@ def summary_line(report: Any) -> str:
     )
 
 
-def _say_error(exc: ValueError, dest: str) -> None:
+def _say_error(exc: ValueError, dest: str, skip_bad: bool) -> None:
     """An error of the input, each line as the command line words it."""
     if isinstance(exc, RolloutBadRowsError):
         _say_bad(exc.errors)
@@ -119,7 +118,9 @@ def _say_error(exc: ValueError, dest: str) -> None:
         # Standard output is written as the rows come: the rows before the first bad one
         # may have gone out (as when the first bad row ends the run).
         left = "no row written after the first bad one" if dest == "-" else "nothing written"
-        say(f"{summary}; {left} (--skip-bad writes the good rows)")
+        # With --skip-bad given, what stopped it is the error above (or no row was good).
+        hint = "" if skip_bad else " (--skip-bad writes the good rows)"
+        say(f"{summary}; {left}{hint}")
         return
     say(for_command_line(str(exc)))
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except (RolloutFileError, RolloutRowError) as exc:
         progress.finish()
-        _say_error(exc, dest)
+        _say_error(exc, dest, skip_bad)
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress)

@@ -67,6 +67,7 @@ from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
 from agent_rollout.cli._args import (
     add_max_bytes,
     add_output,
+    add_prompt_kind,
     add_section,
     file_name,
     positive_rows,
@@ -89,7 +90,8 @@ PROG = "agent-rollout run"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Load a training config, launch its rollout backend on the seed prompts and write "
-        "the normalised rows as canonical JSONL."
+        "the normalised rows in the format OUT's name says: .jsonl (canonical JSONL), "
+        ".jsonl.gz or .parquet."
     )
     parser.add_argument(
         "config",
@@ -114,6 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "optional when the config sets rollout_source",
     )
     add_output(parser)
+    add_prompt_kind(parser)
     add_section(parser)
     parser.add_argument(
         "--serve",
@@ -160,7 +163,10 @@ def read_prompts(path: str, max_bytes: int = MAX_ROLLOUT_BYTES) -> list[Any]:
 
 
 def write_rows(
-    rows: Sequence[dict], dest: str, on_row: Optional[Callable[[int], None]] = None
+    rows: Sequence[dict],
+    dest: str,
+    on_row: Optional[Callable[[int], None]] = None,
+    prompt_kind: str = "auto",
 ) -> int:
     """Write ``rows`` to ``dest`` in the format its name says: ``.jsonl``, ``.jsonl.gz``,
     ``.parquet`` (``"-"``: JSONL on standard output).
@@ -168,7 +174,7 @@ def write_rows(
     The same writers ``normalise`` uses: written aside and renamed, nothing
     left behind on error. Returns the number of bytes written.
     """
-    return write_rollout_rows(rows, dest, on_row)
+    return write_rollout_rows(rows, dest, on_row, prompt_kind)
 
 
 # ---- the command -----------------------------------------------------------------------------
@@ -372,7 +378,10 @@ def run(args: argparse.Namespace) -> int:
         progress.unit = "rows"
         progress.total = len(rows)
         progress.update(0, status="writing")
-        write_rows(rows, args.output, on_row=progress.update)
+        try:
+            write_rows(rows, args.output, progress.update, args.prompt_kind)
+        except ValueError as exc:  # a row the output cannot hold (Parquet: mixed prompt kinds)
+            raise _Stop(f"{PROG}: {for_command_line(error_text(exc))}", 1) from None
     except _Stop as stop:
         progress.finish()
         sys.stderr.write(printable_lines(stop.message) + "\n")
