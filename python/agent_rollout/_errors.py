@@ -335,7 +335,7 @@ def bad_rows_summary(source: str, bad_rows: int, rows: Optional[int], listed: in
     if rows is not None:
         text += f" of {rows:,}"
     if listed < bad_rows:
-        text += f" (the first {listed} listed)"
+        text += f" (the first {listed:,} listed)"
     if rows is None:
         text += ", then the error above stopped the read"
     return text
@@ -373,8 +373,8 @@ def output_name_error(dest: str) -> RolloutValueError:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 row``, ``2 rows``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    """``1 row``, ``2 rows``, ``1,000 rows``: the count with thousands separators."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def file_error(
