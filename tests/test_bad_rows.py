@@ -64,7 +64,7 @@ def test_report_counts_every_bad_row_across_chunks_and_writes_nothing(
     text = str(exc).splitlines()
     assert text[0].startswith(f"{src}:10: row 9: prompt: must be a str")
     assert text[1].startswith(f"{src}:20:15: invalid JSON")
-    assert text[-1] == f"{src}: 3000 bad rows of 30,000 (the first {BAD_ROWS_KEPT} listed)"
+    assert text[-1] == f"{src}: 3,000 bad rows of 30,000 (the first {BAD_ROWS_KEPT} listed)"
     assert isinstance(exc, RolloutFileError) and isinstance(exc, ValueError)
     assert isinstance(exc, AgentRolloutError)
     assert dst.read_text() == "old\n"

@@ -281,7 +281,7 @@ def test_the_default_cap_is_100_000(engine: str, tmp_path: Path) -> None:
         read_rollout_jsonl(src)
     assert (
         str(info.value)
-        == f"{src}:100001: more than 100000 rows (max_rows=100000; raise the limit with "
+        == f"{src}:100001: more than 100,000 rows (max_rows=100000; raise the limit with "
         "max_rows= or --max-rows)"
     )
     os.truncate(src, 15 * 100_000)
@@ -938,7 +938,7 @@ def test_a_moderately_large_file_gives_identical_bytes(tmp_path: Path) -> None:
          ":50002: row 50000: answer: must be a str or None, got 'int'"),
         (b'{"prompt":"x"\n', 100_000,
          ":50002:14: invalid JSON: expected ',' or '}' after an object member"),
-        (b"", 39_999, ":40000: more than 39999 rows (max_rows=39999; raise the limit "
+        (b"", 39_999, ":40000: more than 39,999 rows (max_rows=39999; raise the limit "
                       "with max_rows= or --max-rows)"),
     ],
 )  # fmt: skip

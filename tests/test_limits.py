@@ -27,7 +27,7 @@ ROW = b'{"prompt":"a"}\n'  # 15 bytes
 def too_large(src: Path, line: int, limit: int) -> str:
     noun = "byte" if limit == 1 else "bytes"
     return (
-        f"{src}:{line}: more than {limit} {noun} after gzip decompression, blank lines "
+        f"{src}:{line}: more than {limit:,} {noun} after gzip decompression, blank lines "
         f"included (max_bytes={limit}; raise the limit with max_bytes= or --max-bytes)"
     )
 

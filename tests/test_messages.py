@@ -23,6 +23,7 @@ from agent_rollout import (
     AgentRolloutError,
     RolloutBadRowsError,
     RolloutDrop,
+    RolloutFileError,
     RolloutResult,
     RolloutRowError,
     launch_rollout,
@@ -37,6 +38,7 @@ from agent_rollout._errors import for_command_line
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends.nemo_gym import GymRowError
 from agent_rollout.config import RolloutFields, RolloutSettings
+from support import Cli
 
 MODULE = "agent_rollout_messages_mod"
 """A module the ``rollout_func`` cases resolve (``ROWS = 3``, ``run``, no ``nope``)."""
@@ -409,6 +411,39 @@ def test_bad_rows_error_text(engine: str, tmp_path: Any) -> None:
         f"{src}: 2 bad rows of 3"
     )
     assert isinstance(info.value, AgentRolloutError)
+
+
+def test_counts_in_messages_have_thousands_separators(engine: str, cli: Cli, tmp_path: Any) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"prompt": 1}\n' * 1001 + '{"prompt": "ok"}\n' * 1000)
+    with pytest.raises(RolloutBadRowsError) as info:
+        normalise_rollout_file(src, tmp_path / "o.jsonl", on_bad="report")
+    assert str(info.value).splitlines()[-1] == (
+        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed)"
+    )
+    done = cli("normalise", str(src), "-o", str(tmp_path / "o.jsonl"))
+    assert done.code == 1
+    assert done.err.splitlines()[-1] == (
+        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed); nothing written "
+        "(--skip-bad writes the good rows)"
+    )
+    src.write_text('{"prompt": "ok"}\n' * 1001)
+    with pytest.raises(RolloutFileError) as caught:
+        normalise_rollout_file(src, tmp_path / "o.jsonl", max_rows=1000)
+    assert str(caught.value) == (
+        f"{src}:1001: more than 1,000 rows (max_rows=1000; raise the limit with max_rows= or "
+        "--max-rows)"
+    )
+
+
+def test_stats_names_its_limits_as_flags(engine: str, cli: Cli, tmp_path: Any) -> None:
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"prompt": "ok"}\n' * 3)
+    done = cli("stats", str(src), "--max-rows", "2")
+    assert done.code == 1
+    assert done.err == (
+        f"{src}:3: more than 2 rows (max_rows=2; raise the limit with --max-rows N)\n"
+    )
 
 
 def test_output_name_text(engine: str, tmp_path: Any) -> None:

@@ -43,6 +43,8 @@ HOSTILE_NAME = "cfg\n::warning::x"
 """A file name (without its suffix) that is a workflow command from its second line on."""
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""The bidirectional controls: shown as they are, they reorder the rest of a terminal line."""
 
 
 def safe_lines(text: str, annotations: bool = False) -> list[str]:
@@ -57,6 +59,7 @@ def safe_lines(text: str, annotations: bool = False) -> list[str]:
     lines = text.splitlines()
     for line in lines:
         assert not _UNSAFE.search(line), line
+        assert not BIDI.search(line), line
         assert "##[" not in line, line
         if annotations and re.match(r"::(error|warning) file=", line):
             continue
@@ -74,6 +77,11 @@ def safe_lines(text: str, annotations: bool = False) -> list[str]:
         ("\x00\x1b[31m\x7f", "\\x00\\x1b[31m\\x7f"),
         ("c1 \x85 \x9b", "c1 \\x85 \\x9b"),
         ("a\u2028b\u2029c", "a\\u2028b\\u2029c"),
+        ("\u202eRTL \u202a\u202b\u202c\u202d", "\\u202eRTL \\u202a\\u202b\\u202c\\u202d"),
+        (
+            "\u2066i\u2069 \u2067\u2068 \u200e\u200f\u061c",
+            "\\u2066i\\u2069 \\u2067\\u2068 \\u200e\\u200f\\u061c",
+        ),
         ("byte \udcff, surrogate \ud800", "byte \\xff, surrogate \\ud800"),
         ("see ##[error]x", "see ##\\x5berror]x"),
         ("::warning::x", "\\x3a:warning::x"),
@@ -130,6 +138,23 @@ def test_check_text_prints_one_safe_line_per_issue(
     assert lines[-1].startswith("checked 1 file: 0 valid, 1 invalid, ")
     # The duplicate key is named as it is, escaped, not dropped.
     assert "duplicate key 'x\\n::warning file=evil.py,line=1::injected'" in done.out
+
+
+def test_check_shows_bidirectional_controls_escaped(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A key whose right-to-left override, shown as it is, would print the rest of the
+    # issue's line reversed (and hide what follows it); the file's name holds a mark.
+    key = json.dumps("\u202eevil\u2066x\u2069")
+    config = tmp_path / "bidi\u200f.yaml"
+    lines = ["training:", "  rollout_backend: art", "  rollout_max_steps: x"]
+    config.write_text("\n".join([*lines, f"  {key}: 1", f"  {key}: 2"]) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    done = cli("check", config.name)
+    assert done.code == 1, done.err
+    issues = safe_lines(done.out)[:-1]
+    assert issues and all(line.startswith("bidi\\u200f.yaml:") for line in issues)
+    assert "training.\\u202eevil\\u2066x\\u2069: duplicate key " in done.out
 
 
 def test_check_github_annotations_stay_one_line_each(

@@ -12,7 +12,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from agent_rollout.cli.stats import (
     median,
     render_text,
 )
-from support import ENGINES, Cli, cli_process, use_engine
+from support import ENGINES, Cli, cli_process, facts, use_engine
 
 LIMITS = FileLimits(10_000_000, 1 << 40)
 
@@ -368,3 +370,94 @@ def test_the_installed_command_reads_standard_input() -> None:
     done = cli_process("stats", "-", "--format", "json", stdin=b'{"prompt": "a", "answer": "b"}\n')
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["answers"] == {"with": 1, "without": 0}
+
+
+# ---- the report holds whatever the file does ----------------------------------------------
+
+
+def test_text_the_output_cannot_encode_is_written_escaped(
+    engine: str, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # PYTHONIOENCODING=ascii: a key name, the file's name and a bad row's message
+    # (which names the file) are shown with backslash escapes, not an encoding error.
+    path = write(tmp_path / "namés.jsonl", ['{"prompt": "a", "kéy": 1}', '{"prompt": 3}'])
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    result = cli("stats", str(path))
+    assert result.code == 1, result.err  # the bad row, reported in full
+    ascii_out.flush()
+    out = ascii_out.buffer.getvalue().decode("ascii")
+    assert f"{tmp_path}/nam\\xe9s.jsonl: 1 row (" in out
+    assert f"  {tmp_path}/nam\\xe9s.jsonl:2: row 1: prompt: " in out
+    assert "dropped keys: 1: k\\xe9y 1" in out
+    assert "  1 | #" in out  # the bars in ASCII too
+
+
+def test_key_names_cannot_reorder_or_command_the_output(
+    engine: str, cli: Cli, tmp_path: Path
+) -> None:
+    lines = ['{"prompt": "a", "\\u202eRTL": 1, "##[error]x": 2, "\\u2066iso\\u2069": 3}']
+    path = write(tmp_path / "r.jsonl", lines)
+    text = cli("stats", str(path))
+    assert text.code == 0, text.err
+    assert "\u202e" not in text.out and "\u2066" not in text.out and "##[" not in text.out
+    assert "\\u202eRTL 1" in text.out and "\\u2066iso\\u2069 1" in text.out
+    doc = cli("stats", str(path), "--format", "json")
+    assert "##[" not in doc.out
+    names = {entry["name"] for entry in json.loads(doc.out)["dropped_keys"]["names"]}
+    assert names == {"\u202eRTL", "##[error]x", "\u2066iso\u2069"}  # JSON: the names as they are
+
+
+# ---- the words of the report ---------------------------------------------------------------
+
+
+def test_counts_say_row_or_rows_with_thousands_separators(
+    engine: str, cli: Cli, tmp_path: Path
+) -> None:
+    one = cli("stats", str(write(tmp_path / "one.jsonl", ['{"prompt": "a"}', ""])))
+    assert one.code == 0, one.err
+    assert "one.jsonl: 1 row (17 bytes, 1 blank line)," in one.out
+    many = write(tmp_path / "many.jsonl", ['{"prompt": "a"}'] * 1234 + [""] * 1001)
+    result = cli("stats", str(many))
+    assert result.code == 0, result.err
+    assert "many.jsonl: 1,234 rows (20,745 bytes, 1,001 blank lines)," in result.out
+
+
+@pytest.mark.parametrize(
+    ("name", "flag", "value", "hint"),
+    [
+        ("big.jsonl", "--max-rows", "2", "--max-rows N"),
+        ("big.jsonl", "--max-bytes", "20", "--max-bytes B"),
+        ("big.parquet", "--max-rows", "2", "--max-rows N"),
+    ],
+)
+def test_limits_are_named_as_the_command_line_sets_them(
+    engine: str, cli: Cli, tmp_path: Path, name: str, flag: str, value: str, hint: str
+) -> None:
+    path = tmp_path / name
+    rows = ['{"prompt": "a"}'] * 3
+    if name.endswith(".parquet"):
+        normalise_rollout_file(write(tmp_path / "src.jsonl", rows), path)
+    else:
+        write(path, rows)
+    result = cli("stats", str(path), flag, value)
+    assert result.code == 1, result.err
+    assert re.search(facts(name, f"{flag[2:].replace('-', '_')}={value}", hint), result.err)
+    assert "max_rows=" not in result.err.split(";")[-1]  # the library's knob, not the flag's
+    assert "max_bytes=" not in result.err.split(";")[-1]
+
+
+def test_parquet_from_a_pipe_is_refused_naming_it(engine: str, cli: Cli, tmp_path: Path) -> None:
+    fifo = tmp_path / "rows.parquet"
+    os.mkfifo(fifo)
+    # Held open for reading and writing, the pipe has a writer: an open does not block.
+    held = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        result = cli("stats", str(fifo))
+    finally:
+        os.close(held)
+    assert result.code == 2, result.err
+    assert re.search(facts(str(fifo), "FIFO", "regular file", "seeking"), result.err)
+    missing = cli("stats", str(tmp_path / "gone.parquet"))
+    assert missing.code == 2
+    assert re.search(facts(str(tmp_path / "gone.parquet"), "No such file"), missing.err)

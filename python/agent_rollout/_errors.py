@@ -335,7 +335,7 @@ def bad_rows_summary(source: str, bad_rows: int, rows: Optional[int], listed: in
     if rows is not None:
         text += f" of {rows:,}"
     if listed < bad_rows:
-        text += f" (the first {listed} listed)"
+        text += f" (the first {listed:,} listed)"
     if rows is None:
         text += ", then the error above stopped the read"
     return text
@@ -373,8 +373,8 @@ def output_name_error(dest: str) -> RolloutValueError:
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 row``, ``2 rows``."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    """``1 row``, ``2 rows``, ``1,000 rows``: the count with thousands separators."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
 def file_error(
@@ -530,10 +530,13 @@ def loc_key(key: str) -> str:
 # ---- text on a terminal or in a CI log -------------------------------------------------------
 
 # What cannot be shown as it is: C0 controls, DEL, C1 controls (U+0085 among them), the
-# Unicode line and paragraph separators, lone surrogates (a byte Python could not decode in
-# a file name, kept by surrogateescape, is U+DC80..U+DCFF); and GitHub Actions' legacy
-# workflow-command prefix, which its runner obeys anywhere in a line.
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]|##\[")
+# Unicode line and paragraph separators, the bidirectional controls (marks, embeddings,
+# overrides, isolates: they reorder the rest of a terminal's line), lone surrogates (a byte
+# Python could not decode in a file name, kept by surrogateescape, is U+DC80..U+DCFF); and
+# GitHub Actions' legacy workflow-command prefix, which its runner obeys anywhere in a line.
+_UNPRINTABLE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]|##\["
+)
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNDECODED = re.compile(r"[\ud800-\udfff]")
 _COMMAND = "::"  # a line starting with it (after white space) is a GitHub Actions command
@@ -561,7 +564,9 @@ def printable(text: str) -> str:
     does), so that no text of a user's can end a line, move the cursor, fail
     to encode, or start a CI workflow command. Shown escaped: control
     characters (``\\n``, ``\\r``, ``\\t``, else ``\\xNN``, C1 included), DEL, the
-    line separators U+2028 and U+2029 (``\\u2028``), lone surrogates (a byte a
+    line separators U+2028 and U+2029 (``\\u2028``), the bidirectional controls
+    (U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069: ``\\u202e``, which
+    would reverse the rest of the line on a terminal), lone surrogates (a byte a
     file name could not decode, held by ``surrogateescape``, as that byte's
     ``\\xNN``), the ``##[`` of GitHub Actions' legacy commands (``##\\x5b``),
     and the first ``:`` of a ``::`` that starts the text after white space

@@ -10,11 +10,17 @@ batch goes row by row through the row rules (``_rows``), its JSON text read
 back as ``arrow_to_rows`` reads it, a bad row counted and the read going on.
 Every column besides ``prompt`` and
 ``answer`` is a key the row rules drop, in every row.
+
+Parquet is read by seeking (its footer, then each column chunk), so the file
+must be a regular file: a named pipe, a socket or a device is refused, by name,
+before it is opened (opening a pipe would wait for a writer).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from typing import Optional
 
 import pyarrow as pa
@@ -29,6 +35,30 @@ from agent_rollout._stats import Counter, Lengths, RolloutStats
 from agent_rollout.arrow.read import iter_rows
 
 _BATCH_ROWS = 65536
+
+_NOT_SEEKABLE = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _regular_size(path: str) -> int:
+    """The size of the regular file ``path``; the ``OSError`` naming it otherwise (missing,
+    a folder, or a file that cannot be read by seeking)."""
+    mode = os.stat(path)  # missing, no permission: the OSError names the path
+    if stat.S_ISDIR(mode.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not stat.S_ISREG(mode.st_mode):
+        what = next((name for test, name in _NOT_SEEKABLE if test(mode.st_mode)), "a special file")
+        raise OSError(
+            errno.ESPIPE,
+            f"cannot read Parquet from {what}: Parquet is read by seeking, "
+            "which needs a regular file",
+            path,
+        )
+    return mode.st_size
 
 
 def _is_string(arrow_type: pa.DataType) -> bool:
@@ -190,6 +220,7 @@ def parquet_stats(
     import pyarrow.parquet as pq
 
     source = path
+    size = _regular_size(path)
     try:
         parquet = pq.ParquetFile(path)
     except pa.ArrowInvalid as exc:
@@ -213,7 +244,6 @@ def parquet_stats(
     counter = Counter(stats, max_names)
     bad = BadRows(BAD_ROWS_KEPT)
     rows = 0
-    size = os.path.getsize(path)
     total = parquet.metadata.num_rows
     if total > limits.max_rows:
         raise file_error("file_too_many_rows", source, limits.max_rows)

@@ -8,6 +8,11 @@ ASCII when standard output cannot encode them). ``--format json`` prints one
 JSON object instead, whose shape (``STATS_VERSION``) is documented in
 docs/rows.md ("Looking at a file: stats").
 
+The file's text (key names, its own name, bad rows' messages) is shown through
+``printable``, and the report is written by ``write_report``: text standard
+output cannot encode (``PYTHONIOENCODING=ascii``, a C locale) as backslash
+escapes, so nothing a file holds can make the output fail.
+
 Bad rows (UTF-8, JSON syntax, a row rule) are counted and the first
 ``BAD_ROWS_KEPT`` listed with ``file:line``; the other numbers are those of the
 good rows. A fault of the input as a whole (a line over ``MAX_LINE_BYTES``, the
@@ -23,11 +28,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from agent_rollout import _engine
 from agent_rollout._engine.stats import is_parquet, rollout_stats
-from agent_rollout._errors import Terminated, printable
+from agent_rollout._errors import (
+    Terminated,
+    for_command_line,
+    plural,
+    printable,
+    printable_json,
+)
 from agent_rollout._exceptions import MissingPackageError, RolloutValueError
 from agent_rollout._jsonl import FileLimits
 from agent_rollout._limits import MAX_ROWS_LIMIT, MAX_STATS_KEY_NAMES
@@ -35,7 +46,7 @@ from agent_rollout._stats import Lengths, RolloutStats
 from agent_rollout.cli._args import add_max_bytes, file_name, positive_rows
 from agent_rollout.cli._progress import Progress, end_on, input_position, input_size, say
 
-__all__ = ["STATS_VERSION", "add_arguments", "render_text", "run", "stats_json"]
+__all__ = ["STATS_VERSION", "add_arguments", "render_text", "run", "stats_json", "write_report"]
 
 PROG = "agent-rollout stats"
 
@@ -234,22 +245,21 @@ def _bad_line(stats: RolloutStats) -> str:
     if not stats.bad_rows:
         return "bad rows: 0"
     listed = len(stats.bad)
-    shown = "" if listed == stats.bad_rows else f" (the first {listed} listed)"
+    shown = "" if listed == stats.bad_rows else f" (the first {listed:,} listed)"
     return f"bad rows: {stats.bad_rows:,}{shown}; the counts below are of the good rows"
 
 
 def render_text(
     stats: RolloutStats, source: str, file_format: str, engine: str, unicode: bool
 ) -> str:
-    """The text report."""
+    """The text report (``source``: the file's name as shown, already ``printable``)."""
     rows = stats.rows
-    size = f"{stats.bytes_in:,} bytes" if file_format != "parquet" else "Parquet"
-    plural = "" if stats.blank_lines == 1 else "s"
-    blank = f", {stats.blank_lines:,} blank line{plural}" if stats.blank_lines else ""
+    size = plural(stats.bytes_in, "byte") if file_format != "parquet" else "Parquet"
+    blank = f", {plural(stats.blank_lines, 'blank line')}" if stats.blank_lines else ""
     out = [
-        f"{source}: {rows:,} rows ({size}{blank}), engine {engine}",
+        f"{source}: {plural(rows, 'row')} ({size}{blank}), engine {engine}",
         _bad_line(stats),
-        *(f"  {printable(str(error))}" for error in stats.bad),
+        *(f"  {printable(for_command_line(str(error)))}" for error in stats.bad),
         f"prompts: text {_share(stats.text_prompts, rows)}, "
         f"messages {_share(stats.message_prompts, rows)}",
         f"answers: with {_share(stats.answers, rows)}, "
@@ -268,9 +278,9 @@ def render_text(
         more = len(named) - NAMES_SHOWN
         rest = []
         if more > 0:
-            rest.append(f"{more:,} more names")
+            rest.append(plural(more, "more name"))
         if stats.other_names:
-            rest.append(f"{stats.other_names:,} keys of other names")
+            rest.append(f"{plural(stats.other_names, 'key')} of other names")
         tail = f" (and {', '.join(rest)})" if rest else ""
         out.append(f"dropped keys: {stats.dropped_keys:,}: {shown}{tail}")
     else:
@@ -280,6 +290,14 @@ def render_text(
     out.append(_lengths_line("answer length", stats.answer_chars))
     out += histogram(_length_rows(stats.answer_chars), unicode)
     return "\n".join(out) + "\n"
+
+
+def write_report(text: str, stream: TextIO) -> None:
+    """Write ``text`` to ``stream``, the characters its encoding cannot hold as backslash
+    escapes (``k\\xe9y`` where ASCII is all it takes): a file's key names and its own
+    name are the user's text, and no text of theirs may make the output fail."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 # ---- the command ---------------------------------------------------------------------------
@@ -305,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     except RolloutValueError as exc:  # a bad file: its rows, or (Parquet) its columns
         progress.finish()
         for line in str(exc).splitlines():  # a RolloutBadRowsError lists them, one a line
-            say(line)
+            say(for_command_line(line))
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, "-", progress)
@@ -313,8 +331,8 @@ def run(args: argparse.Namespace) -> int:
     shown = "<stdin>" if source == "-" else source
     file_format = "parquet" if parquet else "jsonl"
     if args.format == "json":
-        text = json.dumps(stats_json(stats, shown, file_format, engine)) + "\n"
+        text = printable_json(json.dumps(stats_json(stats, shown, file_format, engine))) + "\n"
     else:
         text = render_text(stats, printable(shown), file_format, engine, can_draw(sys.stdout))
-    sys.stdout.write(text)
+    write_report(text, sys.stdout)
     return 1 if stats.bad_rows else 0
