@@ -99,3 +99,21 @@ def test_a_program_importing_the_package_gets_its_ctrl_c(tmp_path: Path) -> None
     done = interrupted_while_importing("agent_rollout._engine", argv, tmp_path)
     assert done.returncode == -signal.SIGINT
     assert done.stderr.rstrip().endswith("KeyboardInterrupt")
+
+
+def test_text_standard_output_cannot_encode_is_escaped_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """A value the report shows (``é``) under ``PYTHONIOENCODING=ascii``: escaped as
+    standard error escapes it, for every command (here check), never an internal error."""
+    config = tmp_path / "e.yaml"
+    config.write_text('training:\n  rollout_backend: "é"\n', encoding="utf-8")
+    done = subprocess.run(
+        cli_argv("check", str(config)),
+        env={**cli_env(), "PYTHONIOENCODING": "ascii"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert b"rollout_backend='\\xe9' is not supported" in done.stdout
+    assert b"internal error" not in done.stderr

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 if TYPE_CHECKING:
     import argparse
@@ -85,8 +85,37 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _escaping_output(stream: Any) -> Optional[str]:
+    """Make ``stream`` write what its encoding cannot hold as backslash escapes (as
+    Python's standard error does) instead of failing; return the old setting to put back,
+    or None where nothing was changed. A value, a key or a file name in a report is the
+    user's text: ``é`` under ``PYTHONIOENCODING=ascii`` must not end a command."""
+    errors = getattr(stream, "errors", None)
+    reconfigure = getattr(stream, "reconfigure", None)
+    if errors != "strict" or reconfigure is None:
+        return None
+    try:
+        reconfigure(errors="backslashreplace")
+    except (ValueError, OSError):
+        return None
+    return str(errors)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
+    stdout: Any = sys.stdout
+    previous = _escaping_output(stdout)
+    try:
+        return _main(args_in)
+    finally:
+        if previous is not None:
+            try:
+                stdout.reconfigure(errors=previous)
+            except (ValueError, OSError):
+                pass
+
+
+def _main(args_in: list[str]) -> int:
     try:
         parser = build_parser(args_in)
         args = parser.parse_args(args_in)
