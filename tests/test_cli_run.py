@@ -450,7 +450,7 @@ def test_a_blank_line_bomb_of_prompts_stops_at_the_byte_limit(
     assert result.code == 1
     assert result.err == (
         f"{bomb}:8388609: more than 8,388,608 bytes after gzip decompression, blank lines "
-        "included (max_bytes=8388608; raise the limit with max_bytes= or --max-bytes)\n"
+        "included (max_bytes=8388608; raise the limit with --max-bytes B)\n"
     )
     result = cli(*args)  # within the default 4 GiB: read to the end, and nothing in it
     assert result.code == 1

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 from agent_rollout._errors import (
     ConfigIssue,
     error_text,
+    plural,
     printable,
     printable_json,
     printable_lines,
@@ -315,10 +316,6 @@ def _summary(results: list[CheckResult], strict: bool) -> dict[str, int]:
     }
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def _painted(issue: ConfigIssue) -> str:
     """``issue.format()`` with colour codes put between its parts: the text is that line,
     escaped as it is, and a part it does not start where expected is left plain."""
@@ -379,11 +376,11 @@ def _report(
                 text = _painted(issue) if color else issue.format()
             out.write(text + "\n")
     line = (
-        f"checked {_plural(counts['files'], 'file')}: {counts['valid']} valid, "
-        f"{counts['invalid']} invalid, {_plural(counts['errors'], 'error')}"
+        f"checked {plural(counts['files'], 'file')}: {counts['valid']} valid, "
+        f"{counts['invalid']} invalid, {plural(counts['errors'], 'error')}"
     )
     if counts["warnings"]:
-        line += f", {_plural(counts['warnings'], 'warning')}"
+        line += f", {plural(counts['warnings'], 'warning')}"
     if counts["skipped"]:
         line += f", {counts['skipped']} skipped (not training configs)"
     if color and style == "text":
@@ -404,7 +401,7 @@ def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
             out.write(fixed_line(fix) + "\n")
             count += 1
     files = sum(1 for entry in fixed if entry.fixes)
-    out.write(f"fixed {_plural(count, 'issue')} in {_plural(files, 'file')}\n")
+    out.write(f"fixed {plural(count, 'issue')} in {plural(files, 'file')}\n")
 
 
 def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
@@ -413,7 +410,7 @@ def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
             out.write(printable_lines(entry.diff.removesuffix("\n")) + "\n")
     count = sum(len(entry.fixes) for entry in fixed)
     files = sum(1 for entry in fixed if entry.fixes)
-    out.write(f"would fix {_plural(count, 'issue')} in {_plural(files, 'file')}\n")
+    out.write(f"would fix {plural(count, 'issue')} in {plural(files, 'file')}\n")
     return 1 if count else 0
 
 

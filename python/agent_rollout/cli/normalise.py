@@ -36,6 +36,7 @@ from agent_rollout._errors import (
     Terminated,
     bad_rows_summary,
     for_command_line,
+    plural,
 )
 from agent_rollout._files import source_name
 from agent_rollout._io import normalise_rollout_file
@@ -50,7 +51,6 @@ from agent_rollout.cli._args import (
 from agent_rollout.cli._progress import (
     Progress,
     end_on,
-    format_count,
     format_rate,
     input_position,
     input_size,
@@ -95,15 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def summary_line(report: Any) -> str:
     """The closing line: rows in and out, blank lines, dropped keys, time, speed, engine."""
 
-    def count(number: int, noun: str) -> str:
-        return f"{format_count(number)} {noun}{'' if number == 1 else 's'}"
-
     rows_in = report.lines - report.blank_lines
-    bad = f"{count(report.bad_rows, 'bad row')} and " if report.bad_rows else ""
+    bad = f"{plural(report.bad_rows, 'bad row')} and " if report.bad_rows else ""
     return (
-        f"normalised {count(rows_in, 'row')} in, {count(report.rows, 'row')} out, "
-        f"{bad}{count(report.blank_lines, 'blank line')} skipped, "
-        f"{count(report.dropped_keys, 'dropped key')}, {report.seconds:.2f} s, "
+        f"normalised {plural(rows_in, 'row')} in, {plural(report.rows, 'row')} out, "
+        f"{bad}{plural(report.blank_lines, 'blank line')} skipped, "
+        f"{plural(report.dropped_keys, 'dropped key')}, {report.seconds:.2f} s, "
         f"{format_rate(report.rows, report.seconds)} rows/s, engine {report.engine}"
     )
 

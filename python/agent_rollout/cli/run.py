@@ -54,6 +54,7 @@ from agent_rollout._errors import (
     Terminated,
     error_text,
     for_command_line,
+    plural,
     printable,
     printable_lines,
 )
@@ -235,7 +236,7 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
     try:
         return read_prompts(args.prompts, getattr(args, "max_bytes", MAX_ROLLOUT_BYTES))
     except PromptFileError as exc:
-        raise _Stop(printable(str(exc)), 1) from None
+        raise _Stop(printable(for_command_line(str(exc))), 1) from None
     except OSError as exc:
         raise _Stop(printable(f"{PROG}: {error_text(exc)}"), 2) from None
 
@@ -300,10 +301,6 @@ def _say_served(served: Served) -> None:
         say(f"{PROG}: serving {what}")
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{format_count(count)} {noun}{'' if count == 1 else 's'}"
-
-
 class _Reporter:
     """What the backend reports: rollouts done on the progress line, notes for the summary."""
 
@@ -365,9 +362,7 @@ def run(args: argparse.Namespace) -> int:
             with serve_example(kwargs, start=args.serve) as served:
                 _say_served(served)
                 with (
-                    progress.ticking(
-                        f"{backend} rollout on {_plural(len(prompts), 'seed prompt')}"
-                    ),
+                    progress.ticking(f"{backend} rollout on {plural(len(prompts), 'seed prompt')}"),
                     reporting(reporter),
                 ):
                     result = _launch(args, kwargs, prompts, served)
@@ -389,10 +384,10 @@ def run(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, args.output, progress)
     progress.finish()
-    seeds = _plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
+    seeds = plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
     lines = [
-        f"ran {backend} rollout: {seeds}, {_plural(len(rows), 'row')}{_unanswered(rows)}"
+        f"ran {backend} rollout: {seeds}, {plural(len(rows), 'row')}{_unanswered(rows)}"
         f"{_dropped(result)}, "
         f"{progress.elapsed():.2f} s{target}",
         *(f"  dropped {drop}" for drop in result.drops[:_SHOWN_DROPS]),
@@ -400,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
     if len(result.drops) > _SHOWN_DROPS:
         lines.append(f"  ... and {len(result.drops) - _SHOWN_DROPS} more dropped")
     for field, count in sorted(result.unused_fields.items()):
-        lines.append(f"  not carried into rows: {field} of {_plural(count, 'row')}")
+        lines.append(f"  not carried into rows: {field} of {plural(count, 'row')}")
     lines.extend(f"  {note}" for note in reporter.notes)
     for line in lines:  # sources, fields, reasons, notes: the input's and the backend's text
         say(line)
@@ -421,4 +416,4 @@ def _dropped(result: Any) -> str:
     if not result.drops:
         return ""
     counts = ", ".join(f"{reason}: {n}" for reason, n in sorted(result.drop_counts().items()))
-    return f", {_plural(len(result.drops), 'prompt')} dropped ({counts})"
+    return f", {plural(len(result.drops), 'prompt')} dropped ({counts})"
