@@ -171,6 +171,8 @@ bench: $(VENV)/.deps-dev build-release
 	$(BIN)/python benches/bench_jsonl.py
 	$(BIN)/python benches/bench_arrow.py
 	$(BIN)/python benches/bench_goals.py
+	$(BIN)/python benches/bench_stats.py
+	$(BIN)/python benches/bench_check.py
 	$(BIN)/python benches/bench_lsp.py
 
 # TRL's GRPOTrainer, two CPU steps on launch_rollout rows (docs/training.md), in a venv of

@@ -156,3 +156,34 @@ def test_the_engine_seam_check_sees_a_branch() -> None:
     found = engine_uses(PACKAGE / "_engine" / "jsonl.py")
     assert any("compares implementation()" in use for use in found)
     assert any(".native" in use for use in found)
+
+
+MAX_MODULE_LINES = 700
+"""A Python module's bound, in lines: past it, it holds more than one concern."""
+MAX_RUST_CODE_LINES = 1200
+"""A Rust file's bound, in lines of code (no blank or comment lines, tests apart)."""
+
+
+def rust_code_lines(path: Path) -> int:
+    count = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip().startswith("#[cfg(test)]"):
+            break
+        if line.strip() and not line.strip().startswith("//"):
+            count += 1
+    return count
+
+
+def test_modules_of_one_concern_stay_within_their_bounds() -> None:
+    big = {
+        str(path.relative_to(REPO)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    rust = REPO / "rust"
+    big |= {
+        str(path.relative_to(REPO)): lines
+        for path in (rust.rglob("*.rs") if rust.is_dir() else [])
+        if (lines := rust_code_lines(path)) > MAX_RUST_CODE_LINES
+    }
+    assert big == {}, f"over {MAX_MODULE_LINES} lines (Python) or {MAX_RUST_CODE_LINES} (Rust)"

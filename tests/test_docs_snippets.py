@@ -164,3 +164,19 @@ def test_the_readme_reads_in_five_minutes() -> None:
     assert len(text.splitlines()) < 250
     first_block = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert [line.split()[:2] for line in first_block] == [["make", "demo"], ["make", "test"]]
+
+
+DOC_BOUNDS = {"CHANGELOG.md": 150, "docs/benchmarks.md": 250, "docs/development.md": 150}
+"""Docs that hold the current state, not its history: each within its bound in lines."""
+
+
+def test_docs_that_document_stay_within_their_bounds() -> None:
+    found = {name: REPO / name for name in DOC_BOUNDS if (REPO / name).exists()}
+    if not found:
+        pytest.skip("needs the source tree")
+    over = {
+        name: lines
+        for name, path in found.items()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > DOC_BOUNDS[name]
+    }
+    assert over == {}, f"over their bounds ({DOC_BOUNDS}): {over}"
