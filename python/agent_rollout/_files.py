@@ -374,15 +374,23 @@ class Output:
         ``close``.
         """
         try:
-            for sink in (self.file, self._raw):
-                if sink is not None:
-                    try:
-                        sink.close()
-                    except OSError:
-                        pass  # already failing: the first error is the one reported
+            # The loop is in a function of its own: see "Cleanup around loops" in
+            # docs/architecture.md.
+            _close_quietly((self.file, self._raw))
         finally:
             if self.temp is not None:
                 remove_temp(self.temp)
+
+
+def _close_quietly(sinks: tuple[Any, ...]) -> None:
+    """Close each of ``sinks`` that is there; an ``OSError`` is dropped (the output is
+    already failing: the first error is the one reported)."""
+    for sink in sinks:
+        if sink is not None:
+            try:
+                sink.close()
+            except OSError:
+                pass
 
 
 # ---- the file an output replaces ---------------------------------------------------------
