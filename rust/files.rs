@@ -166,6 +166,26 @@ impl BadRows {
             .collect()
     }
 
+    /// The end of a read that went on past bad rows, from `run`'s outcome: the
+    /// fault that ended it, carrying the bad rows before it (`ended_by`);
+    /// `FileNoRows` when the file held no row, good or bad; else the bad rows
+    /// on `stats` (`into_stats`).
+    pub(crate) fn finish(
+        self,
+        py: Python<'_>,
+        run: Result<(), Fault>,
+        stats: &mut FileStats,
+    ) -> PyResult<()> {
+        if let Err(fault) = run {
+            return Err(self.ended_by(py, fault));
+        }
+        if stats.rows == 0 && self.count == 0 {
+            return Err(Fault::input(Code::FileNoRows, None).into_pyerr(py));
+        }
+        self.into_stats(py, stats);
+        Ok(())
+    }
+
     /// `fault`, the one that ended the run, as the Python exception; when bad
     /// rows came before it, it carries them: `bad_rows`, a tuple of their
     /// count and the first ones (`NativeRowError`s).

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use pyo3::prelude::*;
 
-use crate::errors::{Code, Fault};
+use crate::errors::Fault;
 use crate::files::{self, BadRows, FileLimits, FileStats};
 use crate::json::J;
 use crate::jsonl::{self, Event, Row, Verbatim, VerbatimMessage};
@@ -379,13 +379,7 @@ pub fn file_stats(
             Ok(true)
         },
     );
-    if let Err(fault) = run {
-        return Err(bad.ended_by(py, fault));
-    }
-    if stats.rows == 0 && bad.count == 0 {
-        return Err(Fault::input(Code::FileNoRows, None).into_pyerr(py));
-    }
-    bad.into_stats(py, &mut stats);
+    bad.finish(py, run, &mut stats)?;
     let Totals {
         tally, other_names, ..
     } = totals;

@@ -6,7 +6,7 @@ use std::path::Path;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::errors::{Code, Fault};
+use crate::errors::Fault;
 use crate::files::{self, BadRows, FileLimits, FileStats, OnBad};
 use crate::json::J;
 use crate::jsonl::{self, ChunkResult, Event, LineFault, LineLimits, Row, VerbatimMessage};
@@ -344,12 +344,6 @@ pub fn read_file(
             Ok(true)
         },
     );
-    if let Err(fault) = run {
-        return Err(bad.ended_by(py, fault));
-    }
-    if stats.rows == 0 && bad.count == 0 {
-        return Err(Fault::input(Code::FileNoRows, None).into_pyerr(py));
-    }
-    bad.into_stats(py, &mut stats);
+    bad.finish(py, run, &mut stats)?;
     Ok(stats)
 }
