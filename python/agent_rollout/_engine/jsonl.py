@@ -54,6 +54,27 @@ def native_file_error(exc: Any, source: str, dest: Optional[str], limits: FileLi
     return from_native_file(exc, source, dest, limits.max_rows, limits.max_bytes)
 
 
+def native_bad_rows(
+    kept: Any, source: str, dest: Optional[str], limits: FileLimits
+) -> tuple[ValueError, ...]:
+    r"""The bad rows a Rust run went on past (its ``NativeRowError``\ s), as the twin
+    raises them: each a ``RolloutRowError`` or ``RolloutFileError`` (never an OSError)."""
+    return tuple(cast(ValueError, native_file_error(exc, source, dest, limits)) for exc in kept)
+
+
+def native_run_error(exc: Any, source: str, dest: Optional[str], limits: FileLimits) -> Exception:
+    """The ``NativeRowError`` that ended a Rust run going on past bad rows, as the twin
+    raises it: a ``RolloutBadRowsError`` carrying the bad rows before it, when there
+    were any and the fault is the input's (``BadRows::ended_by`` puts them on it)."""
+    error = native_file_error(exc, source, dest, limits)
+    carried = getattr(exc, "bad_rows", None)
+    if carried is None or not isinstance(error, RolloutFileError):
+        return error
+    count, kept = carried
+    bad = native_bad_rows(kept, source, dest, limits)
+    return bad_rows_error(source, bad, count, None, error)
+
+
 def read_rows(path: str, limits: FileLimits) -> tuple[dict, ...]:
     """Every row of the JSONL file ``path`` (``-``: standard input), normalised."""
     if _engine.implementation() == "python":
@@ -111,14 +132,6 @@ def _native_jsonl(
         (sys.stdout if where.fd == 1 else sys.stderr).flush()
     native = _engine.native
     source = source_name(src)
-
-    def ours(exc: Any) -> Exception:
-        return native_file_error(exc, source, dest, limits)
-
-    def bad_rows(kept: Any) -> tuple[ValueError, ...]:
-        # A bad row's error: a RolloutRowError or RolloutFileError (never an OSError).
-        return tuple(cast(ValueError, ours(exc)) for exc in kept)
-
     try:
         stats = native.normalise_file(
             src,
@@ -132,16 +145,20 @@ def _native_jsonl(
             gzip_level,
         )
     except native.NativeRowError as exc:
-        error = ours(exc)
-        carried = getattr(exc, "bad_rows", None)
-        if carried is None or not isinstance(error, RolloutFileError):
-            raise error from None
-        count, kept = carried
-        raise bad_rows_error(source, bad_rows(kept), count, None, error) from None
+        raise native_run_error(exc, source, dest, limits) from None
     counts = file_counts(stats)
     if stats.bad_rows:
-        counts = dataclasses.replace(counts, bad_rows=stats.bad_rows, bad=bad_rows(stats.bad))
+        bad = native_bad_rows(stats.bad, source, dest, limits)
+        counts = dataclasses.replace(counts, bad_rows=stats.bad_rows, bad=bad)
     return counts
 
 
-__all__ = ["file_counts", "file_limits", "native_file_error", "read_rows", "write_jsonl"]
+__all__ = [
+    "file_counts",
+    "file_limits",
+    "native_bad_rows",
+    "native_file_error",
+    "native_run_error",
+    "read_rows",
+    "write_jsonl",
+]

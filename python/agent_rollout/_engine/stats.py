@@ -9,11 +9,10 @@ exceptions. A Parquet file (its name ends in ``.parquet``) is counted by
 
 from __future__ import annotations
 
-from typing import Any, Optional, cast
+from typing import Any, Optional
 
 from agent_rollout import _engine, _stats
-from agent_rollout._engine.jsonl import file_limits, native_file_error
-from agent_rollout._errors import RolloutFileError, bad_rows_error
+from agent_rollout._engine.jsonl import file_limits, native_bad_rows, native_run_error
 from agent_rollout._files import source_name
 from agent_rollout._jsonl import FileLimits, Progress
 from agent_rollout._limits import BAD_ROWS_KEPT, MAX_STATS_KEY_NAMES
@@ -62,26 +61,13 @@ def jsonl_stats(
         return _stats.file_stats(path, limits, max_names, progress, BAD_ROWS_KEPT)
     native = _engine.native
     source = source_name(path)
-
-    def ours(exc: Any) -> Exception:
-        return native_file_error(exc, source, None, limits)
-
-    def bad_rows(kept: Any) -> tuple[ValueError, ...]:
-        # A bad row's error: a RolloutRowError or RolloutFileError (never an OSError).
-        return tuple(cast(ValueError, ours(exc)) for exc in kept)
-
     try:
         result = native.read_jsonl_stats(
             path, file_limits(limits), max_names, BAD_ROWS_KEPT, progress
         )
     except native.NativeRowError as exc:
-        error = ours(exc)
-        carried = getattr(exc, "bad_rows", None)
-        if carried is None or not isinstance(error, RolloutFileError):
-            raise error from None
-        count, kept = carried
-        raise bad_rows_error(source, bad_rows(kept), count, None, error) from None
-    return _from_native(result, bad_rows(result.file.bad))
+        raise native_run_error(exc, source, None, limits) from None
+    return _from_native(result, native_bad_rows(result.file.bad, source, None, limits))
 
 
 def is_parquet(path: str) -> bool:
