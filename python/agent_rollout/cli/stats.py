@@ -9,9 +9,9 @@ JSON object instead, whose shape (``STATS_VERSION``) is documented in
 docs/rows.md ("Looking at a file: stats").
 
 The file's text (key names, its own name, bad rows' messages) is shown through
-``printable``, and the report is written by ``write_report``: text standard
-output cannot encode (``PYTHONIOENCODING=ascii``, a C locale) as backslash
-escapes, so nothing a file holds can make the output fail.
+``printable``; text standard output cannot encode (``PYTHONIOENCODING=ascii``,
+a C locale) is written as backslash escapes, as ``agent_rollout.cli.main``
+sets it up for every command, so nothing a file holds can make the output fail.
 
 Bad rows (UTF-8, JSON syntax, a row rule) are counted and the first
 ``BAD_ROWS_KEPT`` listed with ``file:line``; the other numbers are those of the
@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any, Optional
 
 from agent_rollout import _engine
 from agent_rollout._engine.stats import is_parquet, rollout_stats
@@ -46,7 +46,7 @@ from agent_rollout._stats import Lengths, RolloutStats
 from agent_rollout.cli._args import add_max_bytes, file_name, positive_rows
 from agent_rollout.cli._progress import Progress, end_on, input_position, input_size, say
 
-__all__ = ["STATS_VERSION", "add_arguments", "render_text", "run", "stats_json", "write_report"]
+__all__ = ["STATS_VERSION", "add_arguments", "render_text", "run", "stats_json"]
 
 PROG = "agent-rollout stats"
 
@@ -292,14 +292,6 @@ def render_text(
     return "\n".join(out) + "\n"
 
 
-def write_report(text: str, stream: TextIO) -> None:
-    """Write ``text`` to ``stream``, the characters its encoding cannot hold as backslash
-    escapes (``k\\xe9y`` where ASCII is all it takes): a file's key names and its own
-    name are the user's text, and no text of theirs may make the output fail."""
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-
-
 # ---- the command ---------------------------------------------------------------------------
 
 
@@ -334,5 +326,5 @@ def run(args: argparse.Namespace) -> int:
         text = printable_json(json.dumps(stats_json(stats, shown, file_format, engine))) + "\n"
     else:
         text = render_text(stats, printable(shown), file_format, engine, can_draw(sys.stdout))
-    write_report(text, sys.stdout)
+    sys.stdout.write(text)
     return 1 if stats.bad_rows else 0
