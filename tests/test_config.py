@@ -10,7 +10,7 @@ from typing import Any, Optional
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, PrivateAttr, TypeAdapter, ValidationError
 
 import agent_rollout
 from agent_rollout._limits import MAX_ROLLOUT_FUNC_LEN, MAX_ROLLOUT_STEPS
@@ -22,6 +22,7 @@ from agent_rollout.config import (
     RolloutFields,
     RolloutFunc,
     RolloutSettings,
+    load_config,
     lookalike_key,
     nearest_key,
 )
@@ -713,3 +714,29 @@ def test_known_keys_given_as_one_string_is_one_key() -> None:
     assert RolloutSettings.model_validate(section, context={"known_keys": "rollout_sauce"})
     # Still flagged when not declared.
     assert [i.kind for i in check_bytes(text).issues] == ["unknown_key"]
+
+
+def test_settings_compare_by_value_not_by_their_warnings(tmp_path):
+    # Two files that run the same way: the quoted number is read as the number,
+    # with a warning the other file does not have. The settings decide equality.
+    quoted, plain = tmp_path / "quoted.yaml", tmp_path / "plain.yaml"
+    quoted.write_text('training:\n  rollout_backend: art\n  rollout_max_steps: "8"\n')
+    plain.write_text("training:\n  rollout_backend: art\n  rollout_max_steps: 8\n")
+    first, second = load_config(str(quoted)), load_config(str(plain))
+    assert first.rollout_warnings != second.rollout_warnings
+    assert first == second and hash(first) == hash(second)
+    assert first != load_config(str(plain)).model_copy(update={"rollout_max_steps": 9})
+
+
+def test_a_hosts_own_private_attributes_still_count():
+    class Host(RolloutFields):
+        learning_rate: float = 0.1
+        _seen: int = PrivateAttr(default=0)
+
+    one, two = Host(), Host()
+    assert one == two
+    two._seen = 1
+    assert one != two
+    assert Host(learning_rate=0.2) != Host()
+    with pytest.raises(TypeError):
+        hash(one)  # not frozen: unhashable, as pydantic has it

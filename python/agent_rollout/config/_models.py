@@ -299,6 +299,31 @@ class RolloutFields(BaseModel):
         """What the built-in adapter will miss (empty when nothing is)."""
         return self._rollout_warnings
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the settings are: pydantic's comparison (same model, fields, extra
+        keys and private attributes) with the warnings left out. They say how a file
+        was read (a quoted number, where a key sat), not what the settings are, so two
+        configs that run the same way compare equal; a host's own private attributes
+        still count."""
+        if not isinstance(other, RolloutFields):
+            return super().__eq__(other)
+        mine = type(self).__pydantic_generic_metadata__["origin"] or type(self)
+        theirs = type(other).__pydantic_generic_metadata__["origin"] or type(other)
+        if mine is not theirs:
+            return False
+        if _host_private(self) != _host_private(other):
+            return False
+        if (self.__pydantic_extra__ or {}) != (other.__pydantic_extra__ or {}):
+            return False
+        return all(
+            self.__dict__.get(name, _UNSET) == other.__dict__.get(name, _UNSET)
+            for name in type(self).__pydantic_fields__
+        )
+
+    # pydantic gives a frozen model (RolloutSettings, a frozen host) a hash of its field
+    # values when no base defines one: defining __eq__ above set this class's to None.
+    __hash__ = None  # type: ignore[assignment]
+
     @model_validator(mode="wrap")
     @classmethod
     def _check_section(
@@ -427,6 +452,15 @@ def _extend_schema(schema: dict[str, Any], model: Optional[type] = None) -> None
         return
     schema["propertyNames"] = lookalike_key_schema()
     schema["allOf"] = rules_schema()
+
+
+_UNSET = object()
+
+
+def _host_private(model: RolloutFields) -> dict[str, Any]:
+    """A model's private attributes but the warnings (what ``__eq__`` compares)."""
+    private = getattr(model, "__pydantic_private__", None) or {}
+    return {name: value for name, value in private.items() if name != "_rollout_warnings"}
 
 
 class RolloutSettings(RolloutFields):
