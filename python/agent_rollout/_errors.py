@@ -451,7 +451,8 @@ class ConfigIssue:
     """``incomplete``, ``coerced`` or ``yaml_version`` (warnings), ``unreadable`` (the file could
     not be read at all: missing, no permission, a directory or another non-regular file),
     ``file``, ``syntax``, ``duplicate`` (a warning outside our section), ``structure``,
-    ``unknown_key``, ``missing``, ``cross_field``, ``value`` or ``resolve``."""
+    ``unknown_key``, ``missing``, ``cross_field``, ``value``, ``resolve``, or from
+    ``check --fix`` ``changed`` and ``unwritable`` (a file left unfixed)."""
     severity: str = "error"
     """``error`` (the config cannot be right) or ``warning`` (it is incomplete for the
     built-in adapter, a value was read otherwise than written, or the trainer's part of

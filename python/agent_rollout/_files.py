@@ -8,7 +8,8 @@
   (Ctrl-C, SIGTERM and SIGHUP included: ``signals_end_cleanly``) it is left as
   it was and no temporary file remains; a stream is written in place. JSONL
   output (``agent_rollout._jsonl``) and Parquet output (``agent_rollout.arrow``)
-  both go through it;
+  both go through it, and so does an edit of a user's file (``check --fix``,
+  ``expected``: see ``agent_rollout._edit``);
 - ``replacing``: the file an output replaces is held through the job and let
   go of on a thread of its own, so the kernel frees it beside the caller's
   next work rather than inside the rename (both engines, both formats);
@@ -35,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Optional
 
+from agent_rollout._edit import FileChanged, Snapshot, give_owner, still_at, write_in_place
 from agent_rollout._errors import Terminated, output_name_error, shown_path
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 
@@ -271,6 +273,11 @@ class Output:
     ``shown``, the destination the caller gave. ``private``: a scratch file
     that is never committed (the Parquet spool): mode 0600, whatever is at
     ``where.path``.
+
+    ``expected`` (``_edit.read_snapshot``): an edit of the file read so, written
+    only if it is still that (else ``FileChanged``, from ``open`` or ``commit``),
+    its owner and group kept; where it has other hard links or its owner cannot
+    be kept, the bytes are held in memory and written into it (``_edit``).
     """
 
     def __init__(
@@ -279,17 +286,21 @@ class Output:
         shown: str,
         private: bool = False,
         gzip_level: Optional[int] = None,
+        expected: Optional[Snapshot] = None,
     ) -> None:
         self.shown = shown
         self.where = where
         self.dest = where.path
         self.private = private
         self.gzip_level = gzip_level
+        self.expected = expected
         self.temp: Optional[str] = None
         self.file: Any = None
         self._raw: Any = None
         """Under a gzip ``file``: the sink it compresses into."""
         self._counted: Optional[_Counted] = None
+        self._in_place: Optional[io.BytesIO] = None
+        """An edit written into the file itself at ``commit``: the bytes, held till then."""
 
     def open(self) -> Output:
         """Make the sink; on any error or interrupt, ``abandon`` removes what was made.
@@ -315,14 +326,33 @@ class Output:
 
     def _sink(self) -> None:
         if self.where.kind != "file":
+            if self.expected is not None:
+                raise FileChanged(self.shown)  # read as a regular file, now a stream
             self.file = _open_in_place(self.where, self.shown)
             return
-        mode: Optional[int] = None
+        info: Optional[os.stat_result] = None
         if not self.private:
             try:
-                mode = stat.S_IMODE(os.stat(self.dest).st_mode)
+                info = os.stat(self.dest)
             except OSError:
                 pass
+        if self.expected is not None:
+            if info is None or not stat.S_ISREG(info.st_mode):
+                raise FileChanged(self.shown)
+            if info.st_nlink > 1:
+                self._in_place = self.file = io.BytesIO()
+                return
+        self._make_temp(info)
+        if self.expected is not None and info is not None:
+            with naming(self.shown):
+                kept = give_owner(self.file.fileno(), info)
+            if not kept:  # only root gives a file away: written in place instead
+                self.abandon()
+                self.temp = None
+                self._in_place = self.file = io.BytesIO()
+
+    def _make_temp(self, info: Optional[os.stat_result]) -> None:
+        mode = None if info is None else stat.S_IMODE(info.st_mode)
         folder = os.path.dirname(self.dest) or "."
         name = temp_stem(os.path.basename(self.dest))
         for _ in range(100):
@@ -355,14 +385,22 @@ class Output:
             raise named(err, self.shown) from None
 
     def commit(self) -> None:
-        """Close the output; a temporary file takes the destination's place. A SIGTERM
-        or SIGHUP whose exception was lost raises here instead (``signals_end_cleanly``)."""
+        """Close the output; a temporary file takes the destination's place (an edit: only
+        if the file is still what was read, else ``FileChanged``). A SIGTERM or SIGHUP
+        whose exception was lost raises here instead (``signals_end_cleanly``)."""
         raise_if_terminated()
         with naming(self.shown):
+            if self._in_place is not None and self.expected is not None:
+                if self.file is not self._in_place:
+                    self.file.close()  # gzip: its last bytes go into the buffer
+                write_in_place(self.dest, self._in_place.getvalue(), self.expected, self.shown)
+                return
             self.file.close()
             if self._raw is not None:
                 self._raw.close()
             if self.temp is not None:
+                if self.expected is not None and not still_at(self.dest, self.expected):
+                    raise FileChanged(self.shown)
                 os.replace(self.temp, self.dest)
 
     def abandon(self) -> None:

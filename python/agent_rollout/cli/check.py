@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from agent_rollout._errors import (
     ConfigIssue,
+    Terminated,
     error_text,
     plural,
     printable,
@@ -375,14 +376,14 @@ def _report(
             else:
                 text = _painted(issue) if color else issue.format()
             out.write(text + "\n")
-    line = (
-        f"checked {plural(counts['files'], 'file')}: {counts['valid']} valid, "
-        f"{counts['invalid']} invalid, {plural(counts['errors'], 'error')}"
+    line = (  # every count with thousands separators, as ``plural`` writes them
+        f"checked {plural(counts['files'], 'file')}: {counts['valid']:,} valid, "
+        f"{counts['invalid']:,} invalid, {plural(counts['errors'], 'error')}"
     )
     if counts["warnings"]:
         line += f", {plural(counts['warnings'], 'warning')}"
     if counts["skipped"]:
-        line += f", {counts['skipped']} skipped (not training configs)"
+        line += f", {counts['skipped']:,} skipped (not training configs)"
     if color and style == "text":
         line = paint(line, BOLD, RED if counts["invalid"] else GREEN)
     out.write(line + "\n")
@@ -416,6 +417,7 @@ def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from agent_rollout._errors import ConfigError
+    from agent_rollout.cli._fix import UNWRITABLE
 
     if (args.fix or args.diff) and "-" in args.files:
         sys.stderr.write("agent-rollout check: --fix and --diff take files, not '-'\n")
@@ -424,7 +426,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = _check_all(args)
         if args.diff:
-            return _report_diff(args.fixed, sys.stdout)
+            code = _report_diff(args.fixed, sys.stdout)
+            # What could not be read is named on stderr (stdout holds the diff): exit 2.
+            unreadable = [i for r in results for i in r.issues if i.kind == "unreadable"]
+            for issue in unreadable:
+                sys.stderr.write(issue.format() + "\n")
+            return 2 if unreadable else code
         if args.fix and args.format != "json":
             _report_fixes(args.fixed, sys.stdout)
         fixed = args.fixed if args.fix else None
@@ -437,10 +444,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except BrokenPipeError:
         raise  # the reader went away (`| head`): main() ends quietly, as for every command
+    except Terminated as exc:  # SIGTERM or SIGHUP while --fix wrote a file: left whole
+        sys.stderr.write(f"agent-rollout check: terminated by {exc.signal_name()}\n")
+        return 128 + exc.signum
     except Exception as exc:  # a bug of ours: say so, exit 2, no traceback
         text = printable(f"internal error: {type(exc).__name__}: {error_text(exc)}")
         sys.stderr.write(f"agent-rollout check: {text}\n")
         return 2
-    if any(issue.kind == "unreadable" for result in results for issue in result.issues):
-        return 2  # a file that cannot be read is a usage error, as in `normalise`
+    # A file that cannot be read, or whose fixed text cannot be written, is a usage error,
+    # as in `normalise`.
+    usage = ("unreadable", UNWRITABLE)
+    if any(issue.kind in usage for result in results for issue in result.issues):
+        return 2
     return 1 if any(_failed(result, args.strict) for result in results) else 0
