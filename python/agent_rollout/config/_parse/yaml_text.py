@@ -703,23 +703,37 @@ def pure_yaml_forced() -> bool:
 
 
 def parse_yaml(text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERSION) -> Parsed:
-    """Values, positions and problems of a YAML text, as the pure-Python parser reads it.
+    """Values, positions and problems of a YAML text, as the pure-Python parser reads them.
 
-    The C parser reads first where it is present and ``_may_differ`` finds
-    nothing in the text. Its result stands only when it read the whole text
-    through: a refusal of any kind (its own, a shape the pure parser may read
-    otherwise, one of our limits, a scalar its constructor refuses) sends the
-    text to the pure parser, whose verdict, message and position are the
-    answer. So the C parser only ever answers for texts that both parsers read
-    alike, and that its refusals cost one more (fast) read.
+    The C parser answers where ``libyaml_reading`` can (and ``PURE_YAML_ENV``
+    is not set); every other text, and every refusal, is the pure parser's.
+    """
+    if not pure_yaml_forced():
+        found = libyaml_reading(text, depth, yaml_version)
+        if found is not None:
+            return found
+    return _read_yaml(text, depth, _yaml_kit(check_yaml_version(yaml_version)), False)
+
+
+def libyaml_reading(
+    text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERSION
+) -> Optional[Parsed]:
+    """The C parser's reading of a text, where it is the pure parser's; ``None`` elsewhere.
+
+    ``None`` where PyYAML has no libyaml (or not one of ``LIBYAML_VERSIONS``),
+    where ``_may_differ`` finds something in the text, and where the read
+    stops short of a result for any reason: libyaml refuses the text, meets a
+    shape the pure parser may read otherwise (``_MayDiffer``), or one of our
+    limits or a scalar's constructor refuses it. A refusal is thus always the
+    pure parser's to word and place, and costs one more (fast) read.
     """
     kit = _yaml_kit(check_yaml_version(yaml_version))
-    if kit.fast is not None and not _may_differ(text) and not pure_yaml_forced():
-        try:
-            return _read_yaml(text, depth, kit, True)
-        except Exception:  # every refusal is the pure parser's to word
-            pass
-    return _read_yaml(text, depth, kit, False)
+    if kit.fast is None or _may_differ(text):
+        return None
+    try:
+        return _read_yaml(text, depth, kit, True)
+    except Exception:  # every refusal is the pure parser's to word
+        return None
 
 
 # A syntax error found where the cause is not: a key with no ':' (the error is
