@@ -29,11 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_rollout.config._parse import Parsed, ParseProblem, parse
-from agent_rollout.config._parse.yaml_text import (
-    LIBYAML_VERSIONS,
-    PURE_YAML_ENV,
-    libyaml_reading,
-)
+from agent_rollout.config._parse.yaml_events import LIBYAML_VERSIONS, PURE_YAML_ENV
+from agent_rollout.config._parse.yaml_text import libyaml_reading
 from support import typed_bits
 from test_yaml_reading import documents
 
