@@ -127,8 +127,8 @@ def compose(
     is a sequence]``), so that a syntax error can be placed at the one it
     leaves unclosed.
 
-    Returns the root (``None``: no document) and whether ``_yaml_size`` has
-    anything to check: an alias, or more nodes than ``MAX_YAML_EXPANDED_NODES``
+    Returns the root (``None``: no document) and whether ``yaml_text``'s size
+    check has anything to check: an alias, or more nodes than ``MAX_YAML_EXPANDED_NODES``
     (with neither, the values are the nodes written, and their depth was
     checked here).
 
