@@ -18,6 +18,10 @@ arrives. On a 300-line config and on one at the size limit (just under
 - through Neovim (``nvim --headless``, ``tests/data/neovim_lsp.lua``, didChange
   debounce 0): ``nvim_buf_set_lines`` until ``DiagnosticChanged``; skipped
   where ``nvim`` is not on PATH;
+- ``check_bytes`` alone (the floor), as the server calls it, then with the
+  pure-Python YAML parser forced (``AGENT_ROLLOUT_PURE_YAML=1``), then
+  ``yaml.safe_load`` of the same text, in turn; their ratio (goal, issue 44:
+  ``check_bytes`` at most 0.3x ``yaml.safe_load``);
 - ruff's server (``ruff server``, where the venv has ruff), the same edit
   (a name toggled to an undefined one) on a 300-line Python file, over stdio
   with the same client: a reference for what a fast (Rust) server does.
@@ -297,19 +301,49 @@ def start_to_first(argv: list[str], path: Path, text: str, language: str) -> tup
 # ---- in process ------------------------------------------------------------------------------
 
 
-def check_alone(text: str, edits: int) -> tuple[list[float], list[float]]:
-    """The floor: ``check_bytes`` of each edit's text, as the server calls it (wall, CPU ms)."""
+def check_alone(text: str, edits: int) -> dict[str, list[float]]:
+    """The floor: ``check_bytes`` of each edit's text, as the server calls it, beside
+    ``yaml.safe_load`` of the same text (wall and CPU ms, a list each).
+
+    Each edit's text is checked as the server checks it (the YAML parser of our
+    choice: libyaml where it reads as the pure one), with the pure parser
+    forced (``AGENT_ROLLOUT_PURE_YAML=1``), and loaded by ``yaml.safe_load``,
+    in turn, so that machine noise falls on all three alike.
+    """
+    from agent_rollout.config._parse.yaml_events import PURE_YAML_ENV
+
+    before = os.environ.pop(PURE_YAML_ENV, None)
+    try:
+        return _floor_edits(text, edits, PURE_YAML_ENV)
+    finally:
+        if before is not None:
+            os.environ[PURE_YAML_ENV] = before
+
+
+def _floor_edits(text: str, edits: int, pure_env: str) -> dict[str, list[float]]:
+    """``check_alone``'s loop (the variable ``pure_env`` unset when it starts)."""
+    import yaml
+
     from agent_rollout.config import check_bytes
 
-    walls, cpus = [], []
+    times: dict[str, list[float]] = {}
+
+    def timed(name: str, work: Any, *args: Any, **kwargs: Any) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        work(*args, **kwargs)
+        times.setdefault(f"{name} cpu", []).append((time.thread_time() - cpu) * 1000)
+        times.setdefault(name, []).append((time.perf_counter() - wall) * 1000)
+
+    options = {"format": "yaml", "source": "x.yaml", "skip_unrelated": True}
     current = text
     for version in range(2, edits + 2):
         _, current = typo_edit(current, version)
-        wall, cpu = time.perf_counter(), time.thread_time()
-        check_bytes(current, format="yaml", source="x.yaml", skip_unrelated=True)
-        cpus.append((time.thread_time() - cpu) * 1000)
-        walls.append((time.perf_counter() - wall) * 1000)
-    return walls, cpus
+        timed("check", check_bytes, current, **options)
+        os.environ[pure_env] = "1"
+        timed("pure", check_bytes, current, **options)
+        del os.environ[pure_env]
+        timed("safe_load", yaml.safe_load, current)
+    return times
 
 
 def in_process_edits(path: Path, text: str, edits: int) -> tuple[list[float], list[float]]:
@@ -426,12 +460,16 @@ def main() -> None:
         large_path.write_text(large, encoding="utf-8")
 
         print("edit -> published diagnostics (wall time; CPU time where shown)")
-        floor_wall, floor_cpu = check_alone(small, args.edits)
+        floor = check_alone(small, args.edits)
         wall, cpu = in_process_edits(small_path, small, args.edits)
         large_wall, large_cpu = in_process_edits(large_path, large, args.large_edits)
         rows = [
-            ("check_bytes alone, 300 lines (floor)", floor_wall),
-            ("  its CPU time", floor_cpu),
+            ("check_bytes alone, 300 lines (floor)", floor["check"]),
+            ("  its CPU time", floor["check cpu"]),
+            ("  the same, pure-Python YAML parser", floor["pure"]),
+            ("    its CPU time", floor["pure cpu"]),
+            ("yaml.safe_load of the same texts", floor["safe_load"]),
+            ("  its CPU time", floor["safe_load cpu"]),
             ("in process, 300 lines", wall),
             ("  its CPU time", cpu),
             (
@@ -464,6 +502,12 @@ def main() -> None:
         width = max(len(name) for name, _ in rows)
         for name, times in rows:
             print(f"  {name:<{width}}  {percentiles(times)}")
+        load = statistics.median(floor["safe_load cpu"])
+        ours, pure = statistics.median(floor["check cpu"]), statistics.median(floor["pure cpu"])
+        print(
+            f"  check_bytes / yaml.safe_load, CPU p50: {ours / load:.2f}x; with the pure-Python"
+            f" parser {pure / load:.2f}x (goal, issue 44: at most 0.3x)"
+        )
 
         print("\nstart -> first diagnostics (the 300-line config)")
         starts = [start_to_first(SERVER, small_path, small, "yaml") for _ in range(args.starts)]

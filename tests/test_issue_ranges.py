@@ -75,8 +75,14 @@ def test_a_multi_line_value_spans_its_lines() -> None:
 
 def test_syntax_errors_and_empty_values_are_points_or_tokens() -> None:
     result = check_bytes("training: [\n")
-    issue = result.issues[0]
-    assert (issue.kind, issue.end_line, issue.end_col) == ("syntax", issue.line, issue.col)
+    issue = result.issues[0]  # at the "[" left open, up to the end of its line
+    assert (issue.kind, issue.line, issue.col, issue.end_line, issue.end_col) == (
+        "syntax",
+        1,
+        11,
+        1,
+        12,
+    )
     result = check_bytes("training:\n  rollout_backend: !!str\n")  # an empty string
     issue = result.issues[0]
     assert (issue.location, issue.line) == ("training.rollout_backend", 2)

@@ -360,7 +360,7 @@ def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
-        ("c.yaml", "training: [1\n", ":2:1: invalid YAML: expected ',' or ']', but got"),
+        ("c.yaml", "training: [1\n", ":1:11: invalid YAML: expected ',' or ']', but got"),
         ("c.yaml", "a: 1\n---\nb: 2\n", ":2:1: expected a single YAML document"),
         ("c.toml", "[training]\nx = \n", ":2:5: invalid TOML: Invalid value"),
         ("c.yaml", "- 1\n- 2\n", ":1:1: the file must hold a mapping of settings, got list"),
@@ -403,10 +403,10 @@ def test_json_syntax_errors_carry_the_interpreters_reason(tmp_path: Path) -> Non
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:
-        reason, line, col = exc.msg, exc.lineno, exc.colno
+        reason = exc.msg
     path = write(tmp_path, "c.json", text)
-    assert lines_of(path) == [f"{path}:{line}:{col}: invalid JSON: {reason}"]
-    assert (line, col) in ((1, 21), (1, 22))  # at the comma or just after it
+    # At the trailing comma, the cause (3.13 places it there, 3.10-3.12 just after it).
+    assert lines_of(path) == [f"{path}:1:21: invalid JSON: {reason}"]
 
 
 def test_duplicate_keys_report_both_lines(tmp_path: Path) -> None:

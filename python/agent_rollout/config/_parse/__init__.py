@@ -12,8 +12,11 @@ aliases are counted) is a ``ParseProblem`` with its position; problems it can
 read past (duplicate keys) are collected on ``Parsed.problems``.
 
 YAML is read as the trainers read it (``yaml.safe_load``'s values by default,
-or the YAML 1.2 core schema); JSON as ``json.loads`` reads it; TOML as
-``tomllib`` reads it. In every format mappings and lists nest at most
+or the YAML 1.2 core schema; by libyaml where it reads a text as PyYAML's
+pure-Python parser does, ``yaml_events``); JSON as ``json.loads`` reads it;
+TOML as ``tomllib`` reads it. A syntax error is placed at its cause (a key
+with no ``:``, a bracket or quote left open, a missing comma), which can be
+lines before where the format's parser noticed it. In every format mappings and lists nest at most
 ``MAX_NESTING_DEPTH`` levels (:mod:`agent_rollout._limits`).
 """
 

@@ -68,11 +68,40 @@ def _json_path(frame: list[Any]) -> tuple[Any, ...]:
     return tuple(reversed(parts))
 
 
+# What json.loads finds missing at the next token, which may be lines later.
+_MISSING = frozenset(
+    (
+        "Expecting ',' delimiter",
+        "Expecting ':' delimiter",
+        "Expecting value",
+        "Expecting property name enclosed in double quotes",
+    )
+)
+
+
+def _json_error_pos(text: str, exc: json.JSONDecodeError) -> Pos:
+    """Where the cause of ``json.loads``'s error is.
+
+    A missing ``,`` or ``:`` (or value, or key) is found at the next token;
+    when that is on a later line, the cause is where the previous token ends
+    (``{"a": 1`` then ``"b": 2`` on the next line: the ``,`` belongs after
+    the ``1``). A value or key missing after a ``,`` is a trailing comma
+    (``[1,]``, ``{"a": 1,}``): the comma is the cause.
+    """
+    if exc.msg in _MISSING:
+        before = text[: exc.pos].rstrip(" \t\r\n")
+        if before.endswith(",") and exc.msg != "Expecting ',' delimiter":
+            return Lines(text).pos(len(before) - 1)
+        if before and "\n" in text[len(before) : exc.pos]:
+            return Lines(text).pos(len(before))
+    return (exc.lineno, exc.colno)
+
+
 def parse_json(text: str, depth: int = 2) -> Parsed:
     try:
         root = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseProblem((exc.lineno, exc.colno), f"invalid JSON: {exc.msg}") from None
+        raise ParseProblem(_json_error_pos(text, exc), f"invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise ParseProblem((1, 1), f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
     except ValueError as exc:  # an integer too long to convert

@@ -27,6 +27,7 @@ _TOML_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 _TOML_KEY = re.compile(rf"{_TOML_KEY_PART}(?:[ \t]*\.[ \t]*{_TOML_KEY_PART})*")
 _TOML_PART = re.compile(_TOML_KEY_PART)
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_TOML_END = re.compile(r"\s*\(at end of document\)\s*$")
 
 
 def _toml_key_parts(text: str) -> KeyPath:
@@ -51,7 +52,10 @@ def _toml_scan_value(text: str, start: int, state: dict[str, Any], where: Pos) -
     ``where`` is the (line, column) of ``text[0]``. ``state["base"]`` is the
     nesting level of the table that holds the value; an array or inline table
     that would nest past ``MAX_NESTING_DEPTH`` is refused here, before the
-    TOML parser (which recurses once per level) sees it.
+    TOML parser (which recurses once per level) sees it. Where each bracket
+    opens and closes is kept (``state["open"]``, ``state["closed"]``), and where
+    the open multi-line string began (``state["string_at"]``), to place the
+    TOML parser's errors at what was left open.
     """
     i = start
     while i < len(text):
@@ -71,6 +75,7 @@ def _toml_scan_value(text: str, start: int, state: dict[str, Any], where: Pos) -
             return
         if text.startswith(('"""', "'''"), i):
             state["string"] = text[i : i + 3]
+            state["string_at"] = (where[0], where[1] + i)
             i += 3
             continue
         if char in "\"'":
@@ -81,12 +86,15 @@ def _toml_scan_value(text: str, start: int, state: dict[str, Any], where: Pos) -
             continue
         if char in "[{":
             state["depth"] += 1
+            state["open"].append((where[0], where[1] + i))
             if state["base"] + state["depth"] > MAX_NESTING_DEPTH:
                 raise ParseProblem(
                     (where[0], where[1] + i), f"nested deeper than {MAX_NESTING_DEPTH} levels"
                 )
         elif char in "]}":
             state["depth"] -= 1
+            if state["open"]:
+                state["closed"].append((state["open"].pop(), (where[0], where[1] + i)))
         i += 1
 
 
@@ -142,12 +150,13 @@ def _toml_deep_value(root: dict[str, Any], keys: dict[KeyPath, tuple[Pos, Pos]])
 
 def _toml_scan(
     text: str, key_depth: int = 2
-) -> tuple[dict[KeyPath, tuple[Pos, Pos]], dict[tuple[Any, ...], tuple[Pos, Pos]]]:
+) -> tuple[dict[KeyPath, tuple[Pos, Pos]], dict[tuple[Any, ...], tuple[Pos, Pos]], dict[str, Any]]:
     """Key positions of a TOML text, and its bracket nesting checked.
 
-    Returns the positions of the key paths up to ``key_depth`` long, and of
+    Returns the positions of the key paths up to ``key_depth`` long, of
     every key path the scanner sees (arrays of tables ``[[x]]`` give their
-    elements an index: ``("x", 0, "name")``).
+    elements an index: ``("x", 0, "name")``), and the scanner's state at the
+    end (see ``_toml_scan_value``).
     """
     found: dict[tuple[Any, ...], tuple[Pos, Pos]] = {}
     arrays: dict[tuple[Any, ...], int] = {}  # [[x]] paths -> elements so far
@@ -161,7 +170,14 @@ def _toml_scan(
         return path
 
     table: Optional[tuple[Any, ...]] = ()
-    state: dict[str, Any] = {"string": None, "depth": 0, "base": 1}
+    state: dict[str, Any] = {
+        "string": None,
+        "string_at": (1, 1),
+        "depth": 0,
+        "base": 1,
+        "open": [],
+        "closed": [],
+    }
     for number, line in enumerate(text.split("\n"), 1):
         if state["string"] is not None or state["depth"] > 0:
             _toml_scan_value(line, 0, state, (number, 1))
@@ -211,21 +227,50 @@ def _toml_scan(
         for path, at in found.items()
         if len(path) <= key_depth and all(isinstance(part, str) for part in path)
     }
-    return keys, found
+    return keys, found, state
+
+
+def _toml_error(message: str, text: str, state: dict[str, Any]) -> ParseProblem:
+    """``tomllib``'s error placed at its cause.
+
+    ``tomllib`` says where it found the error. Where that is not the cause,
+    the position is where the thing left open began: an array or inline
+    table not closed (``Unclosed array``, found at the next statement, lines
+    later) at its bracket; an error at the end of the text at the multi-line
+    string or the bracket still open there, or else at the end of the text.
+    """
+    at = _TOML_AT.search(message)
+    opened: list[Pos] = state["open"]
+    if at:
+        pos = (int(at.group(1)), int(at.group(2)))
+        message = message[: at.start()]
+        if message.startswith(("Unclosed array", "Unclosed inline table")):
+            # The innermost bracket opened before the error and not closed by then.
+            around = [o for o, c in state["closed"] if o < pos <= c] + [
+                o for o in opened if o < pos
+            ]
+            pos = max(around, default=pos)
+        return ParseProblem(pos, f"invalid TOML: {message}")
+    end = _TOML_END.search(message)
+    if end is None:
+        return ParseProblem((1, 1), f"invalid TOML: {message}")
+    message = message[: end.start()]
+    if state["string"] is not None:
+        pos = state["string_at"]
+    elif opened:
+        pos = opened[-1]
+    else:
+        pos = (text.count("\n") + 1, len(text) - text.rfind("\n"))
+    return ParseProblem(pos, f"invalid TOML: {message}")
 
 
 def parse_toml(text: str, depth: int = 2) -> Parsed:
     tomllib = _toml_module()
-    keys, found = _toml_scan(text, depth)
+    keys, found, state = _toml_scan(text, depth)
     try:
         root = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        at = _TOML_AT.search(message)
-        pos = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
-        if at:
-            message = message[: at.start()]
-        raise ParseProblem(pos, f"invalid TOML: {message}") from None
+        raise _toml_error(str(exc), text, state) from None
     except RecursionError:  # the scanner missed some nesting: still our limit
         raise ParseProblem((1, 1), f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
     except ValueError as exc:  # an integer too long to convert

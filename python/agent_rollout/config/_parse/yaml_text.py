@@ -9,6 +9,15 @@ for the limits below. ``yaml_version="1.2"`` reads the YAML 1.2 core schema,
 as YAML editors and YAML 1.2 loaders do (``yes`` is a string, ``0o10`` is 8,
 only the core tags).
 
+Which parser reads the text is ours to choose, never the caller's concern:
+PyYAML's C parser (libyaml, in PyYAML's wheels) where it is present and
+cannot read the text otherwise than the pure-Python one, the pure-Python
+parser everywhere else (``yaml_events``, ``libyaml_reading``). The values,
+the positions (start and end of every node) and the verdict, message
+included, are the pure parser's either way; ``AGENT_ROLLOUT_PURE_YAML=1``
+(``PURE_YAML_ENV``) makes every read take the pure parser, for tests and
+benchmarks.
+
 Limits (their values live in :mod:`agent_rollout._limits`):
 - mappings and lists nest at most ``MAX_NESTING_DEPTH`` levels (aliases count
   as copies of what they name);
@@ -42,6 +51,13 @@ from agent_rollout.config._parse.positions import (
     Pos,
     location,
 )
+from agent_rollout.config._parse.yaml_events import (
+    compose,
+    event_readers,
+    may_differ,
+    pure_yaml_forced,
+    syntax_error_pos,
+)
 
 YAML_VERSIONS: tuple[str, ...] = ("1.1", "1.2")
 """The YAML readings: ``1.1`` is PyYAML's ``yaml.safe_load`` (what trainers use),
@@ -65,9 +81,14 @@ def check_yaml_version(version: str) -> str:
 
 @dataclass(frozen=True)
 class _YamlKit:
-    """What reads one YAML version: the loader (events), the resolver, the constructor."""
+    """What reads one YAML version: the loaders (events), the resolver, the constructor.
+
+    ``loader`` is PyYAML's pure-Python parser; ``fast`` its C parser (libyaml),
+    ``None`` where PyYAML has none or its libyaml is not one of ``LIBYAML_VERSIONS``.
+    """
 
     loader: Any
+    fast: Any
     resolver: Any
     values: Any
     tags: frozenset[str]
@@ -137,23 +158,9 @@ def _yaml_kit(version: str) -> _YamlKit:
             return data
 
     if version == "1.1":
-        from yaml.parser import Parser
-        from yaml.reader import Reader
-        from yaml.scanner import Scanner
-
-        # The pure-Python reader, scanner and parser: the ones yaml.safe_load
-        # runs (libyaml accepts a few documents they refuse, such as a tab
-        # before a flow item), with PyYAML's YAML 1.1 resolver.
-        class SafeEvents(Reader, Scanner, Parser, Resolver):  # type: ignore[misc]
-            def __init__(self, stream: str) -> None:
-                Reader.__init__(self, stream)
-                Scanner.__init__(self)
-                Parser.__init__(self)
-                Resolver.__init__(self)
-
         Values.add_constructor(_TAG + "int", Values.sexagesimal_int)
         tags = frozenset(tag for tag in SafeConstructor.yaml_constructors if tag is not None)
-        return _YamlKit(SafeEvents, Resolver, Values, tags, True)
+        return _YamlKit(*event_readers(Resolver), Resolver, Values, tags, True)
 
     class CoreResolver(BaseResolver):
         """YAML 1.2 core schema: the implicit types editors resolve."""
@@ -207,27 +214,7 @@ def _yaml_kit(version: str) -> _YamlKit:
     for name in ("null", "bool", "int", "float"):
         CoreValues.add_constructor(_TAG + name, getattr(CoreValues, f"core_{name}"))
 
-    if getattr(yaml, "__with_libyaml__", False):
-        from yaml.cyaml import CParser
-
-        class CoreEvents(CParser, CoreResolver):  # type: ignore[misc]
-            def __init__(self, stream: str) -> None:
-                CParser.__init__(self, stream)
-                CoreResolver.__init__(self)
-
-        return _YamlKit(CoreEvents, CoreResolver, CoreValues, _CORE_TAGS, False)
-    from yaml.parser import Parser as PyParser
-    from yaml.reader import Reader as PyReader
-    from yaml.scanner import Scanner as PyScanner
-
-    class PyCoreEvents(PyReader, PyScanner, PyParser, CoreResolver):  # type: ignore[misc]
-        def __init__(self, stream: str) -> None:
-            PyReader.__init__(self, stream)
-            PyScanner.__init__(self)
-            PyParser.__init__(self)
-            CoreResolver.__init__(self)
-
-    return _YamlKit(PyCoreEvents, CoreResolver, CoreValues, _CORE_TAGS, False)
+    return _YamlKit(*event_readers(CoreResolver), CoreResolver, CoreValues, _CORE_TAGS, False)
 
 
 def _yaml_size(root: Any) -> None:
@@ -325,114 +312,6 @@ def _yaml_shape(order: list[Any], tags: frozenset[str]) -> dict[int, list[Any]]:
     return own
 
 
-def _compose_yaml(text: str, kit: _YamlKit, plain: set[int]) -> Any:
-    """The node graph of a single-document YAML text, composed without recursion.
-
-    PyYAML's own composer recurses once per nesting level (the C one can crash
-    the interpreter on very deep input), so the events are put together here,
-    with the depth checked as they arrive. An anchor is usable only once its
-    node is complete, so no node can contain itself. Under YAML 1.1 an anchor
-    name may be given once, as PyYAML's composer requires. The ids of plain
-    scalars whose tag was resolved (not written) go to ``plain``.
-    """
-    loader = kit.loader(text)
-    try:
-        # The loop is in a function of its own: see "Cleanup around loops" in
-        # docs/architecture.md.
-        return _compose_events(loader, kit, plain)
-    finally:
-        loader.dispose()
-
-
-def _compose_events(loader: Any, kit: _YamlKit, plain: set[int]) -> Any:
-    """``_compose_yaml``'s work, on a loader its caller disposes of."""
-    from yaml import events, nodes
-
-    anchors: dict[str, Any] = {}
-    named: dict[str, Pos] = {}
-    stack: list[list[Any]] = []  # [node, anchor, pending mapping key]
-    root: Any = None
-    documents = 0
-
-    def attach(node: Any) -> None:
-        nonlocal root
-        if not stack:
-            root = node
-            return
-        frame = stack[-1]
-        if isinstance(frame[0], nodes.SequenceNode):
-            frame[0].value.append(node)
-        elif frame[2] is None:
-            frame[2] = node
-        else:
-            frame[0].value.append((frame[2], node))
-            frame[2] = None
-
-    def name_anchor(event: Any) -> None:
-        at = (event.start_mark.line + 1, event.start_mark.column + 1)
-        if kit.unique_anchors and event.anchor in named:
-            line, col = named[event.anchor]
-            raise ParseProblem(
-                at,
-                f"invalid YAML: found duplicate anchor {shown(event.anchor)} "
-                f"(first at line {line}, column {col})",
-            )
-        named[event.anchor] = at
-
-    while loader.check_event():
-        event = loader.get_event()
-        if isinstance(event, events.DocumentStartEvent):
-            documents += 1
-            if documents > 1:
-                raise ParseProblem(
-                    (event.start_mark.line + 1, event.start_mark.column + 1),
-                    "expected a single YAML document, found another one here",
-                )
-        elif isinstance(event, events.AliasEvent):
-            if event.anchor not in anchors:
-                raise ParseProblem(
-                    (event.start_mark.line + 1, event.start_mark.column + 1),
-                    f"alias *{event.anchor} names no complete anchor "
-                    "(undefined, or a node that would contain itself)",
-                )
-            attach(anchors[event.anchor])
-        elif isinstance(event, events.ScalarEvent):
-            tag = event.tag
-            if event.anchor is not None:
-                name_anchor(event)
-            if tag is None or tag == "!":
-                tag = loader.resolve(nodes.ScalarNode, event.value, event.implicit)
-            node = nodes.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-            if event.tag is None and not event.style:  # libyaml: "", PyYAML: None
-                plain.add(id(node))
-            if event.anchor is not None:
-                anchors[event.anchor] = node
-            attach(node)
-        elif isinstance(event, events.CollectionStartEvent):
-            if len(stack) >= MAX_NESTING_DEPTH:
-                raise ParseProblem(
-                    (event.start_mark.line + 1, event.start_mark.column + 1),
-                    f"nested deeper than {MAX_NESTING_DEPTH} levels",
-                )
-            if event.anchor is not None:
-                name_anchor(event)
-            is_map = isinstance(event, events.MappingStartEvent)
-            kind = nodes.MappingNode if is_map else nodes.SequenceNode
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(kind, None, event.implicit)
-            stack.append(
-                [kind(tag, [], event.start_mark, None, event.flow_style), event.anchor, None]
-            )
-        elif isinstance(event, events.CollectionEndEvent):
-            node, anchor, _ = stack.pop()
-            node.end_mark = event.end_mark
-            if anchor is not None:
-                anchors[anchor] = node
-            attach(node)
-    return root
-
-
 class _YamlWalker:
     """Positions in a composed YAML document, read from its nodes on demand."""
 
@@ -496,6 +375,12 @@ class _YamlWalker:
 
     def duplicates(self, own: dict[int, list[Any]]) -> list[tuple[Pos, str, str, str]]:
         """Keys a mapping gives twice (YAML readers silently keep the last)."""
+        values = self.values
+        for keys in own.values():
+            if len(keys) > 1 and len({(type(k), k) for k in map(values.get, keys)}) < len(keys):
+                break
+        else:  # none: the walk below, which finds the paths, is not needed
+            return []
         problems = []
         paths: dict[int, tuple[Any, ...]] = {id(self.root): ()}
         todo = [self.root]
@@ -531,27 +416,58 @@ class _YamlWalker:
 
 
 def parse_yaml(text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERSION) -> Parsed:
+    """Values, positions and problems of a YAML text, as the pure-Python parser reads them.
+
+    The C parser answers where ``libyaml_reading`` can (and ``PURE_YAML_ENV``
+    is not set); every other text, and every refusal, is the pure parser's.
+    """
+    if not pure_yaml_forced():
+        found = libyaml_reading(text, depth, yaml_version)
+        if found is not None:
+            return found
+    return _read_yaml(text, depth, _yaml_kit(check_yaml_version(yaml_version)), False)
+
+
+def libyaml_reading(
+    text: str, depth: int = 2, yaml_version: str = DEFAULT_YAML_VERSION
+) -> Optional[Parsed]:
+    """The C parser's reading of a text, where it is the pure parser's; ``None`` elsewhere.
+
+    ``None`` where PyYAML has no libyaml (or not one of ``LIBYAML_VERSIONS``),
+    where ``_may_differ`` finds something in the text, and where the read
+    stops short of a result for any reason: libyaml refuses the text, meets a
+    shape the pure parser may read otherwise (``_MayDiffer``), or one of our
+    limits or a scalar's constructor refuses it. A refusal is thus always the
+    pure parser's to word and place, and costs one more (fast) read.
+    """
+    kit = _yaml_kit(check_yaml_version(yaml_version))
+    if kit.fast is None or may_differ(text):
+        return None
+    try:
+        return _read_yaml(text, depth, kit, True)
+    except Exception:  # every refusal is the pure parser's to word
+        return None
+
+
+def _read_yaml(text: str, depth: int, kit: _YamlKit, fast: bool) -> Parsed:
     import yaml
 
-    kit = _yaml_kit(check_yaml_version(yaml_version))
     plain: set[int] = set()
+    stack: list[list[Any]] = []
     try:
-        root = _compose_yaml(text, kit, plain)
+        root, shared = compose(
+            text, kit.fast if fast else kit.loader, fast, kit.unique_anchors, plain, stack
+        )
         if root is None:
             return Parsed(None, (1, 1), {}, [], empty=True)
-        _yaml_size(root)
+        if shared:
+            _yaml_size(root)
         own = _yaml_shape(_document_order(root), kit.tags)
         constructor = kit.values()
         value = constructor.document(root)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        pos = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        pos = syntax_error_pos(exc, stack, len(text))
         problem = exc.problem or "invalid YAML"
-        if "maximum nesting depth" in problem:
-            # PyYAML >= 6.0.4 has a nesting limit of its own, and its scanner
-            # (which reads ahead) can reach it before our composer sees the
-            # level past MAX_NESTING_DEPTH: report it as our limit.
-            raise ParseProblem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
         context = f" ({exc.context})" if exc.context else ""
         raise ParseProblem(pos, f"invalid YAML: {problem}{context}") from None
     except yaml.reader.ReaderError as exc:
