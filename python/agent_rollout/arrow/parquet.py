@@ -127,12 +127,14 @@ class ParquetSink:
     def add(self, batch: pa.RecordBatch) -> None:
         raise_if_terminated()  # a SIGTERM whose exception code on the way dropped
         if self.schema is None:
-            self._open(batch.schema)
+            self._open(merge_schemas(batch.schema))  # NUL in a key: JSON text (merge_schemas)
         elif not batch.schema.equals(self.schema):
             wider = merge_schemas(self.schema, batch.schema)
             if not wider.equals(self.schema):
                 self._widen(wider)
-            batch = conform_batch(batch, wider)
+        assert self.schema is not None
+        if not batch.schema.equals(self.schema):
+            batch = conform_batch(batch, self.schema)
         self.pending.append(batch)
         self.sizes["rows"] += batch.num_rows
         self.sizes["bytes"] += batch.nbytes
