@@ -37,6 +37,7 @@ from support import (
     cli_process,
     expected_offline_bytes,
     run_in_pty,
+    started,
     temp_files,
     write_config,
 )
@@ -848,22 +849,22 @@ def test_ctrl_c_stops_the_rollout_and_leaves_no_file(user_module: Path, tmp_path
     out = work / "rows.jsonl"
     marker = tmp_path / "started"
     env = cli_env(extra_path=user_module) | {"RUN_TEST_MARKER": str(marker)}
-    proc = subprocess.Popen(
+    with started(
         cli_argv("run", str(config), "--prompts", str(BUNDLED_PROMPTS), "-o", str(out)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=10)
-    took = time.monotonic() - sent
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
+    ) as proc:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=10)
+        took = time.monotonic() - sent
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
     assert code == 130, err
     assert took < 3
     assert err == f"agent-rollout run: interrupted; {out} was not written\n"

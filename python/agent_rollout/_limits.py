@@ -114,6 +114,16 @@ MAX_SCRIPTED_BODY_BYTES = 1024 * 1024
 Their jobs are the bundled examples, whose largest request (the ``ruler``
 example's to the judge) is about 3 KB; a longer body is answered ``413`` from
 its ``Content-Length``, unread."""
+SCRIPTED_QUESTIONS_KEPT = 4096
+"""The most questions the bundled scripted policy counts its replies to (every
+second reply to a question is wrong, on purpose): past them, the one asked
+longest ago is forgotten, and its next reply is right again. A group of rollouts
+asks its question within a few requests; memory stays bounded however long the
+policy serves."""
+SCRIPTED_REQUESTS_KEPT = 100
+"""The most requests a scripted server keeps, the latest, in the ``seen`` list
+``serve`` yields (a test reads it); older ones are let go, so a server that
+runs for days holds at most this many bodies."""
 
 # ---- config files ----------------------------------------------------------------------------
 
