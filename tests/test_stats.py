@@ -252,6 +252,31 @@ def test_many_chunks_keep_the_first_names_in_input_order(engine: str, tmp_path: 
     assert got.other_names == got.dropped_keys - sum(got.names.values())
 
 
+@pytest.mark.skipif(len(ENGINES) < 2, reason="needs both engines")
+def test_a_row_of_many_keys_counts_alike_on_both_engines(tmp_path: Path) -> None:
+    # 20,000 distinct keys in one row (the Rust engine once searched the keys before each
+    # key: its time grew with their square; benches/bench_stats.py times 200,000), a
+    # repeated key among them, and rows of a few keys around it.
+    keys = ", ".join(f'"k{i}": {i}' for i in range(20_000))
+    lines = [
+        '{"prompt": "a", "k5": 0, "x": 1}',
+        '{"prompt": "b", "k3": 1, ' + keys + ', "answer": "c", "k7": 2}',
+        '{"prompt": "d", ' + ", ".join(f'"k{i % 20}": {i}' for i in range(40)) + "}",
+        '{"prompt": "e", "y": 1}',
+    ]
+    path = write(tmp_path / "keys.jsonl", lines)
+    outcomes = []
+    for name in ENGINES:
+        with use_engine(name):
+            outcomes.append(jsonl_stats(str(path), LIMITS))
+    assert outcomes[0] == outcomes[1] == expected(lines)
+    got = outcomes[0]
+    assert got.dropped_keys == 2 + 20_000 + 20 + 1
+    assert list(got.names)[:4] == ["k5", "x", "k3", "k0"]
+    assert got.names["k5"] == 3 and got.names["k3"] == 2 and got.names["k100"] == 1
+    assert got.other_names == got.dropped_keys - sum(got.names.values())
+
+
 # ---- Parquet ---------------------------------------------------------------------------------
 
 pa = pytest.importorskip("pyarrow")
