@@ -71,16 +71,28 @@ with open("/proc/self/status") as status:
 print(json.dumps({"rows": stats.rows, "seconds": seconds, "peak_kib": peak}))
 """
 
-# The command as its console script runs it; the peak (VmHWM) read at its end, by
-# the process itself (a child's ru_maxrss starts at its parent's on Linux).
+# The command as its console script runs it, its phases timed by the process itself:
+# the interpreter and the command's own imports, pyarrow's (Parquet; the command would
+# make them itself), the count. The peak (VmHWM) is read at its end, by the process
+# itself (a child's ru_maxrss starts at its parent's on Linux).
 FRESH_COMMAND = """
-import os, sys
+import sys, time
+started = time.perf_counter()
 from agent_rollout.cli import main
+import agent_rollout.cli.stats
+imported = time.perf_counter()
+if sys.argv[1].endswith(".parquet"):
+    import pyarrow.parquet
+    import agent_rollout.arrow.stats
+arrow = time.perf_counter()
 code = main(["stats", sys.argv[1], "--format", "json", "--max-rows", "10000000"])
+done = time.perf_counter()
 with open("/proc/self/status") as status:
     peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print(f"{code} {peak}", file=sys.stderr)
+print(code, peak, started, imported - started, arrow - imported, done - arrow, file=sys.stderr)
 """
+
+PHASES = ("start-up", "pyarrow", "count")
 
 
 def load() -> str:
@@ -88,9 +100,9 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min), {os.cpu_count()} CPUs"
 
 
-def fresh_command(path: Path) -> tuple[float, int]:
+def fresh_command(path: Path) -> tuple[float, int, dict[str, float]]:
     """Seconds and peak resident KiB of ``agent-rollout stats PATH`` in a process of
-    its own, from its start to its end."""
+    its own, from its start to its end, and the seconds of its ``PHASES``."""
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", FRESH_COMMAND, str(path)],
@@ -100,9 +112,11 @@ def fresh_command(path: Path) -> tuple[float, int]:
         text=True,
     )
     seconds = time.perf_counter() - start
-    code, peak = out.stderr.split()[-2:]
+    code, peak, started, imports, arrow, count = out.stderr.split()[-6:]
     assert code == "0", out.stderr
-    return seconds, int(peak)
+    # perf_counter is one clock across processes here (CLOCK_MONOTONIC).
+    startup = float(started) - start + float(imports)
+    return seconds, int(peak), dict(zip(PHASES, (startup, float(arrow), float(count)), strict=True))
 
 
 def fresh_stats(path: Path, engine: str) -> dict[str, float]:
@@ -197,19 +211,29 @@ def against_the_read(big: Path, rows: int, engines: list[str], repeat: int) -> N
 
 def parquet_against_jsonl(files: dict[str, Path], rounds: int) -> None:
     """Part 2: the command on the same rows as JSONL and as Parquet, a process a run,
-    taking turns; then the peaks of the other Parquet files."""
-    seconds: dict[str, list[float]] = {"jsonl": [], "parquet": []}
-    peaks: dict[str, list[int]] = {"jsonl": [], "parquet": []}
+    taking turns; where the time goes (median of each phase); then the peaks of the
+    other Parquet files."""
+    kinds = ("jsonl", "parquet")
+    seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
+    peaks: dict[str, list[int]] = {kind: [] for kind in kinds}
+    phases: dict[str, dict[str, list[float]]] = {kind: {p: [] for p in PHASES} for kind in kinds}
     for _ in range(rounds):
-        for kind in ("jsonl", "parquet"):
-            took, peak = fresh_command(files[kind])
+        for kind in kinds:
+            took, peak, parts = fresh_command(files[kind])
             seconds[kind].append(took)
             peaks[kind].append(peak)
-    print(f"{'file':<28} {'best s':>7} {'median s':>9} {'peak RSS MiB':>13}")
-    for kind in ("jsonl", "parquet"):
+            for phase, spent in parts.items():
+                phases[kind][phase].append(spent)
+    print(
+        f"{'file':<28} {'best s':>7} {'median s':>9} {'peak RSS MiB':>13}   "
+        + ", ".join(f"{phase} s" for phase in PHASES)
+        + " (medians)"
+    )
+    for kind in kinds:
+        split = ", ".join(f"{statistics.median(phases[kind][p]):.3f}" for p in PHASES)
         print(
             f"{files[kind].name:<28} {min(seconds[kind]):>7.3f} "
-            f"{statistics.median(seconds[kind]):>9.3f} {max(peaks[kind]) / 1024:>13.1f}"
+            f"{statistics.median(seconds[kind]):>9.3f} {max(peaks[kind]) / 1024:>13.1f}   {split}"
         )
     best = min(seconds["parquet"]) / min(seconds["jsonl"])
     middle = statistics.median(seconds["parquet"]) / statistics.median(seconds["jsonl"])

@@ -33,7 +33,12 @@ from contextlib import contextmanager
 from typing import Any, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
+
+try:  # pyarrow.compute's kernels, called by name without its module: that module makes
+    # a wrapper with a docstring for each of its 300 functions (pydoc), 0.1 s of CPU
+    from pyarrow._compute import call_function
+except ImportError:  # pragma: no cover - a pyarrow that keeps it elsewhere
+    from pyarrow.compute import call_function
 
 from agent_rollout import _rows
 from agent_rollout._errors import (
@@ -145,25 +150,31 @@ _POWERS = _int64s([1 << bits for bits in range(63)])
 _ZERO = _int64s([0])[0]
 
 
+def _call(function: str, *args: object) -> Any:
+    """The ``pyarrow.compute`` function ``function`` on ``args`` (arrays and Arrow
+    scalars, never a Python value: see ``_int64s``)."""
+    return call_function(function, list(args))
+
+
 def _add_lengths(lengths: Lengths, values: pa.Array) -> None:
     """Add every length of ``values`` (int64, no nulls) to ``lengths``."""
     count = len(values)
     if count == 0:
         return
-    least, most = (scalar.as_py() for scalar in pc.min_max(values).values())
+    least, most = (scalar.as_py() for scalar in _call("min_max", values).values())
     low, high = least.bit_length(), most.bit_length()
     # A length's bucket is its bit length: every length reaches 2**(low - 1), none
     # reaches 2**high; reaching[i]: how many reach 2**(low - 1 + i).
     reaching = [count]
     for bits in range(low, high):
-        reaching.append(pc.sum(pc.greater_equal(values, _POWERS[bits])).as_py())
+        reaching.append(_call("sum", _call("greater_equal", values, _POWERS[bits])).as_py())
     reaching.append(0)
     for i, bucket in enumerate(range(low, high + 1)):
         lengths.buckets[bucket] += reaching[i] - reaching[i + 1]
     lengths.min = least if lengths.count == 0 else min(lengths.min, least)
     lengths.max = max(lengths.max, most)
     lengths.count += count
-    lengths.total += pc.sum(values).as_py()
+    lengths.total += _call("sum", values).as_py()
 
 
 def _offsets(strings: pa.Array) -> pa.Array:
@@ -188,40 +199,39 @@ def _ascii(strings: pa.Array, offsets: pa.Array) -> bool:
     data = pa.Array.from_buffers(
         pa.uint8(), last - first, [None, strings.buffers()[2]], null_count=0, offset=first
     )
-    return bool(pc.max(data).as_py() < 0x80)
+    return bool(_call("max", data).as_py() < 0x80)
 
 
 def _chars(strings: pa.Array) -> pa.Array:
     """The length of each string in characters (int64; null for null): its bytes when
     they are all ASCII, which is read off the offsets, else ``utf8_length``."""
     if _ascii(strings, _offsets(strings)):
-        return pc.binary_length(strings).cast(pa.int64())
-    return pc.utf8_length(strings).cast(pa.int64())
+        return _call("binary_length", strings)
+    return _call("utf8_length", strings)
 
 
-def _message_chars(prompts: pa.Array, counts: pa.Array, messages: pa.Array) -> pa.Array:
-    """Each prompt's length (``counts``: its messages, at least one each): the
-    characters of its messages' (str) ``content``.
+def _message_chars(bounds: pa.Array, counts: pa.Array, messages: pa.Array) -> pa.Array:
+    """Each prompt's length: the characters of its messages' (str) ``content``.
+    ``bounds``: the prompts' offsets into their list's values, ``messages`` those
+    values from the first offset to the last; ``counts``: messages a prompt, at
+    least one each.
 
     A prompt's messages are one after another, and so are their contents' bytes:
     when every content is a str and all are ASCII, a prompt's length is the
     bytes its contents span, read off two offsets. Otherwise from running sums
     of each content's length."""
-    counts = counts.cast(pa.int64())
     if messages.type.get_field_index("content") < 0:
-        return pc.multiply(counts, _ZERO)
+        return _call("multiply", counts, _ZERO)
     content = messages.field("content")
     spans = _offsets(content)
     if content.null_count == 0 and _ascii(content, spans):
-        first = prompts.offsets  # each prompt's first message in prompts.values, and the end
-        if first[0].as_py() != 0:
-            first = pc.subtract(first, first[0])
-        ends = spans.take(first).cast(pa.int64())
-        return pc.pairwise_diff(ends).slice(1)
-    lengths = pc.coalesce(_chars(content), _ZERO)
-    last = pc.subtract(pc.cumulative_sum(counts), _POWERS[0])  # each prompt's last message
-    through = pc.cumulative_sum(lengths).take(last)  # characters up to its end
-    return pc.coalesce(pc.pairwise_diff(through), through)
+        if bounds[0].as_py() != 0:
+            bounds = _call("subtract", bounds, bounds[0])
+        return _call("pairwise_diff", _call("take", spans, bounds)).slice(1)
+    lengths = _call("coalesce", _chars(content), _ZERO)
+    last = _call("subtract", _call("cumulative_sum", counts), _POWERS[0])  # a prompt's last
+    through = _call("take", _call("cumulative_sum", lengths), last)  # characters to its end
+    return _call("coalesce", _call("pairwise_diff", through), through)
 
 
 def _fast_batch(
@@ -233,19 +243,27 @@ def _fast_batch(
         return False
     if kind == "text":
         chars = _chars(prompts)
-        if pc.min(chars).as_py() == 0:
+        if _call("min", chars).as_py() == 0:
             return False
         stats.text_prompts += len(prompts)
     else:
-        counts = pc.list_value_length(prompts)
-        if pc.min(counts).as_py() == 0:
+        counts = _call("list_value_length", prompts)
+        if _call("min", counts).as_py() == 0:
             return False
-        messages = prompts.flatten()
+        # No prompt is null: the messages are those between the first and last offsets
+        # (``flatten`` would import pyarrow.compute).
+        bounds = prompts.offsets
+        first, end = bounds[0].as_py(), bounds[len(bounds) - 1].as_py()
+        messages = prompts.values.slice(first, end - first)
         roles = messages.field("role")
-        if messages.null_count or roles.null_count or pc.min(pc.binary_length(roles)).as_py() == 0:
+        if (
+            messages.null_count
+            or roles.null_count
+            or _call("min", _call("binary_length", roles)).as_py() == 0
+        ):
             return False
-        chars = _message_chars(prompts, counts, messages)
-        for entry in pc.value_counts(counts).to_pylist():
+        chars = _message_chars(bounds, counts, messages)
+        for entry in _call("value_counts", counts).to_pylist():
             count = int(entry["values"])
             stats.messages[count] = stats.messages.get(count, 0) + entry["counts"]
         stats.message_prompts += len(prompts)
@@ -262,7 +280,7 @@ def _add_answers(answers: Optional[pa.Array], stats: RolloutStats) -> None:
     if answers is None or pa.types.is_null(answers.type):
         return
     lengths = _chars(answers)
-    kept = lengths.filter(pc.greater(lengths, _ZERO))  # a null answer: dropped
+    kept = _call("filter", lengths, _call("greater", lengths, _ZERO))  # null: dropped
     stats.answers += len(kept)
     _add_lengths(stats.answer_chars, kept)
 
