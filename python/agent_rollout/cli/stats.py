@@ -18,9 +18,10 @@ Bad rows (UTF-8, JSON syntax, a row rule) are counted and the first
 good rows. A fault of the input as a whole (a line over ``MAX_LINE_BYTES``, the
 row cap, bad gzip) ends the read, as in ``normalise``.
 
-Exit status: 0 done, 1 invalid input (bad rows, reported in full; or a fault
-that ended the read, the message naming file:line), 2 usage or I/O error, 130
-interrupted (Ctrl-C).
+Exit status: 0 done, 1 invalid input (bad rows, reported in full; a fault that
+ended the read, the message naming file:line; a Parquet file that cannot be read,
+whatever is wrong with it: ``FILE: not a readable Parquet file (...)``), 2 usage
+or I/O error, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -312,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         say(f"{PROG}: {exc}")
         return 2
-    except RolloutValueError as exc:  # a bad file: its rows, or (Parquet) its columns
+    except RolloutValueError as exc:  # a bad file: its rows; Parquet: the file, its columns
         progress.finish()
         for line in str(exc).splitlines():  # a RolloutBadRowsError lists them, one a line
             say(for_command_line(line))
