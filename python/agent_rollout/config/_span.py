@@ -315,6 +315,9 @@ def _array_items(lines: Sequence[str], at: Pos) -> list[Pos]:
         if end <= items[-1]:
             return items
         line, i = end[0] - 1, end[1] - 1
+        text = lines[line]
+        while i < len(text) and text[i] not in ",]#":  # a date and time goes on past a blank
+            i += 1
 
 
 class InlineTables:
