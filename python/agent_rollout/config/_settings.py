@@ -104,7 +104,8 @@ def _value_problem(field: str, value: Any) -> Optional[str]:
                 f"got {shown(value)}"
             )
         try:
-            check_section(value or "x", "")
+            if value:  # '' is the top level
+                check_section(value, "")
         except ValueError as exc:
             return str(exc)
         return None
