@@ -95,3 +95,23 @@ def test_fix_and_diff_take_files_not_stdin(cli: Cli) -> None:
     done = cli("check", "--fix", "-")
     assert done.code == 2 and "--fix and --diff take files" in done.err
     assert cli("check", "--fix", "--diff", "x.yaml").code == 2  # one or the other
+
+
+def test_fix_edits_a_toml_inline_table_in_place(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    text = (
+        'model = "m"\n'
+        'training = { rollout_backend = "Nemo-Gym", rollout_max_steps = "8", '
+        'rollout_gym_config = "gym.yaml" }  # ours\n'
+    )
+    path.write_text(text, encoding="utf-8")
+    done = cli("check", "--fix", str(path))
+    assert path.read_text(encoding="utf-8") == (
+        text.replace('"Nemo-Gym"', '"nemo_gym"').replace('"8"', "8")
+    )
+    assert f"{path}:2:32: fixed: training.rollout_backend:" in done.out
+    assert f"{path}:2:64: fixed: training.rollout_max_steps:" in done.out
+    again = cli("check", "--format", "json", str(path))
+    found = json.loads(again.out)["files"][0]
+    left = {issue["location"] for issue in [*found["errors"], *found["warnings"]]}
+    assert not left & {"training.rollout_backend", "training.rollout_max_steps"}

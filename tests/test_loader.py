@@ -349,9 +349,9 @@ def test_toml_positions_tables_dotted_keys_and_multiline_strings(tmp_path: Path)
     assert [(i.line, i.col) for i in issues_of(dotted)] == [(2, 28)]
 
 
-def test_toml_inline_table_keys_fall_back_to_the_table_line(tmp_path: Path) -> None:
+def test_toml_inline_table_keys_are_placed_at_their_own(tmp_path: Path) -> None:
     path = write(tmp_path, "c.toml", 'x = 1\ntraining = { rollout_backend = "nope" }\n')
-    assert [(i.line, i.col) for i in issues_of(path)] == [(2, 1)]
+    assert [(i.line, i.col) for i in issues_of(path)] == [(2, 32)]  # the value, not `training`
 
 
 # ------------------------------------------------------------ bad files

@@ -117,11 +117,11 @@ def _rename_key(
     if meant == key or (*section, meant) in result.key_positions:
         return None
     line = lines[issue.line - 1] if issue.line <= len(lines) else ""
-    # The key itself, bare or quoted, at the position or (a TOML dotted key or inline
-    # table, placed at the line's first key) after it on the same line.
+    # The key itself, bare or quoted, at the position or (a TOML dotted key, placed at
+    # its first part) after it in the same key: never past a ``=`` or ``:``, in a value.
     pattern = re.compile(rf"""(?<![\w-]){re.escape(key)}(?![\w-])|["']{re.escape(key)}["']""")
     found = pattern.search(line, issue.col - 1)
-    if found is None:
+    if found is None or re.search("[=:]", line[issue.col - 1 : found.start()]):
         return None
     start, end = found.span()
     if found.group(0)[0] in "\"'":

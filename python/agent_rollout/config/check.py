@@ -155,35 +155,65 @@ class _OurSection:
     mapping holding it) given twice, or one of our keys (or a look-alike) in it, or a
     key inside one of those.
 
-    The locations are worked out once per file, and each question looks up the
-    few prefixes of ``where`` as long as one of them: a file of duplicates
-    costs a few lookups each, never a walk of the section per duplicate.
+    Worked out once per file, on its first duplicate: the section's location and
+    where each of its prefixes ends in it, and what each of our keys adds to it
+    (``.rollout_func``). Each question then compares ``where`` with the section's
+    location once and looks up the few prefixes of the rest as long as one of
+    those keys: a file of duplicates costs a few lookups each, never a walk of the
+    section per duplicate, and no location is built per prefix or per key (the
+    work grows with the section path's length, not with its square).
     """
 
     def __init__(self, path: KeyPath, section_value: Any) -> None:
         self.path = path
         self.section_value = section_value
-        self.sections = {location(path[:depth]) for depth in range(1, len(path) + 1)}
+        self.section = ""
+        self.ends: set[int] = set()
         self.keys: set[str] = set()
         self.lengths: list[int] = []
         self.ready = False
 
+    def _prepare(self) -> None:
+        self.section = location(self.path)
+        self.ends = set(_location_ends(self.path))
+        if isinstance(self.section_value, dict):
+            self.keys = {
+                _after(self.section, key)
+                for key in self.section_value
+                if isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key))
+            }
+        self.lengths = sorted({len(at) for at in self.keys})
+        self.ready = True
+
     def holds(self, where: str) -> bool:
         if not self.ready:  # on the first duplicate: a file without one costs nothing
-            if isinstance(self.section_value, dict):
-                self.keys = {
-                    location((*self.path, key))
-                    for key in self.section_value
-                    if isinstance(key, str) and (key in ROLLOUT_KEYS or lookalike_key(key))
-                }
-            self.lengths = sorted({len(at) for at in self.keys})
-            self.ready = True
-        if where in self.sections or where in self.keys:
+            self._prepare()
+        if len(where) in self.ends and self.section.startswith(where):
+            return True  # the section, or a mapping holding it
+        if not where.startswith(self.section):
+            return False
+        rest = where[len(self.section) :]
+        if rest in self.keys:
             return True
         return any(
-            size < len(where) and where[size] in ".[" and where[:size] in self.keys
+            size < len(rest) and rest[size] in ".[" and rest[:size] in self.keys
             for size in self.lengths
         )
+
+
+def _after(shown: str, key: Any) -> str:
+    """What ``key`` adds to the location ``shown`` of the mapping that holds it."""
+    return location(("x", key))[1:] if shown else location((key,))
+
+
+def _location_ends(path: KeyPath) -> list[int]:
+    """How long ``location(path[:n])`` is, for each ``n`` from 1."""
+    ends = []
+    size = 0
+    for part in path:
+        size += len(_after("x" if size else "", part))
+        ends.append(size)
+    return ends
 
 
 @dataclass
@@ -349,12 +379,11 @@ def check_bytes(
     if format not in FORMATS:
         raise RolloutValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     check_yaml_version(yaml_version)
+    path = section_path(section)  # a section too long to name anything raises here
     known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
-        if skip_unrelated and _unrelated_text(
-            raw.decode("utf-8", "replace"), section_path(section)
-        ):
+        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
             return CheckResult(source, None, [], {}, skipped=True)  # as check_file skips it
         message = too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
@@ -363,7 +392,6 @@ def check_bytes(
     def add(pos: Pos, where: str, message: str, kind: str) -> None:
         issues.append(ConfigIssue(source, pos[0], pos[1], where, message, kind))
 
-    path = section_path(section)
     parsed = parse_config_bytes(raw, format, source, yaml_version, max(2, len(path) + 1))
     if isinstance(parsed, ConfigIssue):
         if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
@@ -391,8 +419,8 @@ def check_bytes(
     for depth, part in enumerate(path, 1):
         if not isinstance(section_value, dict):
             break
-        name = ".".join(path[:depth])
         if part not in section_value:
+            name = ".".join(path[:depth])
             at = parsed.keys.get(path[: depth - 1], (parsed.root_pos,))[0]
             add(
                 at,
@@ -406,7 +434,7 @@ def check_bytes(
         if not isinstance(section_value, dict):
             pos = parsed.keys.get(path[:depth], (parsed.root_pos, parsed.root_pos))[1]
             got = "null" if section_value is None else type(section_value).__name__
-            add(pos, name, f"section must be a mapping, got {got}", "structure")
+            add(pos, ".".join(path[:depth]), f"section must be a mapping, got {got}", "structure")
     settings = None
     warnings: list[ConfigIssue] = []
     if isinstance(section_value, dict):
@@ -516,6 +544,7 @@ def check_file(
     ``skip_unrelated`` and ``yaml_version``: see :func:`check_bytes`.
     """
     check_yaml_version(yaml_version)
+    section_path(section)  # a section too long to name anything: RolloutValueError, at once
     name = os.fspath(path)
     fmt = format_for_suffix(name)
     if fmt is None:
@@ -553,7 +582,9 @@ def load_config(
     """Load and validate the rollout settings of a ``.yaml``/``.yml``/``.json``/``.toml`` file.
 
     ``section`` names the key that holds the settings: a top-level key, a
-    dotted path such as ``"trainer.rollout"``, or ``None`` for the top level.
+    dotted path such as ``"trainer.rollout"``, or ``None`` for the top level
+    (one of more than ``MAX_SECTION_KEYS`` keys or ``MAX_SECTION_LEN``
+    characters is a ``RolloutValueError``, as a bad ``yaml_version`` is).
     The default, ``AUTO_SECTION``, reads the ``training`` section when the file
     has one (unless it holds none of our keys while the top level holds one),
     else the top level when it holds rollout keys (a flat trainer config, as
