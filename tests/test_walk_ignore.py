@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agent_rollout._limits import MAX_IGNORE_FILE_BYTES
+from agent_rollout.cli._gitfiles import read_index
 from agent_rollout.cli._ignore import repository_around
 from agent_rollout.cli._walk import config_files
 from agent_rollout.cli._wildmatch import wildmatch
@@ -200,15 +201,17 @@ def test_files_named_like_pathspecs_leave_the_ignores_alone(
 
 
 @needs_git
-@pytest.mark.parametrize("version", [2, 3, 4])
+@pytest.mark.parametrize(
+    ("version", "hashes"), [(2, "sha1"), (3, "sha1"), (4, "sha1"), (4, "sha256")]
+)
 def test_a_tracked_file_is_checked_though_ignored(
-    tmp_path: Path, quiet_home: Path, version: int
+    tmp_path: Path, quiet_home: Path, version: int, hashes: str
 ) -> None:
-    """The index (versions 2, 3 and 4: v4 compresses each name against the one before)
-    says which files are tracked; git never ignores those."""
+    """The index (versions 2, 3 and 4: v4 compresses each name against the one before;
+    SHA-1 or SHA-256 object names) says which files are tracked; git never ignores those."""
     names = ["deep/er/one.yaml", "deep/er/two.yaml", "deep/three.yaml", "kept.yaml", "out.yaml"]
     write(tmp_path, {".gitignore": "*.yaml\n!kept.yaml\n", **dict.fromkeys(names, BAD)})
-    git("init", "-q", tmp_path)
+    git("init", "-q", f"--object-format={hashes}", tmp_path)
     git("-C", tmp_path, "add", "-f", "deep/er/one.yaml", "deep/three.yaml")
     if version == 3:  # version 3 is written when an entry needs extended flags
         git("-C", tmp_path, "add", "--intent-to-add", "-f", "deep/er/two.yaml")
@@ -219,6 +222,42 @@ def test_a_tracked_file_is_checked_though_ignored(
     )
     assert sorted(walked(tmp_path)) == sorted(["kept.yaml", *tracked])
     assert sorted(walked(tmp_path / "deep")) == sorted(p[5:] for p in tracked)
+
+
+@needs_git
+@pytest.mark.parametrize("version", [2, 4])
+def test_the_index_reader_keeps_what_is_asked_for(
+    tmp_path: Path, quiet_home: Path, version: int
+) -> None:
+    """A name past 4,094 bytes (its length is not in the entry), submodules (kept whatever
+    is asked for), and only the names asked for."""
+    git("init", "-q", tmp_path)
+    blob = (
+        subprocess.run(
+            [*SAFE_GIT, "-C", str(tmp_path), "hash-object", "-w", "--stdin"],
+            input=b"",
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    long = "/".join(["d" * 200] * 30) + "/x.yaml"
+    listing = [f"100644 {blob}\t{long}", f"160000 {blob}\tsub/module", f"100644 {blob}\tb.txt"]
+    subprocess.run(
+        [*SAFE_GIT, "-C", str(tmp_path), "update-index", "--index-info"],
+        input="".join(line + "\n" for line in listing).encode(),
+        check=True,
+        timeout=60,
+    )
+    git("-C", tmp_path, "update-index", "--index-version", str(version))
+    tracked = read_index(str(tmp_path / ".git" / "index"), 20, lambda name: name.endswith(b".yaml"))
+    assert tracked is not None
+    assert sorted(tracked.names) == sorted([long.encode(), b"sub/module"])
+    assert tracked.holds(long.encode()) and tracked.holds(b"sub/module") and tracked.holds(b"sub")
+    assert tracked.holds(b"d" * 200)  # a folder: it holds a tracked name
+    assert not tracked.holds(b"b.txt")  # tracked, but not asked for
 
 
 @needs_git

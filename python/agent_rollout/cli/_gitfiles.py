@@ -28,7 +28,6 @@ What ``cli._ignore`` needs to know besides the patterns, read without running gi
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
@@ -38,7 +37,6 @@ from collections.abc import Callable, Iterator
 from agent_rollout._limits import MAX_GIT_INDEX_BYTES, MAX_IGNORE_FILE_BYTES
 
 __all__ = [
-    "NOT_A_REPOSITORY",
     "NotARepository",
     "Tracked",
     "common_dir",
@@ -352,9 +350,9 @@ class Tracked:
         """Whether the index holds ``path`` or a path under it, or a sparse folder holds it."""
         names = self.names
         i = bisect_left(names, path)
-        if i < len(names) and (names[i] == path or names[i].startswith(path + b"/")):
+        if i < len(names) and names[i] == path:
             return True
-        under = path + b"/"
+        under = path + b"/"  # after "path.x" and "path-x": "/" sorts after both
         i = bisect_left(names, under, i)
         if i < len(names) and names[i].startswith(under):
             return True
@@ -374,35 +372,57 @@ class _BadIndex(Exception):
 class _IndexReader:
     """An index file read in blocks: fixed-size parts and NUL-ended names."""
 
-    def __init__(self, stream: io.BufferedReader[io.FileIO]) -> None:
-        self.stream = stream
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.block = b""
+        self.at = 0
         self.offset = 0
+        """How many bytes of the file have been taken."""
+
+    def _fill(self, size: int) -> bool:
+        """At least ``size`` bytes ahead in ``block``, unless the file ends first."""
+        if len(self.block) - self.at >= size:
+            return True
+        parts = [self.block[self.at :]]
+        have = len(parts[0])
+        while have < size:
+            part = os.read(self.fd, max(_INDEX_BLOCK_BYTES, size - have))
+            if not part:
+                break
+            parts.append(part)
+            have += len(part)
+        self.block, self.at = b"".join(parts), 0
+        return have >= size
 
     def exact(self, size: int) -> bytes:
-        data = self.stream.read(size)
-        if len(data) != size:
+        if not self._fill(size):
             raise _BadIndex
+        data = self.block[self.at : self.at + size]
+        self.at += size
         self.offset += size
         return data
 
     def skip(self, size: int) -> None:
-        self.stream.seek(size, os.SEEK_CUR)
+        ahead = len(self.block) - self.at
+        if size <= ahead:
+            self.at += size
+        else:
+            os.lseek(self.fd, size - ahead, os.SEEK_CUR)
+            self.block, self.at = b"", 0
         self.offset += size
 
     def until_nul(self) -> bytes:
-        parts = []
-        total = 0
+        """The bytes up to the next NUL, which is taken too."""
+        searched = 0
         while True:
-            block = self.stream.peek(1)
-            if not block:
-                raise _BadIndex
-            end = block.find(b"\0")
+            end = self.block.find(b"\0", self.at + searched)
             if end >= 0:
-                parts.append(self.exact(end + 1)[:-1])
-                return b"".join(parts)
-            parts.append(self.exact(len(block)))
-            total += len(block)
-            if total > _MAX_INDEX_NAME_BYTES:
+                name = self.block[self.at : end]
+                self.offset += end + 1 - self.at
+                self.at = end + 1
+                return name
+            searched = len(self.block) - self.at
+            if searched > _MAX_INDEX_NAME_BYTES or not self._fill(searched + 1):
                 raise _BadIndex
 
     def varint(self) -> int:
@@ -430,18 +450,17 @@ def read_index(path: str, hash_size: int, keep: Callable[[bytes], bool]) -> Trac
     if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GIT_INDEX_BYTES:
         return None
     try:
-        raw = io.FileIO(os.open(path, _OPEN_FLAGS), "rb")
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError:
         return None
     try:
-        with io.BufferedReader(raw, _INDEX_BLOCK_BYTES) as stream:
-            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
-                return None
-            return Tracked(_index_names(_IndexReader(stream), info.st_size, hash_size, keep))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return Tracked(_index_names(_IndexReader(fd), info.st_size, hash_size, keep))
     except (OSError, _BadIndex):
         return None
     finally:
-        raw.close()
+        os.close(fd)
 
 
 def _index_names(
@@ -472,14 +491,16 @@ def _index_names(
             previous = name
         else:
             length = flags & 0xFFF
-            if length < 0xFFF:
-                name = reader.exact(length)
-                if reader.exact(1) != b"\0":
+            if length < 0xFFF:  # the name, its NUL and padding to a multiple of 8 at once
+                end = fixed + extended + length
+                rest = reader.exact(((end + 8) & ~7) - (fixed + extended))
+                name = rest[:length]
+                if rest[length] != 0:
                     raise _BadIndex
             else:
                 name = reader.until_nul()
-            used = fixed + extended + len(name) + 1
-            reader.exact(((used + 7) & ~7) - used)  # NUL padding to a multiple of 8
+                used = fixed + extended + len(name) + 1
+                reader.exact(((used + 7) & ~7) - used)
         mode = int.from_bytes(entry[24:28], "big")
         if keep(name) or mode & 0o170000 == 0o160000 or name.endswith(b"/"):
             names.append(name)
@@ -533,7 +554,7 @@ class NotARepository:
     """``.git`` here is not a repository: the folder belongs to the one around it."""
 
 
-NOT_A_REPOSITORY = NotARepository()
+_NOT_HERE = NotARepository()
 
 
 def git_dir_of(dot_git: str) -> str | NotARepository | None:
@@ -542,11 +563,11 @@ def git_dir_of(dot_git: str) -> str | NotARepository | None:
     try:
         info = os.stat(dot_git)
     except (OSError, ValueError):
-        return NOT_A_REPOSITORY
+        return _NOT_HERE
     if stat.S_ISDIR(info.st_mode):
-        return dot_git if is_git_dir(dot_git) else NOT_A_REPOSITORY
+        return dot_git if is_git_dir(dot_git) else _NOT_HERE
     if not stat.S_ISREG(info.st_mode):
-        return NOT_A_REPOSITORY
+        return _NOT_HERE
     data = read_regular(dot_git, _SMALL_FILE_BYTES)
     if data is None or not data.startswith(b"gitdir: "):
         return None
