@@ -157,6 +157,30 @@ with the section, and a file at the size limit may hold tens of thousands of
 issues: a 200,000-character section made such a check take 18 s and 3.9 GB. At
 this length the locations add a few tens of MB at most."""
 
+# ---- folders walked by check (git's ignore rules, read as files) ----------------------------
+
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+"""The largest file of git's that ``check`` reads for the ignore rules of a folder it
+walks, in bytes: a ``.gitignore``, ``info/exclude``, the global excludes file, a git
+config file (checked before reading).
+
+Real ones are a few kilobytes; git itself skips a pattern file past 100 MiB. A file
+past this one is not read: its rules do not apply (the walk then checks what they
+would have left out)."""
+MAX_GIT_INDEX_BYTES = 256 * 1024 * 1024
+"""The largest git index (``.git/index``) read to know which files are tracked, in bytes.
+
+An index holds about 100 bytes a tracked file (62 of file data and hash, then the
+name; this repository's: 26 KB for 263 files), so this is some 2.5 million files.
+It is read in blocks and only the names the walk may ask about are kept, so memory
+stays small; the limit bounds the time (300,000 entries, 31 MB, read in 0.9 s on
+a 2-core machine: some 8 s at the limit). Past it, no file counts as tracked."""
+MAX_GLOB_STARS = 64
+"""The most runs of ``*`` one ignore pattern may hold to be matched.
+
+Matching recurses once per run (git's ``wildmatch``); real patterns hold one or
+two. A pattern with more matches nothing, instead of exhausting the stack."""
+
 
 # ---- the one integer-range check -------------------------------------------------------------
 
