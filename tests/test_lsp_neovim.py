@@ -5,10 +5,10 @@ with mistakes (``buf_attach_client``), and its own diagnostics
 (``vim.diagnostic.get``: byte columns, converted by Neovim from the UTF-16
 positions the server sent) are compared with ``check``'s on the same text;
 then an edit by hand, fix-all by the command docs/editors.md gives for Neovim
-0.7 (run as typed; the one action it lists chosen), and a hover. The Lua side is ``tests/data/neovim_lsp.lua`` (the benchmark runs it
-too). Without ``nvim`` on PATH the test skips, unless
-``AGENT_ROLLOUT_REQUIRE_NEOVIM=1`` (CI installs Neovim and sets it): then
-it fails.
+0.7 (run as typed; the one action it lists chosen), and a hover. The Lua
+side is ``tests/data/neovim_lsp.lua`` (the benchmark runs it too). Without
+``nvim`` on PATH the test skips, unless ``AGENT_ROLLOUT_REQUIRE_NEOVIM=1``
+(CI installs Neovim and sets it): then it fails.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 ;; tests/test_lsp_emacs.py runs it as
 ;;   emacs --batch -Q -l eglot_lsp.el
-;; with AR_SETUP (an Emacs Lisp file: docs/editors.md's eglot set-up, the
-;; server command in it replaced by AR_CMD's), AR_FILE (a YAML config to
-;; open), AR_TOML (a TOML one), AR_OUT (where the JSON report goes).
+;; with AR_SETUP (an Emacs Lisp file: docs/editors.md's eglot set-up, its
+;; server command replaced by the test's), AR_FILE (a YAML config to open),
+;; AR_TOML (a TOML one), AR_OUT (where the JSON report goes).
 ;;
 ;; Everything goes through eglot and Flymake as a user's session would: the
 ;; documented set-up starts the server (`eglot-ensure' on a mode hook), the
@@ -108,17 +108,18 @@ Emacs goes idle first (eglot sends the changes), and after (Flymake takes them).
   (save-restriction (widen) (buffer-substring-no-properties (point-min) (point-max))))
 
 (defun ar-server-output ()
-  "The server's standard error and the tail of eglot's message log, when they exist."
-  (let ((server (ignore-errors (eglot-current-server))))
+  "Into the report: the servers' standard error and the tail of eglot's message logs."
+  (let ((stderr "") (events ""))
     (dolist (buffer (buffer-list))
       (let ((name (buffer-name buffer)))
         (cond ((string-match-p "\\*EGLOT.*stderr\\*" name)
-               (ar-put 'server_stderr (with-current-buffer buffer (ar-text))))
+               (setq stderr (concat stderr "--- " name "\n" (with-current-buffer buffer (ar-text)))))
               ((string-match-p "\\*EGLOT.*events\\*" name)
-               (ar-put 'events (with-current-buffer buffer
-                                 (let ((text (ar-text)))
-                                   (substring text (max 0 (- (length text) 20000))))))))))
-    server))
+               (let ((text (with-current-buffer buffer (ar-text))))
+                 (setq events (concat events "--- " name "\n"
+                                      (substring text (max 0 (- (length text) 20000))))))))))
+    (ar-put 'server_stderr stderr)
+    (ar-put 'events events)))
 
 (defun ar-hover ()
   "What eglot's eldoc hover function gives at point."
@@ -208,7 +209,8 @@ Emacs goes idle first (eglot sends the changes), and after (Flymake takes them).
       (ar-put 'toml (ar-diagnostics))
       (ar-put 'servers (apply #'+ (mapcar #'length (hash-table-values eglot--servers-by-project))))
       (ar-server-output)))
-  ;; Shut both down as eglot does (shutdown, then exit), timing the answers.
+  ;; Shut both down as eglot does (shutdown, then exit), timing the answers; their
+  ;; buffers are kept for `ar-server-output' should this fail.
   (let ((times nil))
     (dolist (server (apply #'append (hash-table-values eglot--servers-by-project)))
       (let ((start (float-time)))
