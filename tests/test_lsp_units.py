@@ -19,7 +19,8 @@ import pytest
 from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
 from agent_rollout.lsp import _start as start
 from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
-from agent_rollout.lsp._text import Lines, document_format, uri_path
+from agent_rollout.lsp._text import Change, Lines, document_format, uri_path
+from agent_rollout.lsp._wire import receive
 from support import cli_env
 
 # ---- positions --------------------------------------------------------------------------------
@@ -143,9 +144,9 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
         started.append(version)
         if version == 1:
             release.wait(30)  # held until every edit has arrived
-        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text))
+        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text)), []
 
-    monkeypatch.setattr(Documents, "check", slow_check)
+    monkeypatch.setattr(Documents, "_check", slow_check)
     big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
 
     async def scenario() -> None:
@@ -153,7 +154,8 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
             documents = Documents(seen.publish, seen.error, pool)
             documents.opened("file:///x/big.yaml", big, 1, "yaml")
             for version in range(2, 6):
-                documents.changed("file:///x/big.yaml", big + f"# {version}\n", version)
+                edit = [Change(big + f"# {version}\n")]
+                assert documents.changed("file:///x/big.yaml", edit, version, "utf-16")
             waiting = asyncio.ensure_future(documents.current("file:///x/big.yaml"))
             await asyncio.sleep(0.05)
             assert seen.published == [] and not waiting.done()  # the loop is free meanwhile
@@ -236,8 +238,9 @@ def framed(*messages: dict[str, Any]) -> bytes:
 def unframed(data: bytes) -> list[dict[str, Any]]:
     stream = io.BytesIO(data)
     found = []
-    while (body := start.read(stream)) is not None:
-        found.append(json.loads(body))
+    while (message := receive(stream)) is not None:
+        assert isinstance(message, dict), message
+        found.append(message)
     return found
 
 
@@ -351,7 +354,7 @@ def test_the_early_capabilities_are_pyglss(profile: str) -> None:
 
     async def initialize() -> None:
         server.replay(early, Writer())  # pygls's own reply goes nowhere: build it here
-        message = json.loads(early.messages[0], object_hook=server.protocol.structure_message)
+        message = server.structure(early.messages[0])
         server.protocol.set_writer(Writer())
         server.protocol.handle_message(message)
 
