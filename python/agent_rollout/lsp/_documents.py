@@ -10,7 +10,10 @@ client attaches it to every YAML, JSON and TOML file.
 The server keeps each document's text itself (pygls keeps no copy): an
 edit is applied with ``_text.apply_changes``, whose cost does not grow
 with the length of the edited line. A document in a format ``check`` does
-not read keeps no text at all, and its edits cost nothing.
+not read keeps no text at all, and its edits cost nothing. One larger than
+``MAX_CONFIG_BYTES`` (``readable`` is false: check would find it too large,
+or skip it as unrelated) is checked when opened, saved or pulled, not at
+each edit, unless the edit takes it across the limit.
 
 Checks run on worker threads (``executor``), never on the event loop, so a
 long check holds up no other document and no message; a document has at
@@ -171,12 +174,18 @@ class Documents:
         document = self.open.get(uri)
         if document is None:
             return False
-        if document.format is not None:
-            document.text, document.starts = apply_changes(
-                document.text, document.starts, changes, encoding
-            )
+        if document.format is None:
+            document.version = version
+            return True
+        readable = document.readable
+        document.text, document.starts = apply_changes(
+            document.text, document.starts, changes, encoding
+        )
         document.version = version
-        self.schedule(document)
+        if readable or document.readable:
+            self.schedule(document)
+        # else too large before and after: check finds it too large (or unrelated) again,
+        # so it is checked when saved (or pulled), not at each keystroke
         return True
 
     def closed(self, uri: str) -> None:
@@ -222,9 +231,7 @@ class Documents:
                 text, format=document.format, source=source, **settings.check_options()
             )
         except Exception as exc:  # a bug of ours: no diagnostics, the server goes on
-            problems.append(
-                f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}"
-            )
+            problems.append(f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}")
             return None, problems
         return Checked(version, text, document.format, settings, result), problems
 

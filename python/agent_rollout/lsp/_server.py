@@ -140,7 +140,9 @@ class RolloutLanguageServer(LanguageServer):
         )
         self.converter = converter
         # Checks run on threads of their own, never on pygls's pool (its thread handlers').
-        checks = ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="agent-rollout-check")
+        checks = ThreadPoolExecutor(
+            max_workers=CHECK_THREADS, thread_name_prefix="agent-rollout-check"
+        )
         self.documents = documents or Documents(self.publish, self.report)
         self.documents.publish, self.documents.on_error = self.publish, self.report
         self.documents.executor = checks
@@ -203,8 +205,11 @@ class RolloutLanguageServer(LanguageServer):
         pygls has its workspace, with its reply sent nowhere; a pull answered already not
         at all; every other one as if just read."""
         for item in early.messages:
-            answered = isinstance(item, dict) and "method" in item and item.get("id") in early.answered
-            if answered and item.get("method") != types.INITIALIZE:
+            method = ident = None
+            if isinstance(item, dict):
+                method, ident = item.get("method"), item.get("id")
+            answered = method is not None and ident is not None and ident in early.answered
+            if answered and method != types.INITIALIZE:
                 continue  # a pull answered already: nothing of it to keep
             self.protocol.set_writer(_Nowhere() if answered else writer)
             self.dispatch(item)
@@ -234,38 +239,31 @@ class RolloutLanguageServer(LanguageServer):
         if method is None:
             self.pass_on(item)  # a response to a request of ours
             return
-        ident = item.get("id")
-        request = "id" in item
+        ident: Optional[Union[int, str]] = item.get("id")  # checked by _wire: a request's
         if method == types.EXIT:
             self.pass_on(item)  # pygls exits: 0 after shutdown, else 1
-            return
-        if not self.initialized and method != types.INITIALIZE:
-            if request:
+        elif not self.initialized and method != types.INITIALIZE:
+            if ident is not None:  # a notification is dropped, as the protocol says
                 self.answer_error(
                     ident, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet"
                 )
-            return  # a notification before initialize is dropped, as the protocol says
-        if self.shut:
-            if request:
-                self.answer_error(
-                    ident, INVALID_REQUEST, f"{method}: the server is shutting down"
-                )
-            return
-        if method == types.INITIALIZE:
-            if not request:
+        elif self.shut:
+            if ident is not None:
+                self.answer_error(ident, INVALID_REQUEST, f"{method}: the server is shutting down")
+        elif method == types.INITIALIZE:
+            if ident is None:
                 logger.warning("agent-rollout lsp: initialize sent as a notification, skipped")
             elif self.initialized:
                 self.answer_error(ident, INVALID_REQUEST, "initialize: sent once already")
             else:
                 self.initialize(item)
-            return
-        if not self.knows(method):
-            if request:
+        elif not self.knows(method):
+            if ident is not None:  # pygls too leaves an unknown notification alone
                 self.answer_error(ident, METHOD_NOT_FOUND, f"{method}: no such method")
-            return  # pygls too leaves an unknown notification alone
-        self.pass_on(item)
-        if method == types.SHUTDOWN and request:
-            self.shut = True
+        else:
+            self.pass_on(item)
+            if method == types.SHUTDOWN and ident is not None:
+                self.shut = True
 
     def knows(self, method: str) -> bool:
         """Whether a handler of ours or of pygls's takes ``method``."""

@@ -50,8 +50,8 @@ __all__ = [
     "Early",
     "answer_first",
     "capabilities",
-    "pygls_initialize",
     "position_encoding",
+    "pygls_initialize",
     "readable_initialize",
 ]
 

@@ -56,6 +56,8 @@ def _chars(text: str, start: int, end: int, units: int, encoding: str) -> int:
     (a unit inside a character reaches all of it); at most ``end - start``."""
     if units <= 0:
         return 0
+    if encoding == "utf-32" or text.isascii():  # (a flag of the string: no scan)
+        return min(units, end - start)
     piece = text[start : min(end, start + units)]  # a character takes one unit or more
     if encoding == "utf-32" or piece.isascii():
         return len(piece)
@@ -188,7 +190,6 @@ class Lines:
         if self._starts is None:
             self._starts = line_starts(self.text)
         return self._starts
-
 
     def line_count(self) -> int:
         """How many lines the client counts (a text that ends with a break has an

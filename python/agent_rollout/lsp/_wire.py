@@ -99,13 +99,12 @@ def receive(stream: BinaryIO) -> Optional[Incoming]:
         return header
     if header > MAX_LSP_MESSAGE_BYTES:
         head, tail, ended = _skip(stream, header)
-        if ended:
-            return None
         return Refused(
             f"a message of {header:,} bytes was skipped: the longest read is "
-            f"{MAX_LSP_MESSAGE_BYTES:,} bytes (MAX_LSP_MESSAGE_BYTES)",
+            f"{MAX_LSP_MESSAGE_BYTES:,} bytes (MAX_LSP_MESSAGE_BYTES)"
+            + (" (the input ended inside it)" if ended else ""),
             INVALID_REQUEST,
-            _find_id(head, tail),
+            None if ended else _find_id(head, tail),
         )
     body = _read(stream, header)
     if body is None:
@@ -217,8 +216,10 @@ def _parse(body: bytes) -> Incoming:
             _find_id(body[:_EDGE_BYTES], body[-_EDGE_BYTES:]),
         )
     if not isinstance(message, dict):
-        kind = "an array (a batch, which LSP does not use)" if isinstance(message, list) else (
-            f"a JSON {type(message).__name__}"
+        kind = (
+            "an array (a batch, which LSP does not use)"
+            if isinstance(message, list)
+            else (f"a JSON {type(message).__name__}")
         )
         return Refused(f"a message that is {kind}, not an object, was skipped", INVALID_REQUEST)
     request = "method" in message
@@ -243,9 +244,7 @@ def _parse(body: bytes) -> Incoming:
             answer,
         )
     if not request and "id" not in message:
-        return Refused(
-            "a message with neither a method nor an id was skipped", INVALID_REQUEST
-        )
+        return Refused("a message with neither a method nor an id was skipped", INVALID_REQUEST)
     return message
 
 
