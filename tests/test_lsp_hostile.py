@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Optional, Union
 
 import pytest
@@ -228,25 +228,39 @@ def test_a_message_over_the_limit_is_skipped_unread_and_its_request_answered(
 # ---- a process over pipes: what a real reader allocates --------------------------------------
 
 
+_RUNNING: list[Server] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_servers() -> Iterator[None]:
+    """Every server a test started is stopped, and its pipes closed, however it ends."""
+    yield
+    while _RUNNING:
+        _RUNNING.pop().stop()
+
+
 class Server:
     """The server over pipes, its messages read on a thread as they come."""
 
     def __init__(self, output: IO[bytes], input: IO[bytes]) -> None:
         self.input = input
+        self.output = output
         self.messages: queue.Queue[tuple[float, Message]] = queue.Queue()
         self.seen: list[tuple[float, Message]] = []
-        threading.Thread(target=self._read, args=(output,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        _RUNNING.append(self)
 
-    def _read(self, stream: IO[bytes]) -> None:
+    def _read(self) -> None:
         while True:
             length = None
-            while (line := stream.readline()) not in (b"\r\n", b""):
+            while (line := self.output.readline()) not in (b"\r\n", b""):
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
                     length = int(value)
             if length is None:
                 return
-            self.messages.put((time.monotonic(), json.loads(stream.read(length))))
+            self.messages.put((time.monotonic(), json.loads(self.output.read(length))))
 
     def send(self, data: bytes) -> None:
         self.input.write(data)
@@ -287,6 +301,12 @@ class Server:
         except BrokenPipeError:
             pass
 
+    def stop(self) -> None:
+        """Close our ends: the server's input (it ends), then, once it has, its output."""
+        self.close_input()
+        self.reader.join(10)
+        self.output.close()
+
 
 class Process(Server):
     """``agent-rollout lsp`` as a process of its own (``memory``: its address space, in bytes,
@@ -323,6 +343,15 @@ class Process(Server):
                 self.proc.kill()
         return status, self.proc.stderr.read().decode("utf-8", "replace")
 
+    def stop(self) -> None:
+        self.close_input()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(60)
+        super().stop()
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
 
 class InProcess(Server):
     """``serve`` on a thread of this process, over pipes: a client that waits for answers,
@@ -331,27 +360,32 @@ class InProcess(Server):
     def __init__(self) -> None:
         from agent_rollout.lsp import serve
 
-        into, self._to_server = os.pipe()
-        self._from_server, out = os.pipe()
+        into, to_server = os.pipe()
+        from_server, out = os.pipe()
         self.status: Optional[int] = None
         stdin, stdout = os.fdopen(into, "rb"), os.fdopen(out, "wb")
 
         def run() -> None:
             try:
                 self.status = serve(stdin, stdout)
-            finally:  # a server that ended (or failed) reads and writes no more
-                stdout.close()
+            finally:  # a server that ended (or failed) writes no more, and reads no more
+                stdout.close()  # once its reader has seen the input end
                 stdin.close()
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
-        super().__init__(os.fdopen(self._from_server, "rb"), os.fdopen(self._to_server, "wb"))
+        super().__init__(os.fdopen(from_server, "rb"), os.fdopen(to_server, "wb"))
 
     def end(self, timeout: float = 60) -> Optional[int]:
         self.close_input()
         self.thread.join(timeout)
         assert not self.thread.is_alive()
         return self.status
+
+    def stop(self) -> None:
+        self.close_input()
+        self.thread.join(60)
+        super().stop()
 
 
 def test_a_process_reads_every_malformed_message_and_answers_after_each() -> None:
