@@ -102,6 +102,9 @@ holds up no other document's."""
 _QUEUED_MESSAGES = 8
 """Messages read ahead of the one being handled; the reader waits past this."""
 
+_UNOPENED_NAMED = 100
+"""Documents never opened whose edits are logged (each once)."""
+
 
 class _Protocol(LanguageServerProtocol):
     """pygls's protocol without its copy of each open document: the server keeps the
@@ -156,6 +159,7 @@ class RolloutLanguageServer(LanguageServer):
         self.hover_formats: Optional[list[str]] = None
         self.item_formats: Optional[list[str]] = None
         self.reported: set[str] = set()
+        self.unopened: set[str] = set()
 
     def run_after(self, early: Early, stdin: BinaryIO, stdout: BinaryIO) -> int:
         """pygls's ``start_io``, given first the messages ``answer_first`` read: its
@@ -540,10 +544,11 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         changes = [_change(change) for change in params.content_changes]
-        if not server.documents.changed(
-            uri, changes, params.text_document.version, server.encoding()
-        ):
-            logger.warning("agent-rollout lsp: an edit of %s, which is not open, was skipped", uri)
+        if server.documents.changed(uri, changes, params.text_document.version, server.encoding()):
+            return
+        if len(server.unopened) < _UNOPENED_NAMED and uri not in server.unopened:
+            server.unopened.add(uri)  # named once: a file too large to open is edited often
+            logger.warning("agent-rollout lsp: edits of %s, which is not open, are skipped", uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
