@@ -54,8 +54,10 @@ SETTINGS_SECTION = "agent-rollout"
 optionally in ``initializationOptions``)."""
 
 INLINE_CHARS = 64 * 1024
-"""A document of at most this many characters has its code actions computed on the
-event loop; a larger one's are computed on a worker thread, as its checks are."""
+"""The largest document (in characters) checked before pygls is loaded (``_start``,
+which reads nothing else meanwhile), and whose code actions are computed on the event
+loop; a larger one waits for the full server, and its code actions are computed on a
+worker thread."""
 
 
 def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:

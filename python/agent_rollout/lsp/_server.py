@@ -19,11 +19,11 @@ UTF-32; UTF-16 when it names none).
 
 Messages are read by ``_wire.receive`` on a thread of their own and handed
 to ``dispatch`` on the event loop, which keeps the protocol's rules where
-pygls 2 does not (each a fault of pygls's, worked around here):
+pygls (2.1) does not; each is a fault of pygls's, worked around here:
 
 - a message ``_wire`` refused is logged, and answered when it was a request
   whose id is known (pygls's reader allocates whatever ``Content-Length``
-  says, and ends on a bad one);
+  says: ``MemoryError`` for a terabyte, and the server ends);
 - before ``initialize``, a request is answered ``ServerNotInitialized``
   (-32002) and a notification dropped, ``exit`` aside (pygls runs them);
 - after ``shutdown``, a request is answered ``InvalidRequest`` (pygls
@@ -33,8 +33,9 @@ pygls 2 does not (each a fault of pygls's, worked around here):
   without ``params`` (pygls answers neither: its reader raises before it
   knows the id, and shows "Error in server");
 - ``initialize`` params pygls cannot read are read as ``_start`` reads them
-  (``readable_initialize``), and a ``rootUri`` ``urlparse`` refuses is left
-  out (pygls's ``to_fs_path`` raises ``ValueError``);
+  (``readable_initialize``); a ``rootUri`` ``urlparse`` refuses and any
+  ``rootPath`` are left out (pygls's ``to_fs_path`` and ``from_fs_path`` raise
+  ``ValueError`` on ``file://[x/`` and ``//x``);
 - ``exit`` ends the server with 1 unless ``shutdown`` came first, and
   ``run_after`` returns that status (pygls's ``start_io`` swallows the
   ``SystemExit`` it raises: openlawlibrary/pygls#118 asked for the status).
@@ -43,7 +44,8 @@ pygls keeps no copy of the open documents (``_Protocol``): its copy cost a
 walk over the whole edited line per edit (a 5 MB one-line JSON file, a
 second a keystroke), broke lines where the client does not
 (``str.splitlines``: form feed, NEL, LS) and raised ``KeyError`` for an
-edit of a document never opened.
+edit of a document never opened (shown as "Error in server"; reported for
+an older pygls as openlawlibrary/pygls#168).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Optional, Union
 
+from cattrs.errors import ClassValidationError
+from cattrs.v import transform_error
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
@@ -90,12 +94,12 @@ from agent_rollout.lsp._wire import (
     receive,
 )
 
-__all__ = ["CHECK_THREADS", "RolloutLanguageServer", "build_server"]
+__all__ = ["RolloutLanguageServer", "build_server"]
 
 
 logger = logging.getLogger(__name__)
 
-CHECK_THREADS = 4
+_CHECK_THREADS = 4
 """Checks at once, each on a worker thread of its own: a long check (a large config)
 holds up no other document's."""
 
@@ -144,7 +148,7 @@ class RolloutLanguageServer(LanguageServer):
         self.converter = converter
         # Checks run on threads of their own, never on pygls's pool (its thread handlers').
         checks = ThreadPoolExecutor(
-            max_workers=CHECK_THREADS, thread_name_prefix="agent-rollout-check"
+            max_workers=_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
         )
         self.documents = documents or Documents(self.publish, self.report)
         self.documents.publish, self.documents.on_error = self.publish, self.report
@@ -195,7 +199,7 @@ class RolloutLanguageServer(LanguageServer):
         try:
             asyncio.run(run())
         except SystemExit as exc:  # exit: pygls's sys.exit, with the status the protocol says
-            status = exc.code if isinstance(exc.code, int) else 1
+            status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
         except BrokenPipeError:
             logger.error("agent-rollout lsp: the client went away")
         except KeyboardInterrupt:
@@ -301,7 +305,7 @@ class RolloutLanguageServer(LanguageServer):
         try:
             message = self.structure(item)
         except Exception as exc:
-            reason = f"{method}: params the protocol does not take ({_first_line(exc)})"
+            reason = f"{method}: params the protocol does not take ({_why(exc)})"
             if method is not None and "id" in item:
                 self.answer_error(item["id"], INVALID_PARAMS, reason)
             else:
@@ -318,7 +322,7 @@ class RolloutLanguageServer(LanguageServer):
             logger.warning(
                 "agent-rollout lsp: initialize: params the protocol does not take (%s); "
                 "read as far as they go",
-                _first_line(exc),
+                _why(exc),
             )
             message = self.structure({**item, "params": readable_initialize(params)})
         self.protocol.handle_message(message)
@@ -449,7 +453,10 @@ def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any
     loop.default_exception_handler(context)
 
 
-def _first_line(exc: BaseException) -> str:
+def _why(exc: BaseException) -> str:
+    """What cattrs (or anything else) found wrong with a message, in a line."""
+    if isinstance(exc, ClassValidationError):
+        return "; ".join(transform_error(exc)[:3])  # "... @ $.params.position"
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:200]
 
