@@ -181,6 +181,18 @@ MAX_GLOB_STARS = 64
 Matching recurses once per run (git's ``wildmatch``); real patterns hold one or
 two. A pattern with more matches nothing, instead of exhausting the stack."""
 
+# ---- the language server ---------------------------------------------------------------------
+
+MAX_LSP_MESSAGE_BYTES = 8 * MAX_CONFIG_BYTES
+"""The longest message ``agent-rollout lsp`` reads (its ``Content-Length``), 8 MiB.
+
+The largest message a client sends is a document's whole text (``didOpen``):
+a config at ``MAX_CONFIG_BYTES``, escaped as JSON at the worst (six bytes for
+a control character, ``\\u0001``), fits with room to spare. A longer message is
+skipped in small pieces, never held in memory, and logged (a request among
+them is answered with an error); a document too large to open this way is one
+``check`` would not read anyway."""
+
 
 # ---- the one integer-range check -------------------------------------------------------------
 
