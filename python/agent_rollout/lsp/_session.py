@@ -121,6 +121,9 @@ or a second after ``initialized``)."""
 _SETTLE_SECONDS = 1.0
 """How long diagnostics are held for the client's first answer to ``workspace/configuration``."""
 
+_ANSWER_SECONDS = 10.0
+"""How long an unanswered ``workspace/configuration`` stops the session asking again."""
+
 _LOADING_SWITCH_SECONDS = 0.001
 """Python's thread switch interval while pygls loads (5 ms otherwise): a message that
 comes meanwhile waits at most this long for the interpreter, not the import's 5 ms turns."""
@@ -169,7 +172,8 @@ class Session:
         self.unopened: set[str] = set()
         self.asked: dict[Union[int, str], Callable[[dict[str, Any]], None]] = {}
         self.next_id = 0
-        self.configuring: Optional[Union[int, str]] = None
+        self.configuring: Optional[float] = None
+        """When the ``workspace/configuration`` still to be answered was sent."""
         self.settled = asyncio.Event()
         self.pulls: dict[Union[int, str], asyncio.Task[None]] = {}
         self.published_once = False
@@ -476,15 +480,17 @@ class Session:
         self.use_values(options)
         if not client.configuration:
             self.settled.set()
+        elif self.loop is not None:
+            self.loop.call_later(_SETTLE_SECONDS, self.settle)
 
     def initialized(self, ident: Optional[Union[int, str]], params: Any) -> None:
         client = self.client
         assert client is not None
-        if client.configuration:
+        if client.configuration and not self.settled.is_set():
             self.documents.holding = True  # the first diagnostics wait for the client's settings
             self.ask_configuration()
-            if self.loop is not None:
-                self.loop.call_later(_SETTLE_SECONDS, self.settle)
+        elif client.configuration:
+            self.ask_configuration()
         if self.loop is not None:
             self.loop.call_later(1.0, self.load_when_idle)
 
@@ -630,9 +636,11 @@ class Session:
     def ask_configuration(self) -> None:
         """Ask the client for our section, unless an answer is still to come: the client
         gives it after the change that made us ask again, so it holds that change."""
-        if self.configuring is not None:
+        now = self.loop.time() if self.loop is not None else 0.0
+        if self.configuring is not None and now - self.configuring < _ANSWER_SECONDS:
             return
-        self.configuring = self.request(
+        self.configuring = now
+        self.request(
             "workspace/configuration", {"items": [{"section": SETTINGS_SECTION}]}, self.configured
         )
 
