@@ -341,14 +341,19 @@ class Session:
     def encoding(self) -> str:
         return self.client.encoding if self.client is not None else "utf-16"
 
-    def lines_of(self, checked: Checked) -> Lines:
-        return Lines(checked.text, self.encoding(), checked.format)
+    def lines_of(self, checked: Checked, document: Optional[Document] = None) -> Lines:
+        """A check's text for positions; the document's line starts where it is its text."""
+        same = document is not None and document.text is checked.text
+        starts = document.starts if same and document is not None else None
+        return Lines(checked.text, self.encoding(), checked.format, starts)
 
     def publish(self, document: Document, checked: Optional[Checked]) -> None:
         if self.client is None or self.client.pulls:
             return
         related = document.uri if self.client.related_information else None
-        found = [] if checked is None else diagnostics(checked, self.lines_of(checked), related)
+        found: list[dict[str, Any]] = []
+        if checked is not None:
+            found = diagnostics(checked, self.lines_of(checked, document), related)
         version = document.version if checked is None else checked.version
         params = {"uri": document.uri, "diagnostics": found, "version": version}
         self.send({"method": "textDocument/publishDiagnostics", "params": params})
