@@ -73,6 +73,8 @@ from agent_rollout.lsp._wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
+    REQUEST_FAILED,
     SERVER_NOT_INITIALIZED,
     Incoming,
     Refused,
@@ -99,9 +101,6 @@ PYGLS_METHODS = frozenset(
 )
 """The methods left to pygls (``_server``); any other is unknown."""
 
-REQUEST_CANCELLED = -32800
-REQUEST_FAILED = -32803
-
 _CHECK_THREADS = 4
 """Checks of large documents at once, each on a worker thread of its own."""
 
@@ -114,9 +113,9 @@ _HELD_MESSAGES = 64
 _UNOPENED_NAMED = 100
 """Documents never opened whose edits are logged (each once)."""
 
-_IDLE_SECONDS = 0.2
-"""pygls is loaded once no message has come for this long (after the first diagnostics,
-or a second after ``initialized``)."""
+_IDLE_SECONDS = 1.0
+"""pygls is loaded once no message has come for this long, after the first diagnostics
+(or after ``initialized``): while the user pauses, not while they type."""
 
 _SETTLE_SECONDS = 1.0
 """How long diagnostics are held for the client's first answer to ``workspace/configuration``."""
@@ -497,7 +496,7 @@ class Session:
         elif client.configuration:
             self.ask_configuration()
         if self.loop is not None:
-            self.loop.call_later(1.0, self.load_when_idle)
+            self.loop.call_later(_IDLE_SECONDS, self.load_when_idle)
 
     def shutdown(self, ident: Optional[Union[int, str]], params: Any) -> None:
         if ident is None:
