@@ -196,6 +196,39 @@ def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_ca
     assert isinstance(receive(stream), Refused)  # the next frame is read where it starts
 
 
+def test_params_are_read_where_the_protocol_puts_them_or_refused_saying_where() -> None:
+    from agent_rollout.lsp._params import BadParams, change, position, take
+
+    good = {"textDocument": {"uri": "file:///c.yaml"}, "position": {"line": 2, "character": 0}}
+    assert position(good) == ("file:///c.yaml", 2, 0)
+    assert take({"id": "x"}, "id", "id") == "x"
+    assert take({}, "textDocument.version", "integer", optional=True) is None
+    refused = {
+        None: "params: an object expected, got null",
+        5: "params: an object expected, got an integer",
+        "x": "params: an object expected, got a string",
+    }
+    for params, reason in refused.items():
+        with pytest.raises(BadParams, match=re.escape(reason)):
+            position(params)
+    cases = [
+        ({"textDocument": 5.5}, "params.textDocument: an object expected, got a number"),
+        ({"textDocument": {}}, "params.textDocument.uri is missing"),
+        (
+            {**good, "position": {"line": True, "character": 0}},
+            "params.position.line: an integer expected, got a boolean",
+        ),
+    ]
+    for params, reason in cases:
+        with pytest.raises(BadParams, match=re.escape(reason)):
+            position(params)
+    assert change({"text": "x"}) == Change("x")
+    where = {"start": {"line": 0, "character": 1}, "end": {"line": 0, "character": 2}}
+    assert change({"text": "", "range": where}) == Change("", (0, 1), (0, 2))
+    with pytest.raises(BadParams, match=re.escape("params.range.end is missing")):
+        change({"text": "", "range": {"start": where["start"]}})
+
+
 # ---- when documents are checked ---------------------------------------------------------------
 
 

@@ -26,9 +26,9 @@ class BadParams(Exception):
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    names.update({int: "an integer", float: "a number"})
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 _EXPECTED = {
@@ -49,7 +49,7 @@ def take(params: Any, path: str, kind: str, optional: bool = False) -> Any:
     ``optional``: absent or null gives None."""
     value = params
     where = "params"
-    for name in path.split(".") if path else ():
+    for name in path.split("."):
         if not isinstance(value, dict):
             raise BadParams(f"{where}: an object expected, got {_kind(value)}")
         where += f".{name}"

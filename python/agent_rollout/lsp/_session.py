@@ -148,7 +148,9 @@ documents, the client, ``initialize``'s message and the writer of framed bytes."
 
 
 class Session:
-    """One client's session over ``stdout``; ``run(stdin)`` until ``exit`` or the input ends."""
+    """One client's session over ``stdout``; ``run(stdin)`` until ``exit`` or the input ends.
+    ``own_process``: the session is the process's (``agent-rollout lsp``), so it may tune
+    the interpreter's garbage collector and thread switching for itself."""
 
     def __init__(
         self, version: str, stdout: BinaryIO, load: Loader, own_process: bool = False
@@ -407,7 +409,8 @@ class Session:
         """The loader thread: pygls imported and its server built, then handed to the loop."""
         assert self.client is not None
         switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, _LOADING_SWITCH_SECONDS))
+        if self.own_process:  # a setting of the process's: not where the session is a guest
+            sys.setswitchinterval(min(switch, _LOADING_SWITCH_SECONDS))
         delegate: Optional[Delegate] = None
         try:
             delegate = self.load(
@@ -416,7 +419,8 @@ class Session:
         except Exception:
             logger.exception("agent-rollout lsp: pygls could not be loaded")
         finally:
-            sys.setswitchinterval(switch)
+            if self.own_process:
+                sys.setswitchinterval(switch)
         loop = self.loop
         if loop is None:
             return
@@ -490,10 +494,9 @@ class Session:
     def initialized(self, ident: Optional[Union[int, str]], params: Any) -> None:
         client = self.client
         assert client is not None
-        if client.configuration and not self.settled.is_set():
-            self.documents.holding = True  # the first diagnostics wait for the client's settings
-            self.ask_configuration()
-        elif client.configuration:
+        if client.configuration:
+            if not self.settled.is_set():  # the first diagnostics wait for the client's settings
+                self.documents.holding = True
             self.ask_configuration()
         if self.loop is not None:
             self.loop.call_later(_IDLE_SECONDS, self.load_when_idle)
@@ -628,7 +631,7 @@ class Session:
 
     def configuration_changed(self, ident: Optional[Union[int, str]], params: Any) -> None:
         if not isinstance(params, dict):
-            take(params, "", "object")  # raises: not an object
+            raise BadParams("params: an object expected")
         settings = params.get("settings")
         client = self.client
         assert client is not None
