@@ -6,10 +6,10 @@ UTF-16; Neovim 0.11: pull, UTF-8; Emacs 29: push, UTF-32; VS Code: push,
 UTF-16, versioned edits), the server's diagnostics are what ``check
 --format json`` says of the same text, converted here by the test's own
 arithmetic (the message without its key path, cut short, the full text as
-related information where the client takes it). Code actions applied give a config ``check`` accepts; hover
-and completion answer; half-typed text never ends the server; outdated
-results are dropped; settings come from ``pyproject.toml`` under the
-client's.
+related information where the client takes it). Code actions applied give
+a config ``check`` accepts; hover and completion answer; half-typed text
+never ends the server; outdated results are dropped; settings come from
+``pyproject.toml`` under the client's.
 """
 
 from __future__ import annotations
