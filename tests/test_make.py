@@ -56,7 +56,12 @@ def engine_builds(*args: str, cwd: Path = REPO) -> list[str]:
 def set_up_copy(folder: Path) -> Path:
     """The Makefile and what its install steps read, copied into ``folder``, with a
     ``.venv`` whose stamps say the demo's and the development packages are in."""
-    for name in ("Makefile", "pyproject.toml", "scripts/requirements.py", "scripts/demo-excludes.txt"):
+    for name in (
+        "Makefile",
+        "pyproject.toml",
+        "scripts/requirements.py",
+        "scripts/demo-excludes.txt",
+    ):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, folder / name)
     stamps = re.findall(r"^UV_FLOOR := (\S+)", (REPO / "Makefile").read_text(), re.M)
@@ -113,7 +118,12 @@ def test_make_test_headers_each_once_over_their_own_commands(tmp_path: Path) -> 
     headers = [line for line in log if HEADER.match(line)]
     assert len(headers) == len(set(headers)), headers
     steps = "mypy, cargo fmt, clippy, ruff, stubtest, the release workflow, the Rust tests"
-    for step in [*steps.split(", "), "NeMo Gym's example data", "the test suite", "build (release)"]:
+    for step in [
+        *steps.split(", "),
+        "NeMo Gym's example data",
+        "the test suite",
+        "build (release)",
+    ]:
         assert sum(f"== {step}" in header for header in headers) == 1, (step, headers)
 
 
