@@ -155,8 +155,8 @@ test-fast: build-release
 # after the build take it as made (-o build): it is built once.
 # Last, whether the checks passed or not, the release build goes back into .venv: the
 # suite ran on the dev profile, several times slower, which `agent-rollout demo` or a user's
-# script must not meet there afterwards. It costs a release build of the crate (about
-# 10 s; a minute or so the first time, for the dependencies); RESTORE_RELEASE=no skips it
+# script must not meet there afterwards. It costs a release build of the crate (25 s of
+# CPU; about a minute the first time, for the dependencies); RESTORE_RELEASE=no skips it
 # (.ci/run does: its clone is thrown away, its fuzzer and debug-allocator steps run on the
 # dev build, and its wheels are release builds of their own).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
