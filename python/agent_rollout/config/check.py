@@ -48,7 +48,7 @@ from agent_rollout.config._document import (
     version_warnings,
     warning_issue,
 )
-from agent_rollout.config._lookalike import key_set, lookalike_key, nearest_key
+from agent_rollout.config._lookalike import key_set, lookalike_key, lookalikes, read_as_meant
 from agent_rollout.config._models import RolloutSettings, set_rollout_warnings
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
@@ -77,10 +77,6 @@ __all__ = [
     "section_path",
     "version_warnings",
 ]
-
-
-_STANDS_FOR_A_TYPO = object()
-"""The value a key gets, for the warnings only, when the section holds a look-alike of it."""
 
 
 def _placed(
@@ -127,19 +123,14 @@ def _settings_issues(
         placed.sort(key=_warning_order)
         set_rollout_warnings(settings, placed)
         return settings, [], placed
-    # A look-alike key is reported as the key it looks like: no second report
-    # that this key is not set (``rollout_fucn`` is not also "rollout_func is not
-    # set"). The key it looks like counts as set, by a value no rule reads (a
-    # backend it stands for is no backend at all); a key the section does hold
-    # keeps its own value, so every other warning stays as it was.
-    meant = {
-        error.get("ctx", {}).get("meant") or nearest_key(str(error["loc"][0]))
-        for error in errors
-        if error["type"] == "rollout_unknown_key" and error["loc"]
-    }
-    stand_ins = {key: _STANDS_FOR_A_TYPO for key in meant if section_value.get(key) is None}
-    section = {**section_value, **stand_ins} if stand_ins else section_value
-    found = (*section_warnings(section), *coercion_warnings(section_value))
+    # The warnings read a look-alike as the rules do (``read_as_meant``): as the key it
+    # stands for, or waiting for it; so ``rollout_fucn`` is not also "rollout_func is
+    # not set", and a key the section holds keeps its value.
+    typos = lookalikes(section_value, context["known_keys"])
+    ruled, names, held = read_as_meant(section_value, typos)
+    found = (*section_warnings(ruled, names, held), *coercion_warnings(section_value))
+    # A look-alike's own error is the one issue at it: how its value reads waits too.
+    versions = [warning for warning in versions if warning.key not in typos]
     warnings = [*_placed(source, parsed, prefix, found), *versions]
     issues = error_issues(source, parsed, errors, under=prefix, data=section_value)
     return None, issues, sorted(warnings, key=_warning_order)
