@@ -343,6 +343,49 @@ def lookalike_key_schema() -> dict[str, Any]:
     }
 
 
+_SHORTEST, _LONGEST = _LENGTHS[0] - _MAX_EDITS, _LENGTHS[1] + _MAX_EDITS
+_KEY_TEXT = re.compile(
+    # A key as the three formats write one, before its ':' or '=' (spaces between): in
+    # double or single quotes, or bare (of the characters a bare key may hold, after a
+    # space, '{', ',', '[', the '.' of a dotted TOML key, or the start); only as long
+    # as ours or a look-alike. Matched in the text read backwards, so that the pattern
+    # starts with the ':' or '=' the search looks for, and a word that is no key costs
+    # nothing but the search.
+    rf"""[:=][ \t]*(?:"([^"\n]{{{_SHORTEST},{_LONGEST}}})"|'([^'\n]{{{_SHORTEST},{_LONGEST}}})'"""
+    rf"""|([^\s"'#:=,{{}}\[\].]{{{_SHORTEST},{_LONGEST}}})(?![^\s{{,\[.]))"""
+)
+
+
+# Two edits touch two of three pieces of a key at most, so a key within two edits of
+# one of ours holds one of its three pieces whole: 'rol', 'lout', or '_' and the rest
+# (every key of ours starts with 'rollout_': ``_near_pattern``).
+_PIECES = (
+    _SHARED_PREFIX[:3],
+    _SHARED_PREFIX[3:7],
+    *sorted({key[7:] for key in ROLLOUT_KEYS}),
+)
+
+
+def names_our_key(text: str) -> bool:
+    """Whether ``text`` (a config that does not parse, or a chunk of one too big to)
+    holds, in the place of a key, one of our keys or a look-alike of one.
+
+    The keys are read off the text, before each ``:`` or ``=``, as YAML, JSON
+    and TOML write them; no other word counts (``training`` in a comment of a
+    ``tsconfig.json`` is no key of ours). A key in a comment that is written as
+    a key counts: the text is ours to report on when it names our keys so. Each
+    distinct key is looked at once (a data file repeats its few keys).
+    """
+    folded = text.lower().replace("-", "_")  # as fold_key reads ASCII, and more
+    if not any(piece in folded for piece in _PIECES):
+        return False  # most data files: no key is worked out at all
+    for groups in set(_KEY_TEXT.findall(text[::-1])):
+        key = "".join(groups)[::-1]  # one group matched, the others are empty
+        if key in ROLLOUT_KEYS or lookalike_key(key):
+            return True
+    return False
+
+
 def key_set(keys: Iterable[str]) -> frozenset[str]:
     """``known_keys`` as a set; one string is one key (not its characters)."""
     return frozenset((keys,) if isinstance(keys, str) else keys)
@@ -359,6 +402,7 @@ __all__ = [
     "lookalikes",
     "meant_key",
     "meant_keys",
+    "names_our_key",
     "near_pattern",
     "nearest_key",
     "read_as_meant",
