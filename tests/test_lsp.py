@@ -511,6 +511,30 @@ def expected_from_check(text: str, encoding: str) -> list[tuple[Any, ...]]:
     return expected(text, report, encoding)
 
 
+SKIP_CORPUS = Path(__file__).resolve().parent / "data" / "skip_corpus"
+LANGUAGES = {".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
+
+
+async def test_files_that_are_not_training_configs_stay_quiet(
+    client: LanguageClient, cli: Cli
+) -> None:
+    """tests/data/skip_corpus (see tests/test_skip_corpus.py), opened as an editor opens
+    them, with the server's defaults: nothing on the files that are not training configs
+    (JSONC, workflows, manifests, other trainers' configs), ``check``'s issues on ours."""
+    encoding = encoding_of(client)
+    spoken = 0
+    for path in sorted(p for p in SKIP_CORPUS.rglob("*") if p.suffix in LANGUAGES):
+        text = path.read_text(encoding="utf-8")
+        found = await open_document(client, path, text, LANGUAGES[path.suffix])
+        if path.parent.name == "ours":
+            assert seen(found) == expected(text, check_report(cli, path), encoding), path.name
+            spoken += bool(found)
+        else:
+            assert found == [], path
+        close_document(client, path)
+    assert spoken == 7  # ours but the two valid ones
+
+
 async def test_a_large_document_drops_outdated_results(
     client: LanguageClient, tmp_path: Path
 ) -> None:

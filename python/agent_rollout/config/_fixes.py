@@ -12,12 +12,12 @@ ways, the first is the fix and the others are its ``alternatives``, each
 offered in the editor as an action of its own. Per kind, and why:
 
 - a look-alike key (``rollout_fucn``) renamed to the key it looks like
-  (``rollout_func``): *safe* when one of our keys is that near (the rule's
-  reach of two edits never holds two keys at different distances, ours being
-  four edits apart at least); *display-only* when several are as near
+  (``rollout_func``): *safe* when it is nearest to one of our keys
+  (``meant_keys``); *display-only* when it is as near to several
   (``rollout_ourc``: ``rollout_func`` or ``rollout_source``), one action
-  each, since nothing says which was meant. Never onto a key the section
-  holds already (a key given twice);
+  each, since nothing says which was meant (check's message names the
+  first, ``--unsafe-fixes`` would have to guess). Never onto a key the
+  section holds already (a key given twice);
 - a backend name spelt another way (``Nemo-Gym``, ``nemogym``) to its
   canonical name (``nemo_gym``): *safe*, the loader reads both as one backend;
 - a quoted whole number on an integer key (``rollout_max_steps: "10"``)
@@ -59,7 +59,7 @@ from agent_rollout._errors import ConfigIssue
 from agent_rollout.backends import ROLLOUT_KEYS, backend_meant
 from agent_rollout.config._document import AUTO_SECTION, Section, section_path
 from agent_rollout.config._fields import INT_RANGES, integral_float
-from agent_rollout.config._lookalike import edit_distance, fold_key, lookalike_key, nearest_key
+from agent_rollout.config._lookalike import meant_keys
 from agent_rollout.config._models import RolloutFields
 from agent_rollout.config._parse import Pos, plain_scalar_value
 from agent_rollout.config._span import split_lines, token_end
@@ -184,17 +184,6 @@ def _unquoted(text: str) -> Optional[tuple[int, str]]:
     return 0, text
 
 
-def _meant_keys(key: str) -> list[str]:
-    """The keys of ours ``key`` may be a typo of: the one check names (``nearest_key``)
-    first, then any other as near (the same edit distance, read as the look-alike rule
-    reads keys: ASCII case aside, ``-`` as ``_``)."""
-    meant = nearest_key(key)
-    folded = fold_key(key).replace("-", "_")
-    near = edit_distance(folded, meant, len(folded) + len(meant))
-    ties = [v for v in ROLLOUT_KEYS if v != meant and edit_distance(folded, v, near) <= near]
-    return [meant, *ties]
-
-
 def _rename_key(
     issue: ConfigIssue,
     key: str,
@@ -202,7 +191,8 @@ def _rename_key(
     section: tuple[Any, ...],
     result: CheckResult,
 ) -> Optional[Fix]:
-    if not lookalike_key(key):
+    candidates = meant_keys(key)
+    if not candidates:
         return None
     line = lines[issue.line - 1] if issue.line <= len(lines) else ""
     # The key itself, bare or quoted, at the position or (a TOML dotted key, placed at
@@ -214,7 +204,6 @@ def _rename_key(
     start, end = found.span()
     if found.group(0)[0] in "\"'":
         start, end = start + 1, end - 1
-    candidates = _meant_keys(key)
     choices = []
     for meant in candidates:
         if (*section, meant) in result.key_positions:
