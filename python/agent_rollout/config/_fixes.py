@@ -366,10 +366,7 @@ def issue_fixes(
     if path is None:
         path = section_path(section, _root_keys(result))
     found: list[Fix] = []
-    issues = [*result.issues, *result.warnings]
-    # A look-alike key's value is fixed once the key is renamed (then its type is known).
-    typos = {issue.location for issue in issues if issue.kind == "unknown_key"}
-    for issue in issues:
+    for issue in [*result.issues, *result.warnings]:
         fix: Optional[Fix] = None
         key = _key_in_section(issue, path)
         if key is None:
@@ -377,8 +374,7 @@ def issue_fixes(
         if issue.kind == "unknown_key":
             fix = _rename_key(issue, key, lines, path, result)
         elif issue.kind == "yaml_version" and format == "yaml":
-            if issue.location not in typos:
-                fix = _yaml_version(issue, key, lines, yaml_version)
+            fix = _yaml_version(issue, key, lines, yaml_version)
         elif key == "rollout_backend":
             fix = _backend_name(issue, lines, format)
         else:
