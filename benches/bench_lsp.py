@@ -9,10 +9,10 @@ arrives. On a 300-line config and on one at the size limit (just under
 ``MAX_CONFIG_BYTES``):
 
 - in process: the server (``agent_rollout.lsp._server``) fed each message as
-  pygls's reader feeds it (``json.loads`` with its ``structure_message``,
-  ``handle_message``), its output caught at pygls's writer: everything the
-  server does per edit (decoding, pygls's document update, ``check``, the
-  diagnostics, encoding), nothing of a pipe or a client;
+  its reader thread feeds it (``json.loads``, then ``dispatch``), its output
+  caught at pygls's writer: everything the server does per edit (decoding,
+  the edit applied to its copy of the text, ``check``, the diagnostics,
+  encoding), nothing of a pipe or a client;
 - over stdio: ``python -m agent_rollout lsp`` driven by a small JSON-RPC
   client of this script (a reader thread timestamps what arrives);
 - through Neovim (``nvim --headless``, ``tests/data/neovim_lsp.lua``, didChange
@@ -366,7 +366,7 @@ def in_process_edits(path: Path, text: str, edits: int) -> tuple[list[float], li
 
     def feed(message: dict[str, Any]) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+        server.dispatch(json.loads(body))
 
     async def until_published(version: int) -> float:
         while True:

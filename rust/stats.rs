@@ -16,7 +16,7 @@
 //!   `answer`, each name once per row.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use pyo3::prelude::*;
@@ -154,6 +154,15 @@ impl Names {
         }
     }
 
+    /// Room for `more` names, so that a row of many keys does not grow (and
+    /// so hash again) the index many times over.
+    fn reserve(&mut self, more: usize) {
+        if self.order.len() + more > SCAN {
+            self.order.reserve(more);
+            self.at.reserve(more);
+        }
+    }
+
     fn add(&mut self, name: &str, count: u64) {
         match self.position(name) {
             Some(i) => self.order[i].1 += count,
@@ -198,7 +207,7 @@ impl Tally {
             self.answer_chars.add(chars(answer));
         }
         if row.dropped_keys > 0 {
-            self.add_names(&row.members);
+            self.add_names(&row.members, row.dropped_keys);
         }
     }
 
@@ -231,18 +240,32 @@ impl Tally {
             self.answers += 1;
             self.answer_chars.add(canonical_chars(answer));
         }
+        self.names.reserve(names.len());
         for name in names {
             self.names.add(name, 1);
         }
     }
 
-    /// The row's dropped keys, each name once.
-    fn add_names(&mut self, members: &[(Cow<'_, str>, J<'_>)]) {
-        for (i, (key, _)) in members.iter().enumerate() {
-            if key == "prompt" || key == "answer" || members[..i].iter().any(|(k, _)| k == key) {
-                continue;
+    /// The row's dropped keys, each name once (its first place); `distinct`:
+    /// how many names they have. A row whose keys do not repeat, the usual
+    /// case, is named as it stands; any other through a set of the keys seen,
+    /// so that a row of many keys costs time in proportion to them, never to
+    /// their square.
+    fn add_names(&mut self, members: &[(Cow<'_, str>, J<'_>)], distinct: usize) {
+        let dropped = |key: &str| key != "prompt" && key != "answer";
+        let keys = members.iter().filter(|(k, _)| dropped(k)).count();
+        self.names.reserve(distinct);
+        if keys == distinct {
+            for (key, _) in members.iter().filter(|(k, _)| dropped(k)) {
+                self.names.add(key, 1);
             }
-            self.names.add(key, 1);
+            return;
+        }
+        let mut seen = HashSet::with_capacity(members.len());
+        for (key, _) in members {
+            if seen.insert(key.as_ref()) && dropped(key) {
+                self.names.add(key, 1);
+            }
         }
     }
 }

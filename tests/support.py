@@ -16,6 +16,8 @@
   ``cli_process``, ``cli_argv``, ``cli_env`` and ``run_in_pty`` run a real
   ``python -m agent_rollout``, for the tests where the process is the point
   (signals, a terminal, standard input, a crash, the entry point itself);
+  ``started`` is ``subprocess.Popen`` for a ``with`` block that leaves no
+  process or pipe behind (the suite fails on a ``ResourceWarning``);
   ``UserModules`` makes user code written to a temp folder importable for one
   test (the ``user_modules`` fixture of ``conftest.py``).
 - Messages: ``facts(*parts)``, the ``pytest.raises(match=...)`` pattern of a message's
@@ -659,6 +661,27 @@ def cli_process(
         timeout=60,
         check=False,
     )
+
+
+@contextmanager
+def started(argv: list[str], **options: Any) -> Iterator[subprocess.Popen[Any]]:
+    """``subprocess.Popen(argv, **options)`` for the block: when it ends, however it
+    ends, the process is killed if still running, its pipes are closed and it is
+    waited for. ``Popen``'s own ``with`` waits for a process that may never end,
+    and raises ``BrokenPipeError`` closing a standard input it could not write."""
+    proc = subprocess.Popen(argv, **options)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass  # input left unwritten (the file is closed all the same)
+        proc.wait()
 
 
 def run_in_pty(argv: list[str], env: dict[str, str]) -> tuple[int, bytes, bytes]:

@@ -534,6 +534,48 @@ def test_parquet_rename_failure_names_the_destination(tmp_path: Path, engine_nam
     assert temp_files(tmp_path) == []
 
 
+_FOOTER_FAILS = """
+import os, resource, signal, sys
+import pyarrow as pa
+from agent_rollout.arrow import TEXT_SCHEMA, parquet_writer
+
+path = os.path.realpath(sys.argv[1])
+table = pa.table({"prompt": ["q" * 100] * 10, "answer": ["a"] * 10}, schema=TEXT_SCHEMA)
+writer = parquet_writer(path, TEXT_SCHEMA)
+writer.write_table(table, row_group_size=None)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 8, hard))
+try:
+    writer.close()
+except OSError as exc:
+    print("close failed:", exc.errno)
+held = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == path:
+            held.append(fd)
+    except OSError:
+        pass  # listdir's own descriptor, gone
+print("held:", held)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE, /proc/self/fd")
+def test_the_parquet_file_is_closed_when_its_footer_cannot_be_written(tmp_path: Path) -> None:
+    # parquet_writer opens the file itself (by its bytes: any name) and closes it even
+    # when closing pyarrow's writer fails: a file-size limit (in a process of its own)
+    # lets the row group through and stops the footer, as a full disk would.
+    done = subprocess.run(
+        [sys.executable, "-c", _FOOTER_FAILS, str(tmp_path / "out.parquet")],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "close failed: 27\nheld: []\n"
+
+
 # ---- the row-group writer thread -------------------------------------------------------------
 
 

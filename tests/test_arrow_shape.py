@@ -673,6 +673,41 @@ def test_duplicate_columns_are_refused_with_a_clear_error() -> None:
         arrow.arrow_to_rows(answers.to_batches()[0])
 
 
+NUL_ROWS = [
+    # A key holding NUL: the Arrow C data interface (``pa.schema(struct)``, and so
+    # every ``datasets.Dataset``) ends a field name at its NUL, and its values with it.
+    ({"role": "user", "content": "c", "a\x00b": 1}, JSON),  # the message is JSON text
+    (
+        {"role": "user", "content": "c", "n": 2, "x": {"y\x00": [1], "z": "s"}},
+        "struct<role: string, content: string, n: int64, x: extension<arrow.json>>",
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "item"), NUL_ROWS, ids=["message key", "nested key"])
+def test_a_key_holding_nul_is_kept_on_every_route_back(
+    engine: str, message: dict, item: str, tmp_path: Path
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    plain = {"prompt": [{"role": "user", "content": "p"}], "answer": "a"}
+    rows = (plain, {"prompt": [message], "answer": "b"})
+    table = arrow.rows_to_arrow(rows)
+    assert str(table.schema.field("prompt").type.value_type) == item
+    assert arrow.arrow_to_rows(table) == rows
+    assert arrow.arrow_to_rows(arrow.to_dataset(rows)) == rows
+    assert arrow.arrow_to_rows(datasets.Dataset(table)) == rows
+    src = write_jsonl(tmp_path / "in.jsonl", list(rows))
+    assert read_rollout_jsonl(src, as_arrow=True).equals(table)
+    with small_batches(1):  # the second row group widens the file's schema
+        dest = tmp_path / "out.parquet"
+        normalise_rollout_file(src, dest)
+    assert pq.read_table(dest).equals(table)
+    loaded = datasets.load_dataset(
+        "parquet", data_files=str(dest), split="train", cache_dir=str(tmp_path / "cache")
+    )
+    assert arrow.arrow_to_rows(loaded) == rows
+
+
 def test_a_message_key_named_extra_json_is_data_on_every_route_back(
     engine: str, tmp_path: Path
 ) -> None:

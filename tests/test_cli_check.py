@@ -21,7 +21,7 @@ import pytest
 
 from agent_rollout.cli.check import github_annotation
 from agent_rollout.config import ConfigIssue
-from support import PACKAGE_ROOT, Cli, CliResult, cli_argv, cli_env, cli_process
+from support import PACKAGE_ROOT, Cli, CliResult, cli_argv, cli_env, cli_process, started
 
 
 @pytest.fixture
@@ -436,27 +436,21 @@ def test_stdin_over_the_size_limit_is_refused_without_reading_to_the_end() -> No
     # everything held in memory.
     from agent_rollout._limits import MAX_CONFIG_BYTES
 
-    proc = subprocess.Popen(
+    with started(
         cli_argv("check", "-"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(),
-    )
-    assert proc.stdin is not None
-    try:
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(b"# padding\n" * (2 * MAX_CONFIG_BYTES // 10))
             proc.stdin.flush()
         except BrokenPipeError:
             pass  # it stopped reading: what we want
         proc.wait(timeout=30)  # stdin is still open: only a bounded read returns
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.stdout is not None
-    out = proc.stdout.read().decode()
+        out = proc.stdout.read().decode()
     assert proc.returncode == 1, out
     assert out.splitlines()[0] == (
         f"<stdin>:1:1: larger than the {MAX_CONFIG_BYTES:,}-byte limit (stopped reading there)"
@@ -468,17 +462,14 @@ def test_reader_leaving_early_is_not_an_internal_error(tmp_path: Path) -> None:
     # long before the report (about 400 kB, past any pipe buffer) is written.
     many = tmp_path / "many.yaml"
     many.write_text("training:\n" + "  rollout_backend: art\n" * 3000, encoding="utf-8")
-    proc = subprocess.Popen(
-        cli_argv("check", str(many)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 0, err
+    with started(
+        cli_argv("check", str(many)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env()
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, err
     assert first.startswith(str(many).encode())
     assert "internal error" not in err and "Traceback" not in err
 
@@ -923,4 +914,43 @@ def test_color_never_lets_user_text_through_unescaped(cli: Cli, tmp_path: Path) 
     assert "\x1b" not in SGR.sub("", shown)
     assert all(
         code in ("\x1b[0m", "\x1b[1m", "\x1b[36m", "\x1b[1;33m") for code in SGR.findall(shown)
+    )
+
+
+SKIP_CORPUS = Path(__file__).resolve().parent / "data" / "skip_corpus"
+
+
+def test_skip_unrelated_over_the_corpus_reports_ours_only(cli: Cli, tmp_path: Path) -> None:
+    """tests/data/skip_corpus (see tests/test_skip_corpus.py): the files that are not
+    training configs, JSONC and broken ones included, are skipped; ours are reported."""
+    unrelated = sorted(
+        p
+        for p in (SKIP_CORPUS / "unrelated").rglob("*")
+        if p.suffix in (".json", ".yaml", ".yml", ".toml")
+    )
+    ours = sorted((SKIP_CORPUS / "ours").iterdir())
+    done = cli("check", "--skip-unrelated", "--format", "json", *map(str, unrelated + ours))
+    report = json.loads(done.out)
+    by_path = {Path(entry["path"]): entry for entry in report["files"]}
+    assert [p for p in unrelated if not by_path[p]["skipped"]] == []
+    assert all(by_path[p]["errors"] == [] for p in unrelated)
+    reported = {p.name for p in ours if by_path[p]["errors"]}
+    assert reported == {
+        "broken.yaml",
+        "issue_example.yaml",
+        "launch_with_rollout.json",
+        "lookalike_only.json",
+        "multi_doc.yaml",
+        "nested.yaml",
+        "torchtitan_ours.toml",
+    }
+    assert [len(by_path[p]["errors"]) for p in ours if p.name in reported] == [1] * 7
+    summary = report["summary"]
+    assert (summary["skipped"], summary["valid"], summary["invalid"]) == (len(unrelated), 2, 7)
+    # A folder: the same, but for what the walk leaves out (.vscode, as ruff does).
+    shutil.copytree(SKIP_CORPUS, tmp_path / "corpus")
+    walked = json.loads(cli("check", "--format", "json", str(tmp_path / "corpus")).out)
+    assert (walked["summary"]["invalid"], walked["summary"]["errors"]) == (7, 7)
+    assert walked["summary"]["skipped"] == len(unrelated) - len(
+        list((SKIP_CORPUS / "unrelated" / ".vscode").iterdir())
     )

@@ -33,6 +33,7 @@ from support import (
     cli_env,
     cli_process,
     run_in_pty,
+    started,
     temp_files,
 )
 
@@ -333,17 +334,17 @@ def test_reader_leaving_early_is_not_an_error(tmp_path: Path, engine_name: str) 
     # A real process: its standard output is a pipe the reader closes (`| head -1`).
     src = tmp_path / "many.jsonl"
     src.write_bytes(SMALL_ROW * 200_000)
-    proc = subprocess.Popen(
+    with started(
         cli_argv("normalise", str(src), "--max-rows", "200000"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.readline()
-    proc.stdout.close()  # like `| head -1`
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=30) == 0
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()  # like `| head -1`
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=30) == 0
     assert first == b'{"prompt":"q","answer":"a"}\n'
     assert "Traceback" not in err and "Errno" not in err
 
@@ -478,17 +479,17 @@ def test_ctrl_c_on_a_big_file_stops_and_leaves_nothing(tmp_path: Path) -> None:
     src = tmp_path / "big.jsonl"
     src.write_bytes(SMALL_ROW * 2_000_000)  # many seconds on the Python engine
     out = work / "out.jsonl"
-    proc = subprocess.Popen(
+    with started(
         cli_argv("normalise", str(src), "-o", str(out), "--max-rows", "2000000"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env("python"),
-    )
-    _wait_for_temp(work, proc)
-    time.sleep(0.1)
-    code, took = _interrupt(proc, limit=5)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
+    ) as proc:
+        _wait_for_temp(work, proc)
+        time.sleep(0.1)
+        code, took = _interrupt(proc, limit=5)
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
     assert code == 130, err
     assert took < 3
     assert err == f"agent-rollout normalise: interrupted; {out} was not written\n"
@@ -502,23 +503,23 @@ def _interrupt_fifo(tmp_path: Path, engine_name: str, keep_writing: bool) -> Non
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)
     out = work / "out.jsonl"
-    proc = subprocess.Popen(
+    with started(
         cli_argv("normalise", str(fifo), "-o", str(out), "--max-rows", "10000000"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
-    )
-    feeder = FifoFeeder(fifo, keep_writing)
-    try:
-        assert feeder.started.wait(20)
-        _wait_for_temp(work, proc)
-        time.sleep(0.2)
-        code, took = _interrupt(proc, limit=3)
-    finally:
-        feeder.close()  # ends the input: a process still running now finishes
-        proc.wait(timeout=30)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
+    ) as proc:
+        feeder = FifoFeeder(fifo, keep_writing)
+        try:
+            assert feeder.started.wait(20)
+            _wait_for_temp(work, proc)
+            time.sleep(0.2)
+            code, took = _interrupt(proc, limit=3)
+        finally:
+            feeder.close()  # ends the input: a process still running now finishes
+            proc.wait(timeout=30)
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
     assert code == 130, err
     assert took < 2
     assert "interrupted" in err

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import cli_argv, cli_env
+from support import cli_argv, cli_env, started
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child: POSIX")
 
@@ -60,16 +60,16 @@ def interrupted_while_importing(
     (folder / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
     marker = tmp_path / "blocked"
     env = cli_env(extra_path=folder) | {"BLOCK_IMPORT": module, "BLOCK_MARKER": str(marker)}
-    proc = subprocess.Popen(
+    with started(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path
-    )
-    deadline = time.monotonic() + 30
-    while not marker.exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    ) as proc:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 

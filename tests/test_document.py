@@ -192,8 +192,7 @@ def test_soup_style_nested_section(tmp_path: Path, fmt: str) -> None:
     expected = {
         "training.epochs": quoted("two"),  # a bad value: at the value
         "training.reward_weights": "[",
-        # inside a TOML array there are no positions: the key that holds it
-        "training.reward_weights[1]": "reward_weights" if fmt == "toml" else quoted("heavy"),
+        "training.reward_weights[1]": quoted("heavy"),  # an item: at the item
         "training.rollout_group_size": "2.5",
         "training.rollout_policy_model": (  # a cross-field rule: at the key
             "rollout_policy_model" if fmt == "toml" else quoted("rollout_policy_model")

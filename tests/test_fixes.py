@@ -77,37 +77,31 @@ def test_backend_meant() -> None:
 @pytest.mark.parametrize(
     ("value", "want"),
     [
-        ("010", "8"),
-        ("yes", "true"),
-        ("Off", "false"),
-        ("1e3", '"1e3"'),
-        ("0o10", '"0o10"'),
+        ("010", "8"),  # unsafe (10 may be meant): applied with unsafe_fixes
+        ("0o10", "8"),
+        ("1e3", "1000"),  # an integer key reads 1000.0 as 1000
         ("1_000", "1000"),
         ("1:30", "90"),
+        ("0b101", "5"),
+        ("yes", None),  # no reading an integer key takes: no fix
         ("~", None),  # read alike: no warning at all
     ],
 )
-def test_yaml_ambiguous_values_become_what_the_trainer_reads(value: str, want: object) -> None:
+def test_yaml_ambiguous_values_become_a_reading_the_key_takes(value: str, want: object) -> None:
     text = f"training:\n  rollout_backend: art\n  rollout_func: m:f\n  rollout_max_steps: {value}\n"
-    out = fix_text(text)
+    out = fix_text(text, unsafe_fixes=True)
     if want is None:
         assert not out.changed
         return
     assert out.text == text.replace(f": {value}\n", f": {want}\n")
     assert not any(issue.kind == "yaml_version" for issue in out.result.warnings)
+    assert out.result.issues == []
 
 
 def test_yaml_fix_follows_the_reading_checked_with() -> None:
     text = "training:\n  rollout_max_steps: 010\n"
-    assert fixed(text, yaml_version="1.2").endswith("rollout_max_steps: 10\n")
-    assert fixed(text).endswith("rollout_max_steps: 8\n")
-
-
-def test_a_date_has_no_fix() -> None:
-    text = "training:\n  rollout_source: 2001-12-14\n"
-    result = check_bytes(text)
-    assert [issue.kind for issue in result.warnings] == ["yaml_version"]
-    assert titles(text) == []
+    assert fixed(text, yaml_version="1.2", unsafe_fixes=True).endswith("rollout_max_steps: 10\n")
+    assert fixed(text, unsafe_fixes=True).endswith("rollout_max_steps: 8\n")
 
 
 @pytest.mark.parametrize(("fmt", "sep"), [("yaml", ": "), ("toml", " = ")])
@@ -125,7 +119,8 @@ def test_a_quoted_whole_number_in_range_is_unquoted(fmt: str, sep: str) -> None:
 
 def test_fixes_keep_crlf_and_a_byte_order_mark() -> None:
     text = "\ufefftraining:\r\n  rollout_fucn: m:f\r\n  rollout_max_steps: 010\r\n"
-    assert fixed(text) == "\ufefftraining:\r\n  rollout_func: m:f\r\n  rollout_max_steps: 8\r\n"
+    want = "\ufefftraining:\r\n  rollout_func: m:f\r\n  rollout_max_steps: 8\r\n"
+    assert fixed(text, unsafe_fixes=True) == want
 
 
 def test_fixed_text_is_what_check_accepts() -> None:
@@ -158,3 +153,81 @@ def test_apply_fixes_skips_overlapping_edits() -> None:
 def test_unrelated_and_unparsable_text_has_no_fixes() -> None:
     assert not fix_text("name: ci\non: push\n", skip_unrelated=True).changed
     assert not fix_text("training: [\n").changed
+
+
+# ---- TOML inline tables and dotted keys: each fix in place, the rest of the line kept -------
+
+INLINE = 'training = { rollout_backend = "Nemo-Gym", rollout_max_steps = "8" }  # keep\n'
+AT_FAULT = ("training.rollout_backend", "training.rollout_max_steps")
+
+
+def test_inline_table_values_are_fixed_in_place() -> None:
+    done = fix_text(INLINE, format="toml")
+    assert done.text == INLINE.replace('"Nemo-Gym"', '"nemo_gym"').replace('"8"', "8")
+    assert [fix.title for fix in done.fixes] == [
+        "Change rollout_backend 'Nemo-Gym' to 'nemo_gym'",
+        'Unquote "8" (an int)',
+    ]
+    left = [*done.result.issues, *done.result.warnings]
+    assert [issue for issue in left if issue.location in AT_FAULT] == []
+
+
+def test_inline_table_issues_are_placed_at_their_own_key_or_value() -> None:
+    result = check_bytes(INLINE, format="toml")
+    found = [*result.issues, *result.warnings]
+    where = {issue.location: INLINE[issue.col - 1 : issue.end_col - 1] for issue in found}
+    assert where == {AT_FAULT[0]: '"Nemo-Gym"', AT_FAULT[1]: '"8"'}
+
+
+@pytest.mark.parametrize(
+    ("section", "text", "want"),
+    [
+        # a look-alike key, a value holding its name left alone
+        (
+            "training",
+            'training = { x = "rollout_fucn", rollout_fucn = "m:f" }\n',
+            'training = { x = "rollout_fucn", rollout_func = "m:f" }\n',
+        ),
+        # nested in a table, quoted keys, a date and time with a blank in it
+        (
+            "a.training",
+            '[a]\ntraining = { d = 1979-05-27 07:32:00, "rollout_backend" = "Nemo-Gym",'
+            " 'rollout_fucn' = 'm:f' }\n",
+            '[a]\ntraining = { d = 1979-05-27 07:32:00, "rollout_backend" = "nemo_gym",'
+            " 'rollout_func' = 'm:f' }\n",
+        ),
+        # dotted keys, in a table and in an inline table
+        (
+            "training",
+            'training.rollout_backend = "Nemo-Gym"\ntraining.rollout_max_steps = "8"\n',
+            'training.rollout_backend = "nemo_gym"\ntraining.rollout_max_steps = 8\n',
+        ),
+        (
+            "x.training",
+            'x = { training.rollout_backend = "Nemo-Gym", training.rollout_fucn = "m:f" }\n',
+            'x = { training.rollout_backend = "nemo_gym", training.rollout_func = "m:f" }\n',
+        ),
+    ],
+)
+def test_every_fix_works_in_inline_tables_and_dotted_keys(
+    section: str, text: str, want: str
+) -> None:
+    done = fix_text(text, format="toml", section=section)
+    assert done.text == want
+    fixed_keys = {fix.issue.location for fix in done.fixes}
+    left = {issue.location for issue in [*done.result.issues, *done.result.warnings]}
+    assert fixed_keys and not fixed_keys & left
+
+
+def test_no_rename_onto_a_key_an_inline_table_holds() -> None:
+    text = 'training = { rollout_backend = "art", rollout_func = "a:b", rollout_fucn = "c:d" }\n'
+    assert titles(text, "toml") == []
+    assert fixed(text, "toml") == text  # renamed, the key would be given twice: bad TOML
+
+
+def test_an_inline_table_under_a_dotted_key_is_placed_and_fixed() -> None:
+    text = 'training.rollout = { rollout_backend = "Nemo-Gym" }\ntraining.epochs = 1\n'
+    result = check_bytes(text, format="toml", section="training.rollout")
+    assert result.key_positions[("training", "rollout", "rollout_backend")] == ((1, 22), (1, 40))
+    assert result.key_positions[("training", "epochs")] == ((2, 1), (2, 19))
+    assert fixed(text, "toml", section="training.rollout") == text.replace("Nemo-Gym", "nemo_gym")

@@ -855,3 +855,32 @@ def test_parquet_bad_rows_are_those_of_jsonl_on_both_engines(
             assert lines == sorted(lines), name
     assert len(set(map(repr, seen.values()))) == 1, seen
     assert temp_files(workdir) == []
+
+
+def test_an_object_of_many_keys_some_repeated_reads_alike(workdir: Path) -> None:
+    # 20,000 keys in one message and in a value inside it, every tenth repeated later
+    # in the object: first place, last value, as json.loads keeps them. (The Rust
+    # engine once looked each key up in the keys before it: its time grew with their
+    # square: 2.4 s at 40,000 keys, and this test took 28 s on a dev build.)
+    def members(count: int) -> str:
+        first = [f'"k{i}": {i}' for i in range(count)]
+        again = [f'"k{i}": "again {i}"' for i in range(0, count, 10)]
+        return ", ".join([*first, *again])
+
+    inner = "{" + members(20_000) + "}"
+    message = '{"role": "user", "content": "hi", "extra": ' + inner + ", " + members(20_000)
+    line = '{"prompt": [' + message + '}], "answer": "a"}'
+    src = workdir / "many_keys.jsonl"
+    src.write_text(line + "\n", encoding="utf-8")
+    dst = workdir / "many_keys_out.jsonl"
+    expected = normalise_rollout_rows([json.loads(line)])
+    got = expected[0]["prompt"][0]
+    assert got["k10"] == "again 10" and list(got)[:4] == ["role", "content", "extra", "k0"]
+    assert got["extra"]["k20"] == "again 20" and got["extra"]["k21"] == 21
+    for name in ENGINES:
+        with use_engine(name):
+            assert read_rollout_jsonl(src) == expected, name
+            if dst.exists():
+                dst.unlink()
+            normalise_rollout_file(src, dst)
+            assert dst.read_bytes() == canonical(expected), name

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -15,11 +16,21 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
 from agent_rollout.lsp import _start as start
 from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
-from agent_rollout.lsp._text import Lines, document_format, uri_path
+from agent_rollout.lsp._text import (
+    Change,
+    Lines,
+    apply_changes,
+    document_format,
+    line_starts,
+    uri_path,
+)
+from agent_rollout.lsp._wire import Refused, receive
 from support import cli_env
 
 # ---- positions --------------------------------------------------------------------------------
@@ -78,6 +89,111 @@ def test_fix_all_edits_end_on_the_last_line_without_a_break() -> None:
         (1, 1, 6)
     ]
     assert edits[0].new_text == "b: 😀y"
+
+
+# ---- edits ------------------------------------------------------------------------------------
+
+_CLIENT_BREAK = re.compile("\r\n|\r|\n")
+
+
+_UNIT_BYTES = {"utf-8": ("utf-8", 1), "utf-16": ("utf-16-le", 2), "utf-32": ("utf-32-le", 4)}
+
+
+def _reference_offset(text: str, line: int, character: int, encoding: str) -> int:
+    """The protocol's reading of a position, one character at a time: lines break at CR,
+    LF and CRLF; a unit inside a character reaches all of it; past the end, the end."""
+    starts = [0] + [found.end() for found in _CLIENT_BREAK.finditer(text)]
+    if line < 0:
+        return 0
+    if line >= len(starts):
+        return len(text)
+    end = starts[line + 1] if line + 1 < len(starts) else len(text)
+    codec, size = _UNIT_BYTES[encoding]
+    units = chars = 0
+    for char in text[starts[line] : end].rstrip("\r\n"):
+        if units >= character:
+            break
+        units += len(char.encode(codec, "surrogatepass")) // size
+        chars += 1
+    return starts[line] + chars
+
+
+_PIECES = st.sampled_from(["a", "b", "\r", "\n", "\r\n", "é", "😀", "\u2028", "\x85", "\t", "\x00"])
+_TEXTS = st.lists(_PIECES, max_size=30).map("".join)
+_POSITIONS = st.tuples(st.integers(-1, 8), st.integers(-1, 8))
+
+
+@given(
+    text=_TEXTS,
+    edits=st.lists(st.tuples(_POSITIONS, _POSITIONS, _TEXTS), max_size=6),
+    encoding=st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+)
+def test_edits_apply_as_the_protocol_reads_positions(
+    text: str, edits: list[Any], encoding: str
+) -> None:
+    """``apply_changes`` (an edit at memory speed, line starts moved, not found again)
+    against the protocol read one character at a time, CRs meeting LFs across edits."""
+    want = text
+    changes = []
+    for first, last, new in edits:
+        changes.append(Change(new, first, last))
+        begin = _reference_offset(want, *first, encoding)
+        stop = max(_reference_offset(want, *last, encoding), begin)
+        want = want[:begin] + new + want[stop:]
+    got, starts = apply_changes(text, None, changes, encoding)
+    assert got == want
+    assert starts == line_starts(want)
+
+
+def test_a_position_past_the_end_is_the_end_and_a_cursor_far_down_costs_nothing() -> None:
+    lines = Lines("training:\n  rollout_backend: art\n  ", "utf-16")
+    assert lines.clamp(2**31 - 1, 2**31 - 1) == (2, 2)
+    assert lines.clamp(1, 2**31 - 1) == (1, 2**31 - 1)  # from_client clamps within a line
+    assert lines.from_client(1, 2**31 - 1) == (2, 23)  # after "  rollout_backend: art"
+    assert lines.clamp(-1, 5) == (0, 0)
+
+
+# ---- the wire ---------------------------------------------------------------------------------
+
+
+def _framed(body: bytes, header: bytes = b"Content-Length: %d\r\n\r\n") -> bytes:
+    return (header % len(body) if b"%d" in header else header) + body
+
+
+def test_the_reader_resumes_at_the_next_header_whatever_came_before() -> None:
+    good = _framed(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}')
+    stream = io.BytesIO(
+        b"\r\n\r\n"  # blank lines between messages
+        + b"junk " * 5_000  # one line far longer than a header line is read
+        + b"\r\nContent-Length: -5\r\nContent-Type: x\r\n\r\n{}"  # skipped; its body ...
+        + b"content-length:  "
+        + good.split(b":", 1)[1]  # ... runs into a header, read
+    )
+    first = receive(stream)
+    assert isinstance(first, Refused) and "'-5'" in first.reason
+    assert receive(stream) == {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    assert receive(stream) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "ident"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": "%s"}', 7),
+        (b'{"method": "x", "params": "%s", "id": "last"}', "last"),
+        (b'{"jsonrpc": "2.0", "id": 8, "result": "%s"}', None),  # a response: never answered
+        (b'{"params": {"id": 9, "x": "%s"}, "method": "x"}', None),  # an id, but not the request's
+    ],
+)
+def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_can_be(
+    body: bytes, ident: Any
+) -> None:
+    from agent_rollout._limits import MAX_LSP_MESSAGE_BYTES
+
+    stream = io.BytesIO(_framed(body % (b"y" * MAX_LSP_MESSAGE_BYTES)) + _framed(b"{}"))
+    skipped = receive(stream)
+    assert isinstance(skipped, Refused) and skipped.code == -32600
+    assert skipped.id == ident
+    assert isinstance(receive(stream), Refused)  # the next frame is read where it starts
 
 
 # ---- when documents are checked ---------------------------------------------------------------
@@ -143,9 +259,9 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
         started.append(version)
         if version == 1:
             release.wait(30)  # held until every edit has arrived
-        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text))
+        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text)), []
 
-    monkeypatch.setattr(Documents, "check", slow_check)
+    monkeypatch.setattr(Documents, "_check", slow_check)
     big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
 
     async def scenario() -> None:
@@ -153,7 +269,8 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
             documents = Documents(seen.publish, seen.error, pool)
             documents.opened("file:///x/big.yaml", big, 1, "yaml")
             for version in range(2, 6):
-                documents.changed("file:///x/big.yaml", big + f"# {version}\n", version)
+                edit = [Change(big + f"# {version}\n")]
+                assert documents.changed("file:///x/big.yaml", edit, version, "utf-16")
             waiting = asyncio.ensure_future(documents.current("file:///x/big.yaml"))
             await asyncio.sleep(0.05)
             assert seen.published == [] and not waiting.done()  # the loop is free meanwhile
@@ -236,8 +353,9 @@ def framed(*messages: dict[str, Any]) -> bytes:
 def unframed(data: bytes) -> list[dict[str, Any]]:
     stream = io.BytesIO(data)
     found = []
-    while (body := start.read(stream)) is not None:
-        found.append(json.loads(body))
+    while (message := receive(stream)) is not None:
+        assert isinstance(message, dict), message
+        found.append(message)
     return found
 
 
@@ -351,7 +469,7 @@ def test_the_early_capabilities_are_pyglss(profile: str) -> None:
 
     async def initialize() -> None:
         server.replay(early, Writer())  # pygls's own reply goes nowhere: build it here
-        message = json.loads(early.messages[0], object_hook=server.protocol.structure_message)
+        message = server.structure(early.messages[0])
         server.protocol.set_writer(Writer())
         server.protocol.handle_message(message)
 

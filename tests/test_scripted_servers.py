@@ -20,12 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_rollout._limits import MAX_SCRIPTED_BODY_BYTES
+from agent_rollout._limits import (
+    MAX_SCRIPTED_BODY_BYTES,
+    SCRIPTED_QUESTIONS_KEPT,
+    SCRIPTED_REQUESTS_KEPT,
+)
+from agent_rollout.examples import scripted_servers
 from agent_rollout.examples.scripted_servers import (
     BUNDLED_PORTS,
     check_request,
     parse_context,
     parse_trajectories,
+    policy_reply,
     serve,
 )
 from support import BUNDLED_ANSWERS, bundled_seeds
@@ -355,6 +361,38 @@ def test_the_policy_answers_directly_when_offered_no_tool_it_knows() -> None:
         )
     assert plain == {"role": "assistant", "content": "-7"}
     assert weather == {"role": "assistant", "content": "108"}
+
+
+def _question(n: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": f"What is {n} + 1?"}]}
+
+
+def test_the_policy_counts_replies_for_a_bounded_number_of_questions() -> None:
+    # Called as the server calls it, without HTTP: the bound is the real one. Question n's
+    # right answer is n + 1; a reply after an odd number of replies to it is n + 2.
+    policy = policy_reply()
+
+    def ask(n: int) -> int:
+        return int(policy(_question(n))["content"]) - n - 1  # 0: right, 1: wrong
+
+    kept = SCRIPTED_QUESTIONS_KEPT
+    assert [ask(0), ask(1)] == [0, 0]
+    assert {ask(n) for n in range(2, kept + 1)} == {0}  # question 0 is forgotten
+    assert [ask(1), ask(1)] == [1, 0]  # question 1 is still counted
+    assert {ask(n) for n in range(kept + 1, 2 * kept)} == {0}
+    assert ask(1) == 1  # asked since: kept while kept - 1 newer questions came
+    assert [ask(0), ask(0)] == [0, 1]  # forgotten: its alternation starts over
+
+
+def test_the_server_keeps_the_last_requests_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scripted_servers, "SCRIPTED_REQUESTS_KEPT", 5)
+    with serve("policy") as (url, seen):
+        replies = [_post(url, json.dumps(_question(n)).encode()) for n in range(12)]
+        assert [body for _, body in replies][-1]["id"] == "chatcmpl-scripted-12"
+        assert len({body["id"] for _, body in replies}) == 12
+        assert [status for status, _ in replies] == [200] * 12
+        assert [request["body"] for request in seen] == [_question(n) for n in range(7, 12)]
+    assert SCRIPTED_REQUESTS_KEPT >= 100  # what the tests that read ``seen`` rely on
 
 
 def test_the_judge_scores_the_right_answer_high() -> None:

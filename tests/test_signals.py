@@ -36,6 +36,7 @@ from support import (
     cli_argv,
     cli_env,
     patch_arrow,
+    started,
     temp_files,
     use_engine,
 )
@@ -84,21 +85,21 @@ def test_normalise_ends_cleanly_on_sigterm_and_sighup(
     os.mkfifo(fifo)
     out = work / "out.jsonl"
     out.write_bytes(b"old content\n")
-    proc = subprocess.Popen(
+    with started(
         cli_argv("normalise", str(fifo), "-o", str(out), "--max-rows", "10000000"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
-    )
-    feeder = FifoFeeder(fifo, keep_writing=True)  # hundreds of MB if nothing stops it
-    try:
-        assert feeder.started.wait(20)
-        wait_for(lambda: temp_files(work), proc, "the temporary file")
-        time.sleep(0.2)
-        proc.send_signal(getattr(signal, name))
-        code, err = finish(proc, limit=5)
-    finally:
-        feeder.close()
+    ) as proc:
+        feeder = FifoFeeder(fifo, keep_writing=True)  # hundreds of MB if nothing stops it
+        try:
+            assert feeder.started.wait(20)
+            wait_for(lambda: temp_files(work), proc, "the temporary file")
+            time.sleep(0.2)
+            proc.send_signal(getattr(signal, name))
+            code, err = finish(proc, limit=5)
+        finally:
+            feeder.close()
     assert code == status, err
     assert err == f"agent-rollout normalise: terminated by {name}; {out} was not written\n"
     assert out.read_bytes() == b"old content\n"
@@ -122,13 +123,13 @@ def test_the_shared_writer_of_run_ends_cleanly(tmp_path: Path, name: str, status
 
         write_canonical(rows(), {str(out)!r})
     """
-    proc = subprocess.Popen(
+    with started(
         python_argv(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env()
-    )
-    wait_for(lambda: temp_files(tmp_path), proc, "the temporary file")
-    time.sleep(0.2)
-    proc.send_signal(getattr(signal, name))
-    code, err = finish(proc, limit=5)
+    ) as proc:
+        wait_for(lambda: temp_files(tmp_path), proc, "the temporary file")
+        time.sleep(0.2)
+        proc.send_signal(getattr(signal, name))
+        code, err = finish(proc, limit=5)
     assert code == status, err
     assert out.read_bytes() == b"old content\n"
     assert temp_files(tmp_path) == []
@@ -380,21 +381,21 @@ def test_ctrl_c_ends_a_wait_for_a_named_pipe_at_once(
     src = tmp_path / "rows.jsonl"
     src.write_bytes(ROW)
     args = [str(fifo), str(tmp_path / "out.jsonl")] if stalled == "input" else [str(src), str(fifo)]
-    proc = subprocess.Popen(
+    with started(
         [*python_argv(CTRL_C_SCRIPTS[what]), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline() == b"calling\n"
-    time.sleep(0.4)  # well inside the blocking open (or the wait for a reader)
-    assert proc.poll() is None
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    code, err = finish(proc, limit=10)
-    assert code == 130, err
-    caught = float(proc.stdout.read().decode().strip())
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"calling\n"
+        time.sleep(0.4)  # well inside the blocking open (or the wait for a reader)
+        assert proc.poll() is None
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code, err = finish(proc, limit=10)
+        assert code == 130, err
+        caught = float(proc.stdout.read().decode().strip())
     assert caught - sent < 0.5
     assert temp_files(tmp_path) == []
 
@@ -412,30 +413,27 @@ def test_a_failed_read_of_stdin_leaves_the_rest_to_the_next(engine_name: str) ->
             print("first:", err.code, flush=True)
         print("second:", len(read_rollout_jsonl("-")), flush=True)
     """
-    proc = subprocess.Popen(
+    with started(
         python_argv(script),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(engine_name),
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    watchdog = threading.Timer(30, proc.kill)  # a hung read fails the test, not the run
-    watchdog.start()
-    try:
-        proc.stdin.write(b"not json\n")
-        proc.stdin.flush()
-        assert proc.stdout.readline() == b"first: json_syntax\n"
-        time.sleep(0.2)  # a reader left behind would be waiting by now
-        proc.stdin.write(ROW * 3)
-        proc.stdin.close()
-        assert proc.stdout.readline() == b"second: 3\n"
-    except BaseException:
-        proc.kill()
-        raise
-    finally:
-        watchdog.cancel()
-    code, err = finish(proc, limit=10)
+    ) as proc:  # a failure kills it
+        assert proc.stdin is not None and proc.stdout is not None
+        watchdog = threading.Timer(30, proc.kill)  # a hung read fails the test, not the run
+        watchdog.start()
+        try:
+            proc.stdin.write(b"not json\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline() == b"first: json_syntax\n"
+            time.sleep(0.2)  # a reader left behind would be waiting by now
+            proc.stdin.write(ROW * 3)
+            proc.stdin.close()
+            assert proc.stdout.readline() == b"second: 3\n"
+        finally:
+            watchdog.cancel()
+        code, err = finish(proc, limit=10)
     assert code == 0, err
 
 

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from agent_rollout import normalise_rollout_file, normalise_rollout_rows
 from agent_rollout._engine.stats import jsonl_stats, rollout_stats
 from agent_rollout._errors import RolloutBadRowsError
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._jsonl import FileLimits
 from agent_rollout._limits import BAD_ROWS_KEPT
 from agent_rollout._stats import Lengths, RolloutStats, prompt_chars
@@ -35,7 +37,7 @@ from agent_rollout.cli.stats import (
     median,
     render_text,
 )
-from support import ENGINES, Cli, cli_process, facts, use_engine
+from support import ENGINES, Cli, cli_env, cli_process, facts, use_engine
 
 LIMITS = FileLimits(10_000_000, 1 << 40)
 
@@ -252,6 +254,31 @@ def test_many_chunks_keep_the_first_names_in_input_order(engine: str, tmp_path: 
     assert got.other_names == got.dropped_keys - sum(got.names.values())
 
 
+@pytest.mark.skipif(len(ENGINES) < 2, reason="needs both engines")
+def test_a_row_of_many_keys_counts_alike_on_both_engines(tmp_path: Path) -> None:
+    # 20,000 distinct keys in one row (the Rust engine once searched the keys before each
+    # key: its time grew with their square; benches/bench_stats.py times 200,000), a
+    # repeated key among them, and rows of a few keys around it.
+    keys = ", ".join(f'"k{i}": {i}' for i in range(20_000))
+    lines = [
+        '{"prompt": "a", "k5": 0, "x": 1}',
+        '{"prompt": "b", "k3": 1, ' + keys + ', "answer": "c", "k7": 2}',
+        '{"prompt": "d", ' + ", ".join(f'"k{i % 20}": {i}' for i in range(40)) + "}",
+        '{"prompt": "e", "y": 1}',
+    ]
+    path = write(tmp_path / "keys.jsonl", lines)
+    outcomes = []
+    for name in ENGINES:
+        with use_engine(name):
+            outcomes.append(jsonl_stats(str(path), LIMITS))
+    assert outcomes[0] == outcomes[1] == expected(lines)
+    got = outcomes[0]
+    assert got.dropped_keys == 2 + 20_000 + 20 + 1
+    assert list(got.names)[:4] == ["k5", "x", "k3", "k0"]
+    assert got.names["k5"] == 3 and got.names["k3"] == 2 and got.names["k100"] == 1
+    assert got.other_names == got.dropped_keys - sum(got.names.values())
+
+
 # ---- Parquet ---------------------------------------------------------------------------------
 
 pa = pytest.importorskip("pyarrow")
@@ -297,6 +324,162 @@ def test_parquet_of_any_shape_goes_through_the_row_rules(tmp_path: Path) -> None
     pq.write_table(table.slice(0, 1), tmp_path / "one.parquet")
     one = rollout_stats(str(tmp_path / "one.parquet"), LIMITS)
     assert (one.rows, one.names, one.dropped_keys, one.answers) == (1, {"score": 1}, 1, 1)
+
+
+def _messages_file(path: Path, rows: int = 3000, **write: Any) -> Path:
+    """A Parquet file of messages prompts (a field besides role and content), an answer
+    and an id column, in row groups of 1,000 rows, snappy, with page checksums."""
+    messages = pa.list_(
+        pa.struct([("role", pa.string()), ("content", pa.string()), ("name", pa.string())])
+    )
+    table = pa.table(
+        {
+            "prompt": pa.array(
+                [
+                    [{"role": "user", "content": f"q{i} " * (i % 7 + 1), "name": "n"}]
+                    for i in range(rows)
+                ],
+                messages,
+            ),
+            "answer": pa.array([f"a{i}" for i in range(rows)], pa.string()),
+            "id": pa.array(range(rows), pa.int64()),
+        }
+    )
+    pq.write_table(table, path, row_group_size=1000, compression="snappy", **write)
+    return path
+
+
+def _column_chunk(path: Path, group: int, column: str) -> tuple[int, int]:
+    """Where the chunk of ``column`` (a leaf's dotted path) in row group ``group`` starts,
+    and its bytes."""
+    meta = pq.ParquetFile(path).metadata.row_group(group)
+    chunk = next(
+        meta.column(i) for i in range(meta.num_columns) if meta.column(i).path_in_schema == column
+    )
+    return chunk.dictionary_page_offset or chunk.data_page_offset, chunk.total_compressed_size
+
+
+def _footer(data: bytes) -> tuple[int, int]:
+    """Where a Parquet file's footer (its metadata) starts, and its bytes."""
+    size = int.from_bytes(data[-8:-4], "little")
+    return len(data) - 8 - size, size
+
+
+def _corrupt(good: Path, dest: Path, how: str) -> Path:
+    """``good`` made unreadable in the way ``how`` names, at ``dest``."""
+    data = bytearray(good.read_bytes())
+    start, size = _footer(bytes(data))
+    if how == "zeroed footer":
+        data[start : start + size] = bytes(size)
+    elif how == "bad thrift":
+        data[start : start + size] = bytes((i * 37 + 11) % 256 for i in range(size))
+    elif how == "footer longer than the file":
+        data[-8:-4] = (len(data) * 2).to_bytes(4, "little")
+    elif how == "truncated":
+        data = data[: len(data) // 2]
+    elif how == "bad magic":
+        data[-4:] = b"PAR2"
+    elif how == "corrupt page header":
+        at, _ = _column_chunk(good, 1, "prompt.list.element.content")
+        data[at : at + 24] = bytes(24)
+    elif how == "corrupt page (checksum)":
+        at, size = _column_chunk(good, 2, "answer")
+        for i in range(at + size - 8, at + size - 2):
+            data[i] ^= 0x55
+    elif how == "not Parquet":
+        data = bytearray(b'{"prompt": "a"}\n')
+    elif how == "empty":
+        data = bytearray()
+    if how == "a folder":
+        dest.mkdir()
+    else:
+        dest.write_bytes(bytes(data))
+    return dest
+
+
+UNREADABLE = [
+    "zeroed footer",
+    "bad thrift",
+    "footer longer than the file",
+    "truncated",
+    "bad magic",
+    "corrupt page header",
+    "corrupt page (checksum)",
+    "not Parquet",
+    "empty",
+    "a folder",
+]
+
+
+@pytest.mark.parametrize("how", UNREADABLE)
+def test_every_unreadable_parquet_file_gets_one_message_and_exit_1(
+    engine: str, cli: Cli, tmp_path: Path, how: str
+) -> None:
+    good = _messages_file(tmp_path / "good.parquet", write_page_checksum=True)
+    assert cli("stats", str(good)).code == 0
+    bad = _corrupt(good, tmp_path / "bad.parquet", how)
+    result = cli("stats", str(bad))
+    assert result.code == 1, result.err
+    # One line, the file named, printable: no line break of pyarrow's, escaped or not.
+    assert re.fullmatch(
+        re.escape(str(bad)) + r": not a readable Parquet file \([^\n]+\)\n", result.err
+    )
+    assert "\\n" not in result.err and result.out == ""
+    with pytest.raises(RolloutValueError, match=r"not a readable Parquet file"):
+        rollout_stats(str(bad), LIMITS)
+
+
+def test_parquet_stats_reads_only_the_columns_it_counts(engine: str, tmp_path: Path) -> None:
+    # The pages of the id column and of the messages' name field broken: never read.
+    good = _messages_file(tmp_path / "good.parquet")
+    data = bytearray(good.read_bytes())
+    for column in ("id", "prompt.list.element.name"):
+        for group in range(3):
+            at, size = _column_chunk(good, group, column)
+            data[at : at + size] = bytes(size)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(bytes(data))
+    assert rollout_stats(str(broken), LIMITS) == rollout_stats(str(good), LIMITS)
+
+
+def test_parquet_stats_imports_only_what_it_needs(tmp_path: Path) -> None:
+    # pyarrow imports pandas (most of a second, tens of MB) for a Python value handed
+    # to it (pa.array, pa.scalar, an int operand of pyarrow.compute); stats hands none.
+    # pyarrow.compute (0.1 s of CPU) is not needed to call its kernels.
+    path = _messages_file(tmp_path / "r.parquet")
+    code = (
+        "import sys\n"
+        "from agent_rollout.cli import main\n"
+        f"assert main(['stats', {str(path)!r}, '--format', 'json']) == 0\n"
+        "names = ('pandas', 'pyarrow.dataset', 'pyarrow.compute')\n"
+        "print(sorted(name for name in names if name in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_parquet_counts_as_jsonl_across_batches(
+    engine: str, tmp_path: Path, ascii_only: bool
+) -> None:
+    # More rows than a batch, contents null, empty, ASCII or not: the lengths read off the
+    # offsets (ASCII) or counted (any other) are those of the JSONL of the same rows.
+    text = "plain text" if ascii_only else "h\u00e9llo \U0001f600"
+    rows = []
+    for i in range(20_000):
+        contents = [None, "", text * (i % 5), "x" * (i % 300)]
+        prompt = [{"role": "user", "content": contents[(i + j) % 4]} for j in range(i % 3 + 1)]
+        rows.append({"prompt": prompt, "answer": [None, "", text * (i % 4 + 1)][i % 3], "id": i})
+    src = write(tmp_path / "r.jsonl", [json.dumps(row) for row in rows])
+    dest = tmp_path / "r.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), dest, row_group_size=6000)
+    got = rollout_stats(str(dest), LIMITS)
+    want = jsonl_stats(str(src), LIMITS)
+    assert got.rows == 20_000 and got.names == want.names == {"id": 20_000}
+    assert _without_file_counts(got) == _without_file_counts(want)
 
 
 # ---- the report and the JSON -----------------------------------------------------------------

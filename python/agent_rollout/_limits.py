@@ -1,4 +1,5 @@
-"""Every limit and default of the package, and the one integer-range check.
+"""Every limit and default of the package, the one integer-range check, and the one
+check of a section's length.
 
 Everything else (the row rules of both engines, the file readers, the config
 models, the backends, the command line) reads its numbers from here; the Rust
@@ -14,9 +15,33 @@ from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 # ---- rows ----------------------------------------------------------------------------------
 
 MAX_ROLLOUT_ROWS = 100_000
-"""Default cap on the rows one rollout may produce."""
+"""The library's default cap on rows, the seed's: what one rollout may produce, and what
+every function of the API takes (``normalise_rollout_rows``, ``launch_rollout``,
+``read_rollout_jsonl``, ``normalise_rollout_file``, ``rows_to_arrow``, Ray's
+``normalise_shards``) and ``agent-rollout run`` writes.
+
+Those rows become a prompt dataset held in memory (a trainer's, or the tuple these
+functions return): the cap stops a runaway backend or a wrong file from replacing
+it with millions of rows. ``normalise_rollout_file`` streams, yet keeps this
+default: a library call has one default whichever function it is (a caller need
+not know which ones stream), and its output is often the dataset a trainer loads
+next; a caller raises it with ``max_rows=`` (the file commands pass
+``FILE_COMMAND_MAX_ROWS``)."""
 MAX_ROWS_LIMIT = 10_000_000
 """The largest ``max_rows`` a caller may ask for."""
+FILE_COMMAND_MAX_ROWS = MAX_ROWS_LIMIT
+"""The default ``--max-rows`` of the file commands, ``agent-rollout normalise`` and
+``agent-rollout stats`` (one default for both): the most any caller may ask for.
+
+They read a file the user converts or inspects on purpose and stream it, in
+memory that does not grow with it: ``normalise`` took the same peak memory at
+100,000 and at 1,000,000 rows, to JSONL, to gzip and to Parquet, on both engines
+(docs/rows.md); ``stats`` keeps counts only. So the seed's cap
+(``MAX_ROLLOUT_ROWS``), which guards the dataset held in memory, does not apply
+to them: with it, ``normalise`` refused a 1,000,000-row file that ``stats`` read.
+``--max-rows N`` lowers it; ``--max-bytes`` (``MAX_ROLLOUT_BYTES``) still bounds
+what is read, so a file of long rows meets that first. A file of more rows is
+refused with a message saying that this is the most (no flag raises it)."""
 MAX_MESSAGE_DEPTH = 64
 """How deeply containers may nest inside one chat message.
 
@@ -39,7 +64,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_ROLLOUT_BYTES = 4 * 1024**3
 """Default cap on the bytes one rollout file may hold, after gzip decompression (4 GiB).
 
-Chosen for real files: 100,000 rows (the default row cap) of long multi-turn
+Chosen for real files: 100,000 rows (the library's default row cap) of long multi-turn
 agent trajectories (a 20-turn episode with tool output and the dropped extra
 keys kept by loggers, about 40 KiB a row) come to about 3.8 GiB, while the
 rows users normalise most (a few turns, under 5 KiB) stay far below. It stops
@@ -114,6 +139,16 @@ MAX_SCRIPTED_BODY_BYTES = 1024 * 1024
 Their jobs are the bundled examples, whose largest request (the ``ruler``
 example's to the judge) is about 3 KB; a longer body is answered ``413`` from
 its ``Content-Length``, unread."""
+SCRIPTED_QUESTIONS_KEPT = 4096
+"""The most questions the bundled scripted policy counts its replies to (every
+second reply to a question is wrong, on purpose): past them, the one asked
+longest ago is forgotten, and its next reply is right again. A group of rollouts
+asks its question within a few requests; memory stays bounded however long the
+policy serves."""
+SCRIPTED_REQUESTS_KEPT = 100
+"""The most requests a scripted server keeps, the latest, in the ``seen`` list
+``serve`` yields (a test reads it); older ones are let go, so a server that
+runs for days holds at most this many bodies."""
 
 # ---- config files ----------------------------------------------------------------------------
 
@@ -130,6 +165,57 @@ One limit for YAML, JSON and TOML; a YAML alias counts as a copy of what it
 names, so aliases stacked on aliases cannot get past it."""
 MAX_YAML_EXPANDED_NODES = 1_000_000
 """The most values a YAML document may hold, each alias counted as a full copy."""
+MAX_SECTION_KEYS = MAX_NESTING_DEPTH - 1
+"""The most keys a ``section`` may name, counted as a dotted path (``trainer.rollout``: 2).
+
+A section of this many keys is a mapping at the deepest level a config file may
+nest to (``MAX_NESTING_DEPTH``, the root being level 1): a longer path names
+nothing any file we read can hold. ``check_section`` refuses it before it is
+split, whether it comes from ``section=``, ``check --section``, ``pyproject.toml``
+or a language client."""
+MAX_SECTION_LEN = 1024
+"""The longest ``section``, in characters (``check_section``).
+
+Real sections are a few words (``trainer.rollout``). Every issue's location starts
+with the section, and a file at the size limit may hold tens of thousands of
+issues: a 200,000-character section made such a check take 18 s and 3.9 GB. At
+this length the locations add a few tens of MB at most."""
+
+# ---- folders walked by check (git's ignore rules, read as files) ----------------------------
+
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+"""The largest file of git's that ``check`` reads for the ignore rules of a folder it
+walks, in bytes: a ``.gitignore``, ``info/exclude``, the global excludes file, a git
+config file (checked before reading).
+
+Real ones are a few kilobytes; git itself skips a pattern file past 100 MiB. A file
+past this one is not read: its rules do not apply (the walk then checks what they
+would have left out)."""
+MAX_GIT_INDEX_BYTES = 256 * 1024 * 1024
+"""The largest git index (``.git/index``) read to know which files are tracked, in bytes.
+
+An index holds about 100 bytes a tracked file (62 of file data and hash, then the
+name; this repository's: 26 KB for 263 files), so this is some 2.5 million files.
+It is read in blocks and only the names the walk may ask about are kept, so memory
+stays small; the limit bounds the time (300,000 entries, 31 MB, read in 0.9 s on
+a 2-core machine: some 8 s at the limit). Past it, no file counts as tracked."""
+MAX_GLOB_STARS = 64
+"""The most runs of ``*`` one ignore pattern may hold to be matched.
+
+Matching recurses once per run (git's ``wildmatch``); real patterns hold one or
+two. A pattern with more matches nothing, instead of exhausting the stack."""
+
+# ---- the language server ---------------------------------------------------------------------
+
+MAX_LSP_MESSAGE_BYTES = 8 * MAX_CONFIG_BYTES
+"""The longest message ``agent-rollout lsp`` reads (its ``Content-Length``), 8 MiB.
+
+The largest message a client sends is a document's whole text (``didOpen``):
+a config at ``MAX_CONFIG_BYTES``, escaped as JSON at the worst (six bytes for
+a control character, ``\\u0001``), fits with room to spare. A longer message is
+skipped in small pieces, never held in memory, and logged (a request among
+them is answered with an error); a document too large to open this way is one
+``check`` would not read anyway."""
 
 
 # ---- the one integer-range check -------------------------------------------------------------
@@ -159,6 +245,25 @@ def check_int(
         )
         raise RolloutValueError(f"{name} must be in {bounds}".lstrip())
     return int(value)
+
+
+def check_section(section: str, name: str = "section") -> str:
+    """``section`` (a key or dotted path) must name at most ``MAX_SECTION_KEYS`` keys and
+    be at most ``MAX_SECTION_LEN`` characters long; return it. ``RolloutValueError``
+    otherwise (an empty ``name``: the message starts at ``must``, for the command line
+    to name its flag)."""
+    count = section.count(".") + 1
+    if count > MAX_SECTION_KEYS:
+        raise RolloutValueError(
+            f"{name} must be a dotted path of at most {MAX_SECTION_KEYS} keys, "
+            f"got {count:,} keys".lstrip()
+        )
+    if len(section) > MAX_SECTION_LEN:
+        raise RolloutValueError(
+            f"{name} must be at most {MAX_SECTION_LEN:,} characters long, "
+            f"got {len(section):,}".lstrip()
+        )
+    return section
 
 
 def check_max_rows(max_rows: object) -> int:

@@ -30,10 +30,17 @@ fn dedupe(members: &mut Members<'_>) {
         return;
     }
     let all = std::mem::take(members);
+    // Where each key first stood in the result: one lookup per member, so an object
+    // of n keys costs O(n) however many of them repeat.
+    let mut first: std::collections::HashMap<Cow<'_, str>, usize> =
+        std::collections::HashMap::with_capacity(all.len());
     for (key, value) in all {
-        match members.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => members.push((key, value)),
+        match first.get(&key) {
+            Some(&slot) => members[slot].1 = value,
+            None => {
+                first.insert(key.clone(), members.len());
+                members.push((key, value));
+            }
         }
     }
 }

@@ -21,7 +21,10 @@ and friends, Parquet output of ``normalise_rollout_file``, ``as_arrow=True``,
   ``arrow.json`` field (``datasets`` reads the value, its ``Json()``
   feature): a key whose values are of different JSON types, objects whose
   keys differ, an int past int64, and ``content`` once any content is not a
-  str (then every content of the table is JSON text). Nothing is dropped.
+  str (then every content of the table is JSON text), an object with a key
+  holding NUL and every message once a message key holds one (the Arrow C
+  data interface, which ``datasets`` reads through, ends a name at its NUL).
+  Nothing is dropped.
 * Two bounds (``agent_rollout._limits``) keep the shape one the standard
   readers read, in memory that does not grow with keys times messages: a
   list or object deeper than ``MAX_TYPED_DEPTH`` levels of a message is JSON

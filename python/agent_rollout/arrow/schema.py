@@ -202,9 +202,35 @@ def _message_list(arrow_type: pa.DataType) -> bool:
     )
 
 
+def _nul_named(struct: pa.DataType) -> bool:
+    return any("\x00" in field.name for field in struct)
+
+
+def _without_nul_names(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with each struct that has a field name holding NUL as JSON text.
+
+    The Arrow C data interface ends a name at its NUL: a table crossing it
+    (``pyarrow.schema(struct)``, through which ``datasets`` casts every table it
+    is given or reads) would lose the key and its values, quietly.
+    """
+    if pa.types.is_list(arrow_type):
+        item = _without_nul_names(arrow_type.value_type)
+        return arrow_type if item == arrow_type.value_type else pa.list_(item)
+    if pa.types.is_struct(arrow_type):
+        if _nul_named(arrow_type):
+            return JSON_TYPE
+        fields = [(field.name, _without_nul_names(field.type)) for field in arrow_type]
+        if all(new == field.type for (_, new), field in zip(fields, arrow_type, strict=True)):
+            return arrow_type
+        return pa.struct(fields)
+    return arrow_type
+
+
 def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
     """The one rollout schema that holds tables of every given schema (``conform_table``
-    converts a table to it). Tables of str prompts and of message lists do not merge."""
+    converts a table to it). Tables of str prompts and of message lists do not merge.
+    A message with a key holding NUL is JSON text, and so is an object value with one
+    (``_without_nul_names``)."""
     prompt: Optional[pa.DataType] = None
     for schema in schemas:
         other = schema.field("prompt").type
@@ -219,7 +245,7 @@ def merge_schemas(*schemas: pa.Schema) -> pa.Schema:
             )
     if prompt is None:
         raise RolloutValueError("merge_schemas needs at least one schema")
-    return schema_for(prompt)
+    return schema_for(_without_nul_names(prompt))
 
 
 # ---- converting arrays to a wider type ------------------------------------------------------

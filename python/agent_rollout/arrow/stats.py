@@ -1,40 +1,66 @@
 """What a Parquet rollout file holds (``agent-rollout stats``): ``parquet_stats``.
 
-Reads the ``prompt`` and ``answer`` columns a record batch at a time (memory
-does not grow with the file) and counts them as ``_stats`` counts JSONL rows.
-A batch of the shapes this package writes (``prompt`` a string column, or a
-list of message structs whose ``role`` and ``content`` are strings and whose
-other fields are strings, ints or bools; ``answer`` a string column) whose
-rows all pass the row rules is counted with ``pyarrow.compute``; any other
-batch goes row by row through the row rules (``_rows``), its JSON text read
-back as ``arrow_to_rows`` reads it, a bad row counted and the read going on.
-Every column besides ``prompt`` and
-``answer`` is a key the row rules drop, in every row.
+Streams the file and counts its rows as ``_stats`` counts JSONL rows: only the
+``prompt`` and ``answer`` columns are read (of a messages prompt, only each
+message's ``role`` and ``content``), ``_BATCH_ROWS`` rows at a time, each column
+chunk through a ``_READ_BUFFER``, so memory does not grow with the file or its
+row groups. A batch of the shapes this package writes (``prompt`` a string
+column, or a list of message structs whose ``role`` and ``content`` are strings
+and whose other fields are strings, ints or bools; ``answer`` a string column)
+whose rows all pass the row rules is counted with ``pyarrow.compute`` (lengths
+of ASCII text read off the offsets, no Python value handed to pyarrow: see
+``_int64s``); any other batch goes row by row through the row rules (``_rows``),
+its JSON text read back as ``arrow_to_rows`` reads it, a bad row counted and
+the read going on. Every column besides ``prompt`` and ``answer`` is a key the
+row rules drop, in every row.
 
-Parquet is read by seeking (its footer, then each column chunk), so the file
-must be a regular file: a named pipe, a socket or a device is refused, by name,
-before it is opened (opening a pipe would wait for a writer).
+A file that cannot be read as Parquet, whatever is wrong with it (not Parquet,
+empty, truncated, a broken footer or page, a page whose checksum does not
+match, a folder), is one error: ``_unreadable``. Parquet is read by seeking (its
+footer, then each column chunk), so the file must be a regular file: a named
+pipe, a socket or a device is refused, by name, before it is opened (opening a
+pipe would wait for a writer).
 """
 
 from __future__ import annotations
 
+import array
 import errno
 import os
 import stat
-from typing import Optional
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
+
+try:  # pyarrow.compute's kernels, called by name without its module: that module makes
+    # a wrapper with a docstring for each of its 300 functions (pydoc), 0.1 s of CPU
+    from pyarrow._compute import call_function
+except ImportError:  # pragma: no cover - a pyarrow that keeps it elsewhere
+    from pyarrow.compute import call_function
 
 from agent_rollout import _rows
-from agent_rollout._errors import RolloutRowError, file_error, row_error, shown_path
+from agent_rollout._errors import (
+    RolloutRowError,
+    file_error,
+    printable,
+    row_error,
+    shown_path,
+)
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._jsonl import BadRows, FileLimits, Progress
 from agent_rollout._limits import BAD_ROWS_KEPT, MAX_MESSAGE_DEPTH
 from agent_rollout._stats import Counter, Lengths, RolloutStats
 from agent_rollout.arrow.read import iter_rows
 
-_BATCH_ROWS = 65536
+_BATCH_ROWS = 8192
+"""Rows a batch: few enough that a batch's text (4 MB of two-message prompts) stays
+in the processor's cache; larger batches read slower and keep more memory."""
+
+_READ_BUFFER = 1 << 20
+"""Bytes: a column chunk is read through a buffer this big, never whole, so memory
+does not grow with the file's row groups."""
 
 _NOT_SEEKABLE = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -44,12 +70,21 @@ _NOT_SEEKABLE = (
 )
 
 
+def _unreadable(source: str, why: object) -> RolloutValueError:
+    """The one error of a Parquet file that cannot be read, whatever is wrong with it
+    (not Parquet at all, empty, truncated, a broken footer or page, a folder):
+    ``FILE: not a readable Parquet file (WHY)``, ``WHY`` on one line, printable."""
+    reason = printable(" ".join(str(why).split()).rstrip(".")) or type(why).__name__
+    return RolloutValueError(f"{shown_path(source)}: not a readable Parquet file ({reason})")
+
+
 def _regular_size(path: str) -> int:
-    """The size of the regular file ``path``; the ``OSError`` naming it otherwise (missing,
-    a folder, or a file that cannot be read by seeking)."""
+    """The size of the regular file ``path``. A missing or forbidden file is the
+    ``OSError`` naming it; a folder is ``_unreadable``; a file that cannot be read by
+    seeking is an ``OSError`` saying so."""
     mode = os.stat(path)  # missing, no permission: the OSError names the path
     if stat.S_ISDIR(mode.st_mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        raise _unreadable(path, "a folder, not a file")
     if not stat.S_ISREG(mode.st_mode):
         what = next((name for test, name in _NOT_SEEKABLE if test(mode.st_mode)), "a special file")
         raise OSError(
@@ -99,31 +134,104 @@ def _fast_prompt(prompt_type: pa.DataType) -> Optional[str]:
     return "messages"
 
 
+def _int64s(values: list[int]) -> pa.Array:
+    """``values`` as an int64 array, built from their bytes. A Python int handed to
+    pyarrow (``pa.array``, ``pa.scalar``, an operand of a ``pyarrow.compute``
+    function) makes it import pandas, to look for pandas' types: more time and
+    memory than the whole count. The constants below are scalars of such arrays."""
+    return pa.Array.from_buffers(
+        pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))], null_count=0
+    )
+
+
+_POWERS = _int64s([1 << bits for bits in range(63)])
+"""``_POWERS[k]``: 2**k, an int64 scalar."""
+
+_ZERO = _int64s([0])[0]
+
+
+def _call(function: str, *args: object) -> Any:
+    """The ``pyarrow.compute`` function ``function`` on ``args`` (arrays and Arrow
+    scalars, never a Python value: see ``_int64s``)."""
+    return call_function(function, list(args))
+
+
 def _add_lengths(lengths: Lengths, values: pa.Array) -> None:
-    """Add every length of ``values`` (ints, no nulls) to ``lengths``."""
-    if len(values) == 0:
+    """Add every length of ``values`` (int64, no nulls) to ``lengths``."""
+    count = len(values)
+    if count == 0:
         return
-    least, most = pc.min_max(values).values()
-    least, most = least.as_py(), most.as_py()
-    # A length's bucket is its bit length: how many of 1, 2, 4, ... it reaches.
-    bucket = pc.less(values, 0).cast(pa.int32())  # zeros: no length is negative
-    for bits in range(most.bit_length()):
-        bucket = pc.add(bucket, pc.greater_equal(values, 1 << bits).cast(pa.int32()))
-    for entry in pc.value_counts(bucket).to_pylist():
-        lengths.buckets[entry["values"]] += entry["counts"]
+    least, most = (scalar.as_py() for scalar in _call("min_max", values).values())
+    low, high = least.bit_length(), most.bit_length()
+    # A length's bucket is its bit length: every length reaches 2**(low - 1), none
+    # reaches 2**high; reaching[i]: how many reach 2**(low - 1 + i).
+    reaching = [count]
+    for bits in range(low, high):
+        reaching.append(_call("sum", _call("greater_equal", values, _POWERS[bits])).as_py())
+    reaching.append(0)
+    for i, bucket in enumerate(range(low, high + 1)):
+        lengths.buckets[bucket] += reaching[i] - reaching[i + 1]
     lengths.min = least if lengths.count == 0 else min(lengths.min, least)
     lengths.max = max(lengths.max, most)
-    lengths.count += len(values)
-    lengths.total += pc.sum(values).as_py()
+    lengths.count += count
+    lengths.total += _call("sum", values).as_py()
 
 
-def _message_chars(prompts: pa.Array, messages: pa.Array) -> pa.Array:
-    """Each prompt's length: the characters of its messages' (str) ``content``."""
+def _offsets(strings: pa.Array) -> pa.Array:
+    """Where each string of ``strings`` starts in its data buffer, and where the last
+    ends (``len + 1`` offsets; a view, nothing copied)."""
+    offset_type = pa.int64() if pa.types.is_large_string(strings.type) else pa.int32()
+    return pa.Array.from_buffers(
+        offset_type,
+        len(strings) + 1,
+        [None, strings.buffers()[1]],
+        null_count=0,
+        offset=strings.offset,
+    )
+
+
+def _ascii(strings: pa.Array, offsets: pa.Array) -> bool:
+    """Whether the bytes of ``strings`` (``offsets``: theirs) are all ASCII, one scan of
+    their data buffer: then each character is one byte."""
+    first, last = offsets[0].as_py(), offsets[len(offsets) - 1].as_py()
+    if last == first:
+        return True
+    data = pa.Array.from_buffers(
+        pa.uint8(), last - first, [None, strings.buffers()[2]], null_count=0, offset=first
+    )
+    return bool(_call("max", data).as_py() < 0x80)
+
+
+def _chars(strings: pa.Array) -> pa.Array:
+    """The length of each string in characters (int64; null for null): its bytes when
+    they are all ASCII, which is read off the offsets, else ``utf8_length``."""
+    if _ascii(strings, _offsets(strings)):
+        return _call("binary_length", strings)
+    return _call("utf8_length", strings)
+
+
+def _message_chars(bounds: pa.Array, counts: pa.Array, messages: pa.Array) -> pa.Array:
+    """Each prompt's length: the characters of its messages' (str) ``content``.
+    ``bounds``: the prompts' offsets into their list's values, ``messages`` those
+    values from the first offset to the last; ``counts``: messages a prompt, at
+    least one each.
+
+    A prompt's messages are one after another, and so are their contents' bytes:
+    when every content is a str and all are ASCII, a prompt's length is the
+    bytes its contents span, read off two offsets. Otherwise from running sums
+    of each content's length."""
     if messages.type.get_field_index("content") < 0:
-        return pa.array([0] * len(prompts), pa.int64())
-    lengths = pc.fill_null(pc.utf8_length(messages.field("content")), 0).cast(pa.int64())
-    rows = pa.table({"row": pc.list_parent_indices(prompts), "n": lengths})
-    return rows.group_by("row").aggregate([("n", "sum")]).column("n_sum").combine_chunks()
+        return _call("multiply", counts, _ZERO)
+    content = messages.field("content")
+    spans = _offsets(content)
+    if content.null_count == 0 and _ascii(content, spans):
+        if bounds[0].as_py() != 0:
+            bounds = _call("subtract", bounds, bounds[0])
+        return _call("pairwise_diff", _call("take", spans, bounds)).slice(1)
+    lengths = _call("coalesce", _chars(content), _ZERO)
+    last = _call("subtract", _call("cumulative_sum", counts), _POWERS[0])  # a prompt's last
+    through = _call("take", _call("cumulative_sum", lengths), last)  # characters to its end
+    return _call("coalesce", _call("pairwise_diff", through), through)
 
 
 def _fast_batch(
@@ -134,20 +242,28 @@ def _fast_batch(
     if prompts.null_count or (answers is not None and not _answers_plain(answers)):
         return False
     if kind == "text":
-        chars = pc.utf8_length(prompts).cast(pa.int64())
-        if pc.min(chars).as_py() == 0:
+        chars = _chars(prompts)
+        if _call("min", chars).as_py() == 0:
             return False
         stats.text_prompts += len(prompts)
     else:
-        counts = pc.list_value_length(prompts)
-        if pc.min(counts).as_py() == 0:
+        counts = _call("list_value_length", prompts)
+        if _call("min", counts).as_py() == 0:
             return False
-        messages = prompts.flatten()
+        # No prompt is null: the messages are those between the first and last offsets
+        # (``flatten`` would import pyarrow.compute).
+        bounds = prompts.offsets
+        first, end = bounds[0].as_py(), bounds[len(bounds) - 1].as_py()
+        messages = prompts.values.slice(first, end - first)
         roles = messages.field("role")
-        if messages.null_count or roles.null_count or pc.min(pc.utf8_length(roles)).as_py() == 0:
+        if (
+            messages.null_count
+            or roles.null_count
+            or _call("min", _call("binary_length", roles)).as_py() == 0
+        ):
             return False
-        chars = _message_chars(prompts, messages)
-        for entry in pc.value_counts(counts).to_pylist():
+        chars = _message_chars(bounds, counts, messages)
+        for entry in _call("value_counts", counts).to_pylist():
             count = int(entry["values"])
             stats.messages[count] = stats.messages.get(count, 0) + entry["counts"]
         stats.message_prompts += len(prompts)
@@ -163,9 +279,10 @@ def _answers_plain(answers: pa.Array) -> bool:
 def _add_answers(answers: Optional[pa.Array], stats: RolloutStats) -> None:
     if answers is None or pa.types.is_null(answers.type):
         return
-    kept = answers.filter(pc.fill_null(pc.greater(pc.utf8_length(answers), 0), False))
+    lengths = _chars(answers)
+    kept = _call("filter", lengths, _call("greater", lengths, _ZERO))  # null: dropped
     stats.answers += len(kept)
-    _add_lengths(stats.answer_chars, pc.utf8_length(kept).cast(pa.int64()))
+    _add_lengths(stats.answer_chars, kept)
 
 
 def _located(exc: RolloutRowError, source: str, index: int) -> RolloutRowError:
@@ -213,19 +330,96 @@ def _slow_rows(
         index += 1
 
 
+def _prompt_columns(parquet: Any, kind: Optional[str]) -> list[str]:
+    """The Parquet columns to read for ``prompt``: a messages prompt counted with
+    ``pyarrow.compute`` needs only its messages' ``role`` and ``content`` (its other
+    fields are of types the row rules always pass); any other, the whole column."""
+    if kind != "messages":
+        return ["prompt"]
+    schema = parquet.schema
+    paths = [schema.column(i).path.split(".") for i in range(len(schema))]
+    wanted = [
+        ".".join(path)
+        for path in paths
+        if len(path) == 4 and path[0] == "prompt" and path[3] in ("role", "content")
+    ]
+    return wanted or ["prompt"]
+
+
+@contextmanager
+def _read_pool() -> Iterator[None]:
+    """pyarrow's memory pool while a file is read: jemalloc where pyarrow has it, else
+    the system allocator, unless ``ARROW_DEFAULT_MEMORY_POOL`` chooses; the pool before
+    is put back after. mimalloc, pyarrow's usual default, keeps more of the batches'
+    pages resident (1M rows: a peak 20 MiB higher, over 150 MiB) and hands them back
+    to the system and faults them in again (twice the system time)."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        yield
+        return
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except pa.ArrowNotImplementedError:
+        pool = pa.system_memory_pool()
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
+def _batches(parquet: Any, columns: list[str], source: str) -> Iterator[pa.RecordBatch]:
+    """The file's record batches of ``columns``, read on this thread (pyarrow's
+    threads each keep memory of their own, which grows with the file); a file that
+    turns out unreadable on the way (a broken page) is ``_unreadable``."""
+    batches = parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns, use_threads=False)
+    while True:
+        try:
+            batch = next(batches, None)
+        except (pa.ArrowException, OSError) as exc:
+            raise _unreadable(source, exc) from None
+        if batch is None:
+            return
+        yield batch
+
+
 def parquet_stats(
     path: str, limits: FileLimits, max_names: int, progress: Optional[Progress] = None
 ) -> RolloutStats:
-    """What the Parquet rollout file ``path`` holds (``limits.max_rows`` rows at most)."""
+    """What the Parquet rollout file ``path`` holds (``limits.max_rows`` rows at most).
+
+    Streams: the ``prompt`` and ``answer`` columns only (a messages prompt: only its
+    ``role`` and ``content``), ``_BATCH_ROWS`` rows at a time, read through a
+    ``_READ_BUFFER``; pages are checked against their checksums where the file has
+    them. A file that cannot be read as Parquet is ``_unreadable``."""
     import pyarrow.parquet as pq
 
     source = path
     size = _regular_size(path)
-    try:
-        parquet = pq.ParquetFile(path)
-    except pa.ArrowInvalid as exc:
-        raise RolloutValueError(f"{shown_path(source)}: not a Parquet file ({exc})") from None
-    schema = parquet.schema_arrow
+    with pa.OSFile(os.fsencode(path)) as file, _read_pool():  # bytes: any name
+        try:
+            parquet = pq.ParquetFile(
+                file,
+                buffer_size=_READ_BUFFER,
+                pre_buffer=False,
+                page_checksum_verification=True,
+            )
+            schema = parquet.schema_arrow
+        except (pa.ArrowException, OSError) as exc:
+            raise _unreadable(source, exc) from None
+        return _count(parquet, schema, source, size, limits, max_names, progress)
+
+
+def _count(
+    parquet: Any,
+    schema: pa.Schema,
+    source: str,
+    size: int,
+    limits: FileLimits,
+    max_names: int,
+    progress: Optional[Progress],
+) -> RolloutStats:
+    """``parquet_stats`` of a file opened and its schema read."""
     names = schema.names
     for name in ("prompt", "answer"):
         if names.count(name) > 1:
@@ -238,8 +432,8 @@ def parquet_stats(
             f"{shown_path(source)}: a rollout table needs a 'prompt' column; columns: {names}"
         )
     extra = [name for name in names if name not in ("prompt", "answer")]
-    columns = ["prompt"] + (["answer"] if "answer" in names else [])
     kind = _fast_prompt(schema.field("prompt").type)
+    columns = _prompt_columns(parquet, kind) + (["answer"] if "answer" in names else [])
     stats = RolloutStats()
     counter = Counter(stats, max_names)
     bad = BadRows(BAD_ROWS_KEPT)
@@ -247,9 +441,9 @@ def parquet_stats(
     total = parquet.metadata.num_rows
     if total > limits.max_rows:
         raise file_error("file_too_many_rows", source, limits.max_rows)
-    for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
-        prompts = batch.column(0)
-        answers = batch.column(1) if len(columns) > 1 else None
+    for batch in _batches(parquet, columns, source):
+        prompts = batch.column("prompt")
+        answers = batch.column("answer") if "answer" in names else None
         bad_before = bad.count
         if kind is None or not _fast_batch(kind, prompts, answers, stats):
             _slow_batch(pa.Table.from_batches([batch]), counter, rows, source, bad)

@@ -7,9 +7,17 @@ import re
 
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import destination, output_format
-from agent_rollout._limits import MAX_BYTES_LIMIT, MAX_ROLLOUT_BYTES, MAX_ROWS_LIMIT, check_int
+from agent_rollout._limits import (
+    FILE_COMMAND_MAX_ROWS,
+    MAX_BYTES_LIMIT,
+    MAX_ROLLOUT_BYTES,
+    MAX_ROWS_LIMIT,
+    check_int,
+    check_section,
+)
 
 __all__ = [
+    "add_file_max_rows",
     "add_max_bytes",
     "add_output",
     "add_section",
@@ -17,6 +25,7 @@ __all__ = [
     "file_name",
     "output_name",
     "positive_rows",
+    "section_name",
 ]
 
 
@@ -59,12 +68,22 @@ def byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def section_name(text: str) -> str:
+    """argparse type for ``--section``: a key or dotted path no longer than
+    ``_limits.check_section`` allows (``''``, the top level, included)."""
+    try:
+        return check_section(text, "") if text else text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_section(parser: argparse.ArgumentParser) -> None:
     """``--section``: where the rollout keys are in the config file. Unset (``None``)
     means ``load_config``'s default (``AUTO_SECTION``: the ``training`` section, or the
     top level of a flat config); ``''`` is the top level (``section=None``)."""
     parser.add_argument(
         "--section",
+        type=section_name,
         default=None,
         help="key holding the settings: a top-level key or a dotted path such as "
         "'trainer.rollout' (default: the training section, or the top level of a flat config "
@@ -121,4 +140,17 @@ def add_max_bytes(parser: argparse.ArgumentParser, what: str = "input") -> None:
         metavar="B",
         help=f"refuse {what} of more than B bytes after gzip decompression, blank lines "
         f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
+    )
+
+
+def add_file_max_rows(parser: argparse.ArgumentParser) -> None:
+    """``--max-rows`` of the file commands (``normalise``, ``stats``): one default,
+    ``FILE_COMMAND_MAX_ROWS`` (its docstring says why), stated the same way in both."""
+    parser.add_argument(
+        "--max-rows",
+        type=positive_rows,
+        default=FILE_COMMAND_MAX_ROWS,
+        metavar="N",
+        help=f"refuse a file of more than N rows (default {FILE_COMMAND_MAX_ROWS:,}, the "
+        "most allowed: the file is streamed, memory does not grow with it)",
     )

@@ -1,7 +1,9 @@
 """``check --fix`` and ``check --diff``: check's fixes applied to files, or shown as a diff.
 
 The fixes are the config layer's (``agent_rollout.config.fix_text``), the
-ones the language server offers as code actions. ``--fix`` writes each
+ones the language server offers as code actions: the safe ones, and with
+``--unsafe-fixes`` the unsafe ones too (those held back are counted, for the
+report to say so). ``--fix`` writes each
 file that changes as an editor saves it (``_files.Output`` with the bytes
 read as ``expected``: see ``agent_rollout._edit``): atomically, beside itself
 then renamed over it, only if it is still what was read, keeping its mode,
@@ -40,11 +42,13 @@ full disk): a usage error, exit 2, as for a file that cannot be read."""
 
 @dataclass
 class Fixed:
-    """One file's fixes: the check of its text as fixed, the fixes, its diff."""
+    """One file's fixes: the check of its text as fixed, the fixes, its diff, and the
+    unsafe fixes held back (without ``--unsafe-fixes``)."""
 
     result: CheckResult
     fixes: list[Fix] = field(default_factory=list)
     diff: str = ""
+    held_back: list[Fix] = field(default_factory=list)
 
 
 def _write(name: str, data: bytes, read: Snapshot) -> None:
@@ -76,8 +80,9 @@ def _changed(name: str, options: dict[str, Any]) -> Fixed:
     return _not_fixed(check_file(name, **options), message, CHANGED)
 
 
-def fix_file(name: str, options: dict[str, Any], write: bool) -> Fixed:
-    """Check ``name``; when it has fixable issues, fix them (``write``: in the file)."""
+def fix_file(name: str, options: dict[str, Any], write: bool, unsafe: bool = False) -> Fixed:
+    """Check ``name``; when it has fixable issues, fix them (``write``: in the file;
+    ``unsafe``: the unsafe fixes too)."""
     from agent_rollout.config import check_file, fix_text, format_for_suffix
 
     result = check_file(name, **options)
@@ -94,9 +99,9 @@ def fix_file(name: str, options: dict[str, Any], write: bool) -> Fixed:
         read = text = None
     if read is None or text is None:
         return _changed(name, options) if write else Fixed(result)
-    fixed = fix_text(text, format=fmt, source=name, **options)
+    fixed = fix_text(text, format=fmt, source=name, unsafe_fixes=unsafe, **options)
     if not fixed.changed:
-        return Fixed(result)
+        return Fixed(result, held_back=fixed.held_back)
     if write:
         try:
             _write(name, fixed.text.encode("utf-8"), read)
@@ -115,7 +120,7 @@ def fix_file(name: str, options: dict[str, Any], write: bool) -> Fixed:
     )
     if diff and not diff.endswith("\n"):
         diff += "\n\\ No newline at end of file\n"
-    return Fixed(fixed.result, fixed.fixes, diff)
+    return Fixed(fixed.result, fixed.fixes, diff, fixed.held_back)
 
 
 def fixed_line(fix: Fix) -> str:

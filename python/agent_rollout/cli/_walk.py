@@ -8,13 +8,23 @@ folder's files before its subfolders. Left out:
   caches, ``node_modules``: ruff's default ``exclude``, plus ``__pycache__``),
   at any depth, unless named on the command line;
 - what git ignores (``.gitignore``, ``.git/info/exclude``, the global excludes),
-  asked of ``git check-ignore --stdin`` in one call per repository under the
-  folder given: the files of a submodule (or any nested repository: a folder
-  holding ``.git``) are asked of that repository, as git has them, the others
-  of the folder's own (git refuses a path inside a submodule, and would ignore
-  none of the others); a nested repository the one holding it ignores is
-  ignored whole. Outside a work tree, or without git, nothing is ignored. A
-  tracked file is never ignored, as git has it;
+  as ``git check-ignore`` would answer, read from those files by ``cli._ignore``:
+  the walk runs no program at all. A folder's git config can name commands
+  that git runs on its own (``core.fsmonitor`` for any look at the work tree,
+  hooks, a pager, diff drivers, aliases), and checking files must never run
+  anything a folder carries; reading the rules as text also takes no file
+  name for a pathspec (``:(glob)x.yaml`` is a file like any other). The
+  repository is the one holding the folder given (found upwards, as git finds
+  it); the files of a submodule, or of any nested repository (a folder holding
+  a ``.git`` folder, or a ``.git`` file pointing to its git folder, as
+  submodules and linked work trees have), follow that repository's rules, as
+  git has them, the others the rules of the one around them; a nested
+  repository the one holding it ignores is ignored whole. A folder git
+  ignores is not walked into, unless the index tracks a config file (or a
+  submodule) below it. Outside a work tree nothing is ignored (``git
+  check-ignore`` ignores nothing there, and no ``.gitignore`` is read). A
+  tracked file is never ignored, as git has it: the index says which are (an
+  index that cannot be read tracks nothing; see ``cli._ignore``);
 - symbolic links to folders (not followed: no loops), and anything that is not
   a regular file (a FIFO named ``x.yaml``).
 
@@ -24,9 +34,9 @@ A subfolder that cannot be read is reported (``unreadable``), not passed over.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass, field
 
+from agent_rollout.cli._ignore import Repository, nested_repository, repository_around
 from agent_rollout.config import format_for_suffix
 
 __all__ = ["SKIPPED_FOLDERS", "Found", "config_files"]
@@ -64,8 +74,6 @@ SKIPPED_FOLDERS = frozenset(
 )
 """Folder names never walked into (ruff's default ``exclude``, and ``__pycache__``)."""
 
-_GIT_TIMEOUT = 60.0
-
 
 @dataclass
 class Found:
@@ -83,103 +91,53 @@ def _shown(folder: str, relative: str) -> str:
     return os.path.join(folder, relative)
 
 
-def _walk(folder: str, found: Found) -> tuple[list[str], set[str]]:
-    """The candidates under ``folder``, relative to it, in order; and the subfolders that
-    are repositories of their own (they hold ``.git``: a submodule's file, a clone's
-    folder)."""
-    relative: list[str] = []
-    repositories: set[str] = set()
-    todo = [""]
-    while todo:
-        here = todo.pop()
-        try:
-            with os.scandir(os.path.join(folder, here) if here else folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError as exc:
-            found.unreadable.append((_shown(folder, here), exc.strerror or str(exc)))
-            continue
-        folders = []
-        for entry in entries:
-            if entry.name == ".git":
-                if here:
-                    repositories.add(here)
-                continue
-            path = os.path.join(here, entry.name) if here else entry.name
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIPPED_FOLDERS:
-                        folders.append(path)
-                elif format_for_suffix(entry.name) is not None and entry.is_file():
-                    relative.append(path)
-            except OSError:
-                continue  # gone, or a link we may not follow: not a config to read
-        todo.extend(reversed(folders))
-    return relative, repositories
+def _wanted(name: bytes) -> bool:
+    """Whether a path of the index is one the walk may ask about (a config file's)."""
+    return format_for_suffix(os.fsdecode(name.rpartition(b"/")[2])) is not None
 
 
-def _repository(path: str, repositories: set[str]) -> str:
-    """The innermost of ``repositories`` (``""``: the folder's own) that holds ``path``."""
-    parent = os.path.dirname(path)
-    while parent:
-        if parent in repositories:
-            return parent
-        parent = os.path.dirname(parent)
-    return ""
-
-
-def _ignored(folder: str, relative: list[str], repositories: set[str]) -> set[str]:
-    """Which of ``relative`` git ignores, each asked of the repository that holds it; all
-    of a nested repository that the one holding it ignores (a clone in an ignored
-    ``vendor/``)."""
-    groups: dict[str, list[str]] = {}
-    for path in [*relative, *sorted(repositories)]:
-        groups.setdefault(_repository(path, repositories), []).append(path)
-    ignored: set[str] = set()
-    for root, paths in groups.items():
-        if not root:
-            ignored.update(_git_ignored(folder, paths))
-            continue
-        inner = [os.path.relpath(path, root) for path in paths]
-        found = _git_ignored(os.path.join(folder, root), inner)
-        ignored.update(os.path.join(root, path) for path in found)
-
-    def hidden(path: str) -> bool:
-        if path in ignored:
-            return True
-        root = _repository(path, repositories)
-        while root:
-            if root in ignored:
-                return True
-            root = _repository(root, repositories)
-        return False
-
-    return {path for path in relative if hidden(path)}
-
-
-def _git_ignored(folder: str, relative: list[str]) -> set[str]:
-    """Which of ``relative`` (paths under ``folder``) git ignores; empty outside git."""
-    if not relative:
-        return set()
-    data = b"\0".join(os.fsencode(path) for path in relative) + b"\0"
-    try:
-        done = subprocess.run(
-            ["git", "-C", folder, "check-ignore", "--stdin", "-z"],
-            input=data,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return set()  # no git: nothing is ignored
-    if done.returncode not in (0, 1):  # 128: not inside a work tree
-        return set()
-    return {os.fsdecode(path) for path in done.stdout.split(b"\0") if path}
+def _child(rule: bytes, name: str) -> bytes:
+    """The path of ``name`` under ``rule`` as its repository's rules see it."""
+    return rule + b"/" + os.fsencode(name) if rule else os.fsencode(name)
 
 
 def config_files(folder: str) -> Found:
     """The config files under ``folder`` that ``check`` reads (see the module's docstring)."""
     found = Found()
-    relative, repositories = _walk(folder, found)
-    ignored = _ignored(folder, relative, repositories)
-    found.files = [_shown(folder, path) for path in relative if path not in ignored]
+    around = repository_around(folder, _wanted)
+    repository, rule = around if around is not None else (None, b"")
+    # Each folder to list: where it is (under ``folder``), its repository (None: no
+    # rules apply) and its path in that repository's work tree.
+    todo: list[tuple[str, Repository | None, bytes]] = [("", repository, rule)]
+    while todo:
+        here, repository, rule = todo.pop()
+        where = os.path.join(folder, here) if here else folder
+        try:
+            with os.scandir(where) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            found.unreadable.append((_shown(folder, here), exc.strerror or str(exc)))
+            continue
+        if here and any(entry.name == ".git" for entry in entries):
+            nested = nested_repository(where, _wanted)
+            if nested is not None:
+                repository, rule = nested, b""
+        folders = []
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            path = os.path.join(here, entry.name) if here else entry.name
+            inner = _child(rule, entry.name)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name in SKIPPED_FOLDERS:
+                        continue
+                    if repository is None or not repository.ignored(inner, is_dir=True):
+                        folders.append((path, repository, inner))
+                elif format_for_suffix(entry.name) is not None and entry.is_file():
+                    if repository is None or not repository.ignored(inner, is_dir=False):
+                        found.files.append(_shown(folder, path))
+            except OSError:
+                continue  # gone, or a link we may not follow: not a config to read
+        todo.extend(reversed(folders))
     return found

@@ -1,8 +1,10 @@
 """``agent-rollout lsp``: the language server, over standard input and output.
 
 An editor starts it and talks to it (see docs/editors.md); it runs until the
-editor says ``exit`` or closes the connection. Exit status 0; 2 when pygls
-is not installed (the message says what to install: ``agent_rollout._extras``).
+editor says ``exit`` or closes the connection. Exit status 0; 1 when the
+editor said ``exit`` without ``shutdown`` first (as the protocol says); 2 when
+pygls is not installed (the message says what to install:
+``agent_rollout._extras``).
 """
 
 from __future__ import annotations
@@ -31,5 +33,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from agent_rollout.lsp import serve
 
-    serve()  # without pygls: MissingPackageError, which main reports (exit 2)
-    return 0
+    return serve()  # without pygls: MissingPackageError, which main reports (exit 2)

@@ -15,7 +15,7 @@ from typing import Optional
 
 from agent_rollout._errors import printable, printable_json
 from agent_rollout._exceptions import RolloutValueError
-from agent_rollout.cli._args import file_name
+from agent_rollout.cli._args import file_name, section_name
 
 __all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
 
@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--section",
+        type=section_name,
         default=None,
         help="key holding the settings, a dotted path for nested ones (default: as check "
         "reads a file, the training section or the top level of a flat config; '' for the "

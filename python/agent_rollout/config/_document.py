@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_rollout._errors import ConfigError, ConfigIssue, loc_key, shown
 from agent_rollout._exceptions import RolloutValueError
-from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout._limits import MAX_CONFIG_BYTES, check_section
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
     FORMATS,
@@ -48,6 +48,7 @@ from agent_rollout.config._parse import (
     parse,
     plain_scalar_value,
 )
+from agent_rollout.config._span import with_inline_tables
 
 Model = TypeVar("Model", bound=BaseModel)
 Under = Union[str, Sequence[Any], None]
@@ -154,12 +155,16 @@ def section_path(section: Section, root: Any = None) -> KeyPath:
 
     A top-level key that itself holds a dot wins over the dotted reading.
     ``AUTO_SECTION`` is read as ``DEFAULT_SECTION`` here: which of the two
-    places it reads is decided with the file's keys (``config.check``).
+    places it reads is decided with the file's keys (``config.check``). A
+    section of more than ``MAX_SECTION_KEYS`` keys, read as a dotted path (no
+    file we read nests that deep), or longer than ``MAX_SECTION_LEN``, is a
+    ``RolloutValueError`` (``check_section``).
     """
     if isinstance(section, _Auto):
         section = DEFAULT_SECTION
     if section is None or section == "":
         return ()
+    check_section(section)
     if isinstance(root, dict) and section in root:
         return (section,)
     return tuple(section.split("."))
@@ -564,12 +569,18 @@ def _ordered(issues: list[ConfigIssue]) -> list[ConfigIssue]:
 def parse_config_bytes(
     raw: bytes, fmt: str, source: str, yaml_version: str, depth: int = 2
 ) -> Union[Parsed, ConfigIssue]:
-    """Text to values with positions, or the issue that stopped the reader."""
+    """Text to values with positions, or the issue that stopped the reader.
+
+    TOML's keys inside inline tables, which its line scanner places at the
+    table's own key, are placed at their own (``_span.with_inline_tables``).
+    """
     try:
-        return parse(decode(raw), fmt, depth, yaml_version)
+        text = decode(raw)
+        parsed = parse(text, fmt, depth, yaml_version)
     except ParseProblem as problem:
         line, col = problem.pos
         return ConfigIssue(source, line, col, "", problem.message, problem.kind)
+    return with_inline_tables(parsed, text, depth) if fmt == "toml" else parsed
 
 
 def read_config_bytes(

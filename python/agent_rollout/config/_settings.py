@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from agent_rollout._errors import ConfigError, ConfigIssue, shown
-from agent_rollout.config._document import AUTO_SECTION, Section
+from agent_rollout._limits import check_section
+from agent_rollout.config._document import AUTO_SECTION, Section, read_config_file
 from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, parse
 
 __all__ = ["SETTINGS_TABLE", "CheckSettings", "find_settings", "read_settings", "settings_values"]
@@ -97,11 +98,17 @@ def _value_problem(field: str, value: Any) -> Optional[str]:
     if field in ("strict", "skip_unrelated"):
         return None if isinstance(value, bool) else f"must be true or false, got {shown(value)}"
     if field == "section":
-        if value is None or isinstance(value, str):
-            return None
-        return (
-            f"must be a string (a key or a dotted path; '' for the top level), got {shown(value)}"
-        )
+        if not (value is None or isinstance(value, str)):
+            return (
+                "must be a string (a key or a dotted path; '' for the top level), "
+                f"got {shown(value)}"
+            )
+        try:
+            if value:  # '' is the top level
+                check_section(value, "")
+        except ValueError as exc:
+            return str(exc)
+        return None
     if field == "yaml_version":
         if value in YAML_VERSIONS:
             return None
@@ -149,13 +156,16 @@ def read_settings(path: str) -> Optional[CheckSettings]:
     """The settings of one ``pyproject.toml``; ``None`` when it has no ``[tool.agent-rollout]``.
 
     Raises ``ConfigError`` (kind ``settings``) for a file that cannot be read
-    or parsed, a table that is not a table, and any bad setting.
+    or parsed, a table that is not a table, and any bad setting. The file is
+    read as a config file is (``read_config_file``): a regular file of at most
+    ``MAX_CONFIG_BYTES``, its size looked at before it is read.
     """
+    raw = read_config_file(path)
+    if isinstance(raw, ConfigIssue):
+        raise ConfigError([replace(raw, kind="settings")])
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
         text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         message = f"cannot read the settings: {exc}"
         raise ConfigError([ConfigIssue(path, 1, 1, "", message, "settings")]) from None
     if "agent-rollout" not in text:

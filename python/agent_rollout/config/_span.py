@@ -9,18 +9,25 @@ JSON object or array) to its closing bracket, a plain value or key to the
 The end is exclusive and 1-based, as the start is: ``rollout_fucn`` at
 column 3 ends at column 15. A position past the end of its line (an empty
 value, the end of the file) ends where it starts.
+
+Read from the text the same way: where the keys of a TOML inline table and
+the items of a TOML array are (``with_inline_tables``), which TOML's line
+scanner leaves at the key that holds them, so that an issue there is placed,
+underlined and fixed at its own key or value.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Sequence
+from typing import Any, Optional
 
 from agent_rollout._errors import ConfigIssue
-from agent_rollout.config._parse import Pos
+from agent_rollout.config._parse import Parsed, Pos
 
-__all__ = ["split_lines", "token_end", "with_ends"]
+__all__ = ["InlineTables", "split_lines", "token_end", "with_ends", "with_inline_tables"]
 
 # The line breaks each reader counts lines by (PyYAML's include NEL, LS and PS).
 _BREAKS = {
@@ -198,3 +205,224 @@ def with_ends(text: str, fmt: str, issues: list[ConfigIssue]) -> list[ConfigIssu
         end_line, end_col = token_end(lines, fmt, (issue.line, issue.col))
         out.append(dataclasses.replace(issue, end_line=end_line, end_col=end_col))
     return out
+
+
+# ---------------------------------------------------------------- TOML inline tables
+
+_TOML_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+_Entries = dict[tuple[str, ...], tuple[Pos, Pos, bool]]
+"""An inline table's keys: each key path written in it (a dotted key gives each of its
+prefixes too) to ``(key position, value position, whether the path ends there)``."""
+
+
+def _blank_end(lines: Sequence[str], line: int, i: int) -> tuple[int, int]:
+    """Past the blanks, line breaks and comments from ``lines[line][i]`` (0-based)."""
+    while line < len(lines):
+        text = lines[line]
+        while i < len(text) and text[i] in " \t":
+            i += 1
+        if i < len(text) and text[i] != "#":
+            return line, i
+        line, i = line + 1, 0
+    return line, i
+
+
+def _toml_key_part(lines: Sequence[str], line: int, i: int) -> Optional[tuple[str, int]]:
+    """``(key, end)`` of the bare or quoted key part at ``lines[line][i]``."""
+    text = lines[line]
+    if text[i] == "'":
+        end = text.find("'", i + 1)
+        return None if end < 0 else (text[i + 1 : end], end + 1)
+    if text[i] == '"':
+        end_line, end_col = _quoted_end(lines, line, i, "toml")
+        if end_line != line + 1:
+            return None
+        try:
+            key = json.loads(text[i : end_col - 1], strict=False)
+        except ValueError:  # an escape JSON lacks (\UXXXXXXXX): not placed
+            return None
+        return (key, end_col - 1) if isinstance(key, str) else None
+    found = _TOML_BARE_KEY.match(text, i)
+    return None if found is None else (found.group(0), found.end())
+
+
+def _inline_entries(lines: Sequence[str], at: Pos) -> _Entries:
+    """The keys of the TOML inline table whose ``{`` is at ``at``, read from the text.
+
+    Each value is skipped as ``token_end`` reads it (a string, an array or table
+    however many lines it takes, a plain value). A text the scan does not follow
+    ends it: the keys after are not placed (``locate`` gives the table's own key).
+    """
+    entries: _Entries = {}
+    line, i = at[0] - 1, at[1]
+    while True:
+        line, i = _blank_end(lines, line, i)
+        if line >= len(lines) or lines[line][i] == "}":
+            return entries
+        if lines[line][i] == ",":
+            i += 1
+            continue
+        key_pos = (line + 1, i + 1)
+        parts: list[str] = []
+        text = lines[line]
+        while True:
+            part = _toml_key_part(lines, line, i)
+            if part is None:
+                return entries
+            parts.append(part[0])
+            i = part[1]
+            while i < len(text) and text[i] in " \t":
+                i += 1
+            if i < len(text) and text[i] == ".":
+                i += 1
+                while i < len(text) and text[i] in " \t":
+                    i += 1
+                if i < len(text):
+                    continue
+            break
+        if i >= len(text) or text[i] != "=":
+            return entries
+        i += 1
+        while i < len(text) and text[i] in " \t":
+            i += 1
+        value_pos = (line + 1, i + 1)
+        for size in range(1, len(parts) + 1):
+            entries.setdefault(tuple(parts[:size]), (key_pos, value_pos, size == len(parts)))
+        end = token_end(lines, "toml", value_pos)
+        if end <= value_pos:
+            return entries
+        line, i = end[0] - 1, end[1] - 1
+        # A value with a blank inside (a date and time, ``1979-05-27 07:32:00``) goes on.
+        text = lines[line]
+        while i < len(text) and text[i] not in ",}#":
+            i += 1
+
+
+def _array_items(lines: Sequence[str], at: Pos) -> list[Pos]:
+    """Where each item of the TOML array whose ``[`` is at ``at`` starts."""
+    items: list[Pos] = []
+    line, i = at[0] - 1, at[1]
+    while True:
+        line, i = _blank_end(lines, line, i)
+        if line >= len(lines) or lines[line][i] == "]":
+            return items
+        if lines[line][i] == ",":
+            i += 1
+            continue
+        items.append((line + 1, i + 1))
+        end = token_end(lines, "toml", items[-1])
+        if end <= items[-1]:
+            return items
+        line, i = end[0] - 1, end[1] - 1
+        text = lines[line]
+        while i < len(text) and text[i] not in ",]#":  # a date and time goes on past a blank
+            i += 1
+
+
+class InlineTables:
+    """``Parsed.walker`` for TOML: the line scanner's positions, and where it has none,
+    the keys of inline tables (``training = { rollout_backend = "art" }``) and the items
+    of arrays, read from the text.
+
+    The scanner places a key written inside an inline table at the table's own key.
+    Stepping into a table's value when the scanner has no such key reads the text at
+    that value's position, once per table; the value found must be the one the data
+    holds (its keys, or its items, are the data's), so a dotted key's position (which
+    the scanner gives every prefix of the key) is never read as a table of its prefix.
+    A handle is ``(scanner handle or None, value position, dotted prefix, value)``.
+    """
+
+    def __init__(self, walker: Any, lines: Sequence[str], root: Any) -> None:
+        self.walker = walker
+        self.lines = lines
+        self.root: tuple[Any, Optional[Pos], tuple[str, ...], Any] = (walker.root, None, (), root)
+        self.tables: dict[Pos, _Entries] = {}
+        self.arrays: dict[Pos, list[Pos]] = {}
+        self.held: dict[tuple[Pos, int], bool] = {}  # (table, id of a value): its table?
+
+    def _char(self, at: Pos) -> str:
+        line, col = at
+        if 1 <= line <= len(self.lines) and 1 <= col <= len(self.lines[line - 1]):
+            return self.lines[line - 1][col - 1]
+        return ""
+
+    def step(self, handle: Any, part: Any) -> Optional[tuple[Any, Pos, Pos]]:
+        scanned, at, prefix, value = handle
+        child = _data_child(value, part)
+        if scanned is not None:
+            found = self.walker.step(scanned, part)
+            if found is not None:
+                inner, key_pos, value_pos = found
+                return (inner, value_pos, (), child), key_pos, value_pos
+        if at is None or child is _NOTHING:
+            return None
+        char = self._char(at)
+        if char == "{" and isinstance(part, str) and isinstance(value, dict):
+            entries = self.tables.get(at)
+            if entries is None:
+                entries = self.tables[at] = _inline_entries(self.lines, at)
+            if scanned is not None and not self._holds(at, entries, value):
+                return None  # not this value's table (a dotted key's position)
+            hit = entries.get((*prefix, part))
+            if hit is None:
+                return None
+            key_pos, value_pos, ends = hit
+            if ends:
+                return (None, value_pos, (), child), key_pos, value_pos
+            return (None, at, (*prefix, part), child), key_pos, value_pos
+        if char == "[" and not prefix and isinstance(value, list) and isinstance(part, int):
+            items = self.arrays.get(at)
+            if items is None:
+                items = self.arrays[at] = _array_items(self.lines, at)
+            if len(items) != len(value):
+                return None
+            pos = items[part]  # in range: the data holds it
+            return (None, pos, (), child), pos, pos
+        return None
+
+    def _holds(self, at: Pos, entries: _Entries, value: dict[Any, Any]) -> bool:
+        """Whether the table at ``at`` is ``value``'s own: its keys are the value's."""
+        verdict = self.held.get((at, id(value)))
+        if verdict is None:
+            verdict = {path[0] for path in entries} == set(value)
+            self.held[(at, id(value))] = verdict
+        return verdict
+
+    def plain_text(self, handle: Any) -> Optional[str]:
+        return None
+
+
+_NOTHING = object()
+
+
+def _data_child(value: Any, part: Any) -> Any:
+    if isinstance(value, dict):
+        return value.get(part, _NOTHING) if isinstance(part, str) else _NOTHING
+    if isinstance(value, list) and isinstance(part, int) and not isinstance(part, bool):
+        return value[part] if 0 <= part < len(value) else _NOTHING
+    return _NOTHING
+
+
+def with_inline_tables(parsed: Parsed, text: str, depth: int) -> Parsed:
+    """TOML's ``parsed`` with the keys of its inline tables placed (``InlineTables``):
+    in ``locate``, and in ``keys`` up to ``depth`` parts, as the scanner gives its own."""
+    walker = InlineTables(parsed.walker, split_lines(text, "toml"), parsed.root)
+    if "{" not in text:
+        return dataclasses.replace(parsed, walker=walker)  # no inline table: no key to add
+    keys = dict(parsed.keys)
+    todo: list[tuple[tuple[str, ...], Any]] = [((), walker.root)]
+    while todo:
+        path, handle = todo.pop()
+        value = handle[3]
+        if len(path) >= depth or not isinstance(value, dict):
+            continue
+        for key in value:
+            step = walker.step(handle, key)
+            if step is None:
+                continue
+            inner, key_pos, value_pos = step
+            child = (*path, key)
+            keys.setdefault(child, (key_pos, value_pos))
+            todo.append((child, inner))
+    return dataclasses.replace(parsed, keys=keys, walker=walker)

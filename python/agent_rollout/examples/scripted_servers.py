@@ -14,7 +14,9 @@ same answer the ``openenv`` example takes from its environment.
   shown the tool's result, or offered no such tool, it replies with the
   answer. On every second reply to one question it answers one too many, on
   purpose, so a group of rollouts holds a right and a wrong answer and the
-  ranking rule has something to rank;
+  ranking rule has something to rank (it counts for the last
+  :data:`~agent_rollout._limits.SCRIPTED_QUESTIONS_KEPT` questions asked: a
+  question forgotten starts over, right);
 - the **judge** reads the trajectories RULER sends (``<trajectory id="N">``
   blocks), works out the right answer to the question and scores each
   trajectory's final answer 0.9 when it is that answer, else 0.1.
@@ -26,7 +28,10 @@ body over :data:`~agent_rollout._limits.MAX_SCRIPTED_BODY_BYTES` (1 MiB) ``413``
 from its ``Content-Length``, without reading it; an unknown route ``404``;
 nothing drops the connection or prints a traceback. Both answer in time linear
 in the body: the judge finds the blocks RULER sends with ``str.find`` (no
-backtracking regex), and what the trajectories share is read once.
+backtracking regex), and what the trajectories share is read once. What a
+server keeps is bounded too, however long it runs: the policy's reply counts
+(``SCRIPTED_QUESTIONS_KEPT`` questions, each by a 16-byte digest) and the
+requests ``serve`` yields (the last ``SCRIPTED_REQUESTS_KEPT``).
 
 :func:`serve` runs either one for as long as its ``with`` block lasts; ``python
 -m agent_rollout.examples.scripted_servers policy|judge [--port N]`` runs one
@@ -38,16 +43,22 @@ the bundled configs use :data:`BUNDLED_PORTS`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
-from agent_rollout._limits import MAX_SCRIPTED_BODY_BYTES
+from agent_rollout._limits import (
+    MAX_SCRIPTED_BODY_BYTES,
+    SCRIPTED_QUESTIONS_KEPT,
+    SCRIPTED_REQUESTS_KEPT,
+)
 from agent_rollout.examples.openenv_drill.tasks import expression_in, reference_answer
 
 __all__ = [
@@ -208,11 +219,26 @@ def tool_call_for(question: str) -> tuple[str, dict[str, str]]:
 
 
 class _Policy:
-    """The scripted policy; the per-question reply count makes rollouts differ."""
+    """The scripted policy; the per-question reply count makes rollouts differ.
+
+    Counts are kept for the ``SCRIPTED_QUESTIONS_KEPT`` questions replied to last,
+    each by a digest of its text (a question may be up to a body long): past them,
+    the one replied to longest ago is forgotten.
+    """
 
     def __init__(self) -> None:
-        self._replies: dict[str, int] = {}
+        self._replies: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _count(self, question: str) -> int:
+        """How many replies to ``question`` came before this one (which is counted)."""
+        key = hashlib.blake2b(question.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            count = self._replies.pop(key, 0)
+            self._replies[key] = count + 1  # the newest, last
+            if len(self._replies) > SCRIPTED_QUESTIONS_KEPT:
+                self._replies.popitem(last=False)
+        return count
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
         messages = list(body["messages"])
@@ -229,10 +255,7 @@ class _Policy:
                 return {"role": "assistant", "content": None, "tool_calls": [call]}
         result = _text(last).strip() if last.get("role") == "tool" else ""
         answer = result if _INTEGER.fullmatch(result) else reference_answer(question)
-        with self._lock:
-            count = self._replies.get(question, 0)
-            self._replies[question] = count + 1
-        if count % 2:  # every second reply to a question is wrong, on purpose
+        if self._count(question) % 2:  # every second reply to a question is wrong, on purpose
             answer = str(int(answer) + 1)
         return {"role": "assistant", "content": answer}
 
@@ -362,6 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
         except BadRequest as exc:
             self._send(exc.status, _error(f"bad request: {exc}"))
             return
+        number = self.server.count()
         self.server.seen.append({"path": self.path, "body": body})
         try:
             message = self.server.reply(body)
@@ -371,7 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(
             200,
             {
-                "id": f"chatcmpl-scripted-{len(self.server.seen)}",
+                "id": f"chatcmpl-scripted-{number}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model") or "scripted",
@@ -450,7 +474,15 @@ def _error(message: str) -> dict[str, Any]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     reply: Reply
-    seen: list[dict[str, Any]]
+    seen: deque[dict[str, Any]]  # the last SCRIPTED_REQUESTS_KEPT requests
+    requests = 0
+    lock: threading.Lock
+
+    def count(self) -> int:
+        """This request's number, from 1."""
+        with self.lock:
+            self.requests += 1
+            return self.requests
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that went away or timed out: nothing to print
@@ -459,8 +491,9 @@ class _Server(ThreadingHTTPServer):
 @contextmanager
 def serve(
     kind: str | Reply, host: str = "127.0.0.1", port: int = 0
-) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Serve a scripted model; yield ``(base URL ending in /v1, requests seen)``.
+) -> Iterator[tuple[str, deque[dict[str, Any]]]]:
+    """Serve a scripted model; yield ``(base URL ending in /v1, requests seen)``: the
+    last ``SCRIPTED_REQUESTS_KEPT`` requests answered, each ``{"path", "body"}``.
 
     ``kind`` is ``"policy"``, ``"judge"`` or a reply function of your own
     (called with a checked request body). ``port=0`` picks a free port. The
@@ -470,7 +503,8 @@ def serve(
     reply = KINDS[kind]() if isinstance(kind, str) else kind
     server = _Server((host, port), _Handler)
     server.reply = reply
-    server.seen = []
+    server.seen = deque(maxlen=SCRIPTED_REQUESTS_KEPT)
+    server.lock = threading.Lock()
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )

@@ -7,27 +7,37 @@ apply to it: ``[tool.agent-rollout]`` of the nearest ``pyproject.toml``
 training configs (``skip_unrelated``) unless a setting says otherwise: a
 client attaches it to every YAML, JSON and TOML file.
 
-A document of at most ``INLINE_CHARS`` characters is checked at once, on
-the event loop (a 300-line config takes a millisecond or two, less than a
-trip to a thread). A larger one is checked on a worker thread; while it
-runs, edits only record the newest version, and when it ends a result for
-an older version than the document's is dropped and the newest is checked.
-So a burst of edits to a large file costs one check in flight and one
-after it, never a queue. ``check`` never raises for bad text; should it
-raise anyway (a bug of ours), the document gets no diagnostics and the
-server goes on (``on_error``).
+The server keeps each document's text itself (pygls keeps no copy): an
+edit is applied with ``_text.apply_changes``, whose cost does not grow
+with the length of the edited line. A document in a format ``check`` does
+not read keeps no text at all, and its edits cost nothing. One larger than
+``MAX_CONFIG_BYTES`` (``readable`` is false: check would find it too large,
+or skip it as unrelated) is checked when opened, saved or pulled, not at
+each edit, unless the edit takes it across the limit.
+
+Checks run on worker threads (``executor``), never on the event loop, so a
+long check holds up no other document and no message; a document has at
+most one check in flight. While it runs, edits only record the newest
+version, and when it ends a result for an older version than the
+document's is dropped and the newest is checked. So a burst of edits to a
+large file costs one check in flight and one after it, never a queue.
+Without an executor (the first answers, before pygls is loaded) a check
+runs at once. ``check`` never raises for bad text; should it raise anyway
+(a bug of ours), the document gets no diagnostics and the server goes on
+(``on_error``, called on the event loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from agent_rollout.config import (
+    MAX_CONFIG_BYTES,
     CheckResult,
     CheckSettings,
     ConfigError,
@@ -35,7 +45,7 @@ from agent_rollout.config import (
     find_settings,
     settings_values,
 )
-from agent_rollout.lsp._text import document_format, uri_path
+from agent_rollout.lsp._text import Change, Lines, apply_changes, document_format, uri_path
 
 __all__ = ["INLINE_CHARS", "SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
 
@@ -44,7 +54,10 @@ SETTINGS_SECTION = "agent-rollout"
 optionally in ``initializationOptions``)."""
 
 INLINE_CHARS = 64 * 1024
-"""A document of at most this many characters is checked on the event loop."""
+"""The largest document (in characters) checked before pygls is loaded (``_start``,
+which reads nothing else meanwhile), and whose code actions are computed on the event
+loop; a larger one waits for the full server, and its code actions are computed on a
+worker thread."""
 
 
 def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
@@ -72,7 +85,11 @@ class Checked:
 
 @dataclass
 class Document:
-    """An open document: what the client last sent, and the last check that ended."""
+    """An open document: what the client last sent, and the last check that ended.
+
+    ``text`` is empty for a format ``check`` does not read (``format`` None);
+    ``starts`` are where its lines start (``_text.line_starts``), once needed.
+    """
 
     uri: str
     format: Optional[str]
@@ -81,6 +98,17 @@ class Document:
     checked: Optional[Checked] = None
     running: bool = False
     waiters: list[asyncio.Future[Optional[Checked]]] = field(default_factory=list)
+    starts: Optional[list[int]] = None
+    settings_epoch: int = 0
+    """Bumped when the settings change: a check begun before is as outdated as one of an
+    older version."""
+
+    @property
+    def readable(self) -> bool:
+        """Whether ``check`` reads this document at all: a format it knows, and no
+        larger than ``MAX_CONFIG_BYTES`` (in characters, each at least a byte). Hover,
+        completion and fixes answer only for such a document."""
+        return self.format is not None and len(self.text) <= MAX_CONFIG_BYTES
 
 
 class Documents:
@@ -109,12 +137,19 @@ class Documents:
 
     def settings_for(self, document: Document) -> CheckSettings:
         """The settings of ``document``: its ``pyproject.toml``'s, the client's on top."""
+        problems: list[str] = []
+        settings = self._settings(document, problems)
+        for problem in problems:
+            self.on_error(problem)
+        return settings
+
+    def _settings(self, document: Document, problems: list[str]) -> CheckSettings:
         path = uri_path(document.uri)
         start = path if path is not None else (self.root or os.getcwd())
         try:
             settings = find_settings(start)
         except ConfigError as exc:
-            self.on_error(f"agent-rollout: settings ignored: {exc}")
+            problems.append(f"agent-rollout: settings ignored: {exc}")
             settings = CheckSettings()
         if "skip_unrelated" not in settings.explicit:
             settings = settings.merged({"skip_unrelated": True})
@@ -123,19 +158,37 @@ class Documents:
     # ---- the documents
 
     def opened(self, uri: str, text: str, version: Optional[int], language: Optional[str]) -> None:
+        fmt = document_format(uri, language)
+        if fmt is None:
+            text = ""  # never checked, never read: nothing to keep
         known = self.open.get(uri)
         if known is not None and (known.text, known.version) == (text, version):
             return  # opened already (the message read before pygls was loaded, handed on)
-        document = Document(uri, document_format(uri, language), text, version)
+        document = Document(uri, fmt, text, version)
         self.open[uri] = document
         self.schedule(document)
 
-    def changed(self, uri: str, text: str, version: Optional[int]) -> None:
+    def changed(
+        self, uri: str, changes: Iterable[Change], version: Optional[int], encoding: str
+    ) -> bool:
+        """Apply an edit (``didChange``) and check the new version; False for a document
+        that is not open (the edit is dropped)."""
         document = self.open.get(uri)
         if document is None:
-            return
-        document.text, document.version = text, version
-        self.schedule(document)
+            return False
+        if document.format is None:
+            document.version = version
+            return True
+        readable = document.readable
+        document.text, document.starts = apply_changes(
+            document.text, document.starts, changes, encoding
+        )
+        document.version = version
+        if readable or document.readable:
+            self.schedule(document)
+        # else too large before and after: check finds it too large (or unrelated) again,
+        # so it is checked when saved (or pulled), not at each keystroke
+        return True
 
     def closed(self, uri: str) -> None:
         document = self.open.pop(uri, None)
@@ -146,45 +199,76 @@ class Documents:
         """Check every open document again (the settings changed)."""
         for document in list(self.open.values()):
             document.checked = None
+            document.settings_epoch += 1
             self.schedule(document)
+
+    def lines(self, document: Document, encoding: str) -> Lines:
+        """The document's current text for position conversions, its line starts kept
+        for the next edit and the next question."""
+        lines = Lines(document.text, encoding, document.format or "yaml", document.starts)
+        document.starts = lines.starts()
+        return lines
 
     # ---- checking
 
     def check(self, document: Document, text: str, version: Optional[int]) -> Optional[Checked]:
         """One check of ``text`` (``version`` of ``document``); ``None`` for a format we do
         not read, or when the check itself failed."""
+        checked, problems = self._check(document, text, version)
+        for problem in problems:
+            self.on_error(problem)
+        return checked
+
+    def _check(
+        self, document: Document, text: str, version: Optional[int]
+    ) -> tuple[Optional[Checked], list[str]]:
+        """``check``'s work, on any thread: what it found, and the problems to report."""
+        problems: list[str] = []
         if document.format is None:
-            return None
-        settings = self.settings_for(document)
+            return None, problems
+        settings = self._settings(document, problems)
         source = uri_path(document.uri) or document.uri
         try:
             result = check_bytes(
                 text, format=document.format, source=source, **settings.check_options()
             )
         except Exception as exc:  # a bug of ours: no diagnostics, the server goes on
-            self.on_error(f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}")
-            return None
-        return Checked(version, text, document.format, settings, result)
+            problems.append(f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}")
+            return None, problems
+        return Checked(version, text, document.format, settings, result), problems
 
     def schedule(self, document: Document) -> None:
-        """Check the document's current version: now, or on a worker thread when it is large."""
+        """Check the document's current version: on a worker thread, or at once without one."""
         if document.running:
             return  # the check in flight looks at the newest version when it ends
-        if len(document.text) <= INLINE_CHARS or self.executor is None:
+        if self.executor is None:
             self._finish(document, self.check(document, document.text, document.version))
             return
         document.running = True
-        text, version = document.text, document.version
+        text, version, epoch = document.text, document.version, document.settings_epoch
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, self.check, document, text, version)
-        future.add_done_callback(lambda done: self._ended(document, done))
+        future = loop.run_in_executor(self.executor, self._check, document, text, version)
+        future.add_done_callback(lambda done: self._ended(document, (version, epoch), done))
 
-    def _ended(self, document: Document, done: asyncio.Future[Optional[Checked]]) -> None:
+    def _ended(
+        self,
+        document: Document,
+        began: tuple[Optional[int], int],
+        done: asyncio.Future[tuple[Optional[Checked], list[str]]],
+    ) -> None:
         document.running = False
+        checked: Optional[Checked] = None
+        if not done.cancelled():
+            error = done.exception()
+            if error is not None:
+                self.on_error(f"agent-rollout: a check failed: {type(error).__name__}: {error}")
+            else:
+                checked, problems = done.result()
+                for problem in problems:
+                    self.on_error(problem)
         if self.open.get(document.uri) is not document:
             return  # closed (or opened again) meanwhile
-        checked = None if done.cancelled() or done.exception() else done.result()
-        if checked is not None and checked.version != document.version:
+        if began != (document.version, document.settings_epoch):
             self.schedule(document)  # outdated: dropped, and the newest version goes next
             return
         self._finish(document, checked)

@@ -11,23 +11,63 @@ Saving a ``pyproject.toml`` checks every open document again.
 
 Code actions, hover and completion are answered from the document's
 current text; code actions on a large document are computed on a worker
-thread, as its checks are. Positions go out in the encoding pygls settled
-with the client (``general.positionEncodings``: its first choice among
-UTF-8, UTF-16 and UTF-32; UTF-16 when it names none).
+thread, as its checks are. A document ``check`` does not read (over
+``MAX_CONFIG_BYTES``, or in another format) gets none of them. Positions go
+out in the encoding pygls settled with the client
+(``general.positionEncodings``: its first choice among UTF-8, UTF-16 and
+UTF-32; UTF-16 when it names none).
+
+Messages are read by ``_wire.receive`` on a thread of their own and handed
+to ``dispatch`` on the event loop, which keeps the protocol's rules where
+pygls (2.1) does not; each is a fault of pygls's, worked around here:
+
+- a message ``_wire`` refused is logged, and answered when it was a request
+  whose id is known (pygls's reader allocates whatever ``Content-Length``
+  says: ``MemoryError`` for a terabyte, and the server ends);
+- before ``initialize``, a request is answered ``ServerNotInitialized``
+  (-32002) and a notification dropped, ``exit`` aside (pygls runs them);
+- after ``shutdown``, a request is answered ``InvalidRequest`` (pygls
+  drops it unanswered: openlawlibrary/pygls#605);
+- an unknown request is answered ``MethodNotFound`` (-32601), and one whose
+  params the protocol's types do not take ``InvalidParams`` (-32602), with or
+  without ``params`` (pygls answers neither: its reader raises before it
+  knows the id, and shows "Error in server");
+- ``initialize`` params pygls cannot read are read as ``_start`` reads them
+  (``readable_initialize``); a ``rootUri`` ``urlparse`` refuses and any
+  ``rootPath`` are left out (pygls's ``to_fs_path`` and ``from_fs_path`` raise
+  ``ValueError`` on ``file://[x/`` and ``//x``);
+- ``exit`` ends the server with 1 unless ``shutdown`` came first, and
+  ``run_after`` returns that status (pygls's ``start_io`` swallows the
+  ``SystemExit`` it raises: openlawlibrary/pygls#118 asked for the status).
+
+pygls keeps no copy of the open documents (``_Protocol``): its copy cost a
+walk over the whole edited line per edit (a 5 MB one-line JSON file, a
+second a keystroke), broke lines where the client does not
+(``str.splitlines``: form feed, NEL, LS) and raised ``KeyError`` for an
+edit of a document never opened (shown as "Error in server"; reported for
+an older pygls as openlawlibrary/pygls#168).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Optional, Union
 
+from cattrs.errors import ClassValidationError
+from cattrs.v import transform_error
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+    lsp_method,
+)
 
 from agent_rollout.lsp._actions import FIX_ALL, as_diagnostic, code_actions, forget
 from agent_rollout.lsp._diagnostics import SOURCE, diagnostics
@@ -40,31 +80,81 @@ from agent_rollout.lsp._documents import (
     client_values,
 )
 from agent_rollout.lsp._help import completion_sections, completions, hover_at
-from agent_rollout.lsp._start import Early
-from agent_rollout.lsp._text import Lines
+from agent_rollout.lsp._start import Early, pygls_initialize, readable_initialize
+from agent_rollout.lsp._text import Change, Lines
+from agent_rollout.lsp._wire import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    SERVER_NOT_INITIALIZED,
+    Incoming,
+    Refused,
+    error_reply,
+    frame,
+    receive,
+)
 
 __all__ = ["RolloutLanguageServer", "build_server"]
 
 
 logger = logging.getLogger(__name__)
 
+_CHECK_THREADS = 4
+"""Checks at once, each on a worker thread of its own: a long check (a large config)
+holds up no other document's."""
+
+_QUEUED_MESSAGES = 8
+"""Messages read ahead of the one being handled; the reader waits past this."""
+
+_UNOPENED_NAMED = 100
+"""Documents never opened whose edits are logged (each once)."""
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol without its copy of each open document: the server keeps the
+    text itself (``_documents``). Each handler below only passes the message on."""
+
+    def _pass_on(self, method: str, params: Any) -> Any:
+        handler = self.fm.features.get(method)
+        if handler is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Any:
+        yield from self._pass_on(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        yield from self._pass_on(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Any:
+        yield from self._pass_on(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
 
 class RolloutLanguageServer(LanguageServer):
     """``agent-rollout lsp``: check's diagnostics, fixes, hover and completion."""
 
     def __init__(self, version: str, documents: Optional[Documents] = None) -> None:
+        converter = default_converter()
         super().__init__(
             "agent-rollout",
             version,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=_Protocol,
+            converter_factory=lambda: converter,
             max_workers=2,
         )
-        # Large documents are checked on a thread of their own, never on pygls's pool,
-        # which reads standard input: a long check must not hold up the next message.
-        checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-rollout-check")
+        self.converter = converter
+        # Checks run on threads of their own, never on pygls's pool (its thread handlers').
+        checks = ThreadPoolExecutor(
+            max_workers=_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
+        )
         self.documents = documents or Documents(self.publish, self.report)
         self.documents.publish, self.documents.on_error = self.publish, self.report
         self.documents.executor = checks
+        self.initialized = False
+        self.shut = False
         self.pull = False
         self.versioned_edits = False
         self.ask_configuration = False
@@ -73,56 +163,182 @@ class RolloutLanguageServer(LanguageServer):
         self.hover_formats: Optional[list[str]] = None
         self.item_formats: Optional[list[str]] = None
         self.reported: set[str] = set()
+        self.unopened: set[str] = set()
 
-    def run_after(self, early: Early, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    def run_after(self, early: Early, stdin: BinaryIO, stdout: BinaryIO) -> int:
         """pygls's ``start_io``, given first the messages ``answer_first`` read: its
-        replies to those already answered go nowhere, the others are handled as read."""
-        from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+        replies to those already answered go nowhere, the others are handled as read.
+        Returns the exit status: that of ``exit`` (0 after ``shutdown``, else 1), 0 when
+        the input ends."""
+        from pygls.io_ import StdoutWriter
 
-        self._stop_event = stop = threading.Event()
-        reader = StdinAsyncReader(stdin, self.thread_pool)
         writer = StdoutWriter(stdout)
 
         async def run() -> None:
-            self.replay(early, writer)
-            await run_async(
-                stop_event=stop,
-                reader=reader,
-                protocol=self.protocol,
-                logger=logger,
-                error_handler=self.report_server_error,
+            loop = asyncio.get_running_loop()
+            loop.set_exception_handler(_quiet_cancellations)
+            queue: asyncio.Queue[Optional[Incoming]] = asyncio.Queue()
+            room = threading.Semaphore(_QUEUED_MESSAGES)
+            reader = threading.Thread(
+                target=_read_into,
+                args=(stdin, loop, queue, room),
+                name="agent-rollout-read",
+                daemon=True,
             )
+            reader.start()
+            self.replay(early, writer)
+            while True:
+                item = await queue.get()
+                room.release()
+                if item is None:
+                    return
+                self.dispatch(item)
+                await asyncio.sleep(0)  # handlers under way take a step before the next message
 
+        status = 0
         try:
             asyncio.run(run())
+        except SystemExit as exc:  # exit: pygls's sys.exit, with the status the protocol says
+            status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
         except BrokenPipeError:
-            logger.error("the client went away")
-        except (KeyboardInterrupt, SystemExit):
-            pass
+            logger.error("agent-rollout lsp: the client went away")
+        except KeyboardInterrupt:
+            status = 130
         finally:
             self.shutdown()
+        return status
 
     def replay(self, early: Early, writer: Any) -> None:
-        protocol = self.protocol
-        for body in early.messages:
-            try:
-                message = json.loads(body, object_hook=protocol.structure_message)
-            except Exception as exc:  # pygls's own loop logs and goes on, as here
-                logger.error("unable to handle a message: %s", exc)
-                continue
-            answered = getattr(message, "id", None) in early.answered
-            protocol.set_writer(_Nowhere() if answered else writer)
-            if answered and getattr(message, "method", None) != types.INITIALIZE:
+        """Handle the messages ``answer_first`` read: ``initialize`` (answered already) so
+        pygls has its workspace, with its reply sent nowhere; a pull answered already not
+        at all; every other one as if just read."""
+        for item in early.messages:
+            method = ident = None
+            if isinstance(item, dict):
+                method, ident = item.get("method"), item.get("id")
+            answered = method is not None and ident is not None and ident in early.answered
+            if answered and method != types.INITIALIZE:
                 continue  # a pull answered already: nothing of it to keep
-            protocol.handle_message(message)  # initialize: pygls's workspace, our flags
+            self.protocol.set_writer(_Nowhere() if answered else writer)
+            self.dispatch(item)
             if answered:
                 self.reported.clear()  # what it reported went nowhere: report it below
-        protocol.set_writer(writer)
+        self.protocol.set_writer(writer)
         for problem in early.problems:
             self.report(problem)
 
+    def dispatch(self, item: Incoming) -> None:
+        """Handle one message ``_wire.receive`` gave, keeping the protocol's rules (see
+        the module's docstring); a bug of ours in one is logged, and the server goes on."""
+        try:
+            self._dispatch(item)
+        except (BrokenPipeError, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception:
+            logger.exception("agent-rollout lsp: a message could not be handled")
+
+    def _dispatch(self, item: Incoming) -> None:
+        if isinstance(item, Refused):
+            logger.warning("agent-rollout lsp: %s", item.reason)
+            if item.id is not None:
+                self.answer_error(item.id, item.code, item.reason)
+            return
+        method = item.get("method")
+        if method is None:
+            self.pass_on(item)  # a response to a request of ours
+            return
+        ident: Optional[Union[int, str]] = item.get("id")  # checked by _wire: a request's
+        if method == types.EXIT:
+            self.pass_on(item)  # pygls exits: 0 after shutdown, else 1
+        elif not self.initialized and method != types.INITIALIZE:
+            if ident is not None:  # a notification is dropped, as the protocol says
+                self.answer_error(
+                    ident, SERVER_NOT_INITIALIZED, f"{method}: the server is not initialized yet"
+                )
+        elif self.shut:
+            if ident is not None:
+                self.answer_error(ident, INVALID_REQUEST, f"{method}: the server is shutting down")
+        elif method == types.INITIALIZE:
+            if ident is None:
+                logger.warning("agent-rollout lsp: initialize sent as a notification, skipped")
+            elif self.initialized:
+                self.answer_error(ident, INVALID_REQUEST, "initialize: sent once already")
+            else:
+                self.initialize(item)
+        elif not self.knows(method):
+            if ident is not None:  # pygls too leaves an unknown notification alone
+                self.answer_error(ident, METHOD_NOT_FOUND, f"{method}: no such method")
+        else:
+            self.pass_on(item)
+            if method == types.SHUTDOWN and ident is not None:
+                self.shut = True
+
+    def knows(self, method: str) -> bool:
+        """Whether a handler of ours or of pygls's takes ``method``."""
+        features = self.protocol.fm
+        return (
+            method in features.features
+            or method in features.builtin_features
+            or method == types.CANCEL_REQUEST
+        )
+
+    def structure(self, item: dict[str, Any]) -> Any:
+        """The message as pygls's handlers take it (lsprotocol's types); raises when its
+        params are not what the protocol says. A message without ``params`` is tried
+        again with empty ones (``initialized`` from a client that leaves them out)."""
+        method = item.get("method")
+        if method is None:
+            return self.protocol.structure_message(dict(item))  # a response: pygls's
+        fallback = JsonRPCRequestMessage if "id" in item else JsonRPCNotification
+        kind = self.protocol.get_message_type(method) or fallback
+        try:
+            return self.converter.structure(dict(item), kind)
+        except Exception:
+            if "params" in item:
+                raise
+            return self.converter.structure({**item, "params": {}}, kind)
+
+    def pass_on(self, item: dict[str, Any]) -> None:
+        """Give a message to pygls; one it cannot read is answered ``InvalidParams`` (a
+        request) or logged and dropped."""
+        method = item.get("method")
+        try:
+            message = self.structure(item)
+        except Exception as exc:
+            reason = f"{method}: params the protocol does not take ({_why(exc)})"
+            if method is not None and "id" in item:
+                self.answer_error(item["id"], INVALID_PARAMS, reason)
+            else:
+                logger.warning("agent-rollout lsp: a message was skipped: %s", reason)
+            return
+        self.protocol.handle_message(message)
+
+    def initialize(self, item: dict[str, Any]) -> None:
+        """pygls's ``initialize``, given params it can read (the module's docstring)."""
+        params = item.get("params")
+        try:
+            message = self.structure({**item, "params": pygls_initialize(params)})
+        except Exception as exc:
+            logger.warning(
+                "agent-rollout lsp: initialize: params the protocol does not take (%s); "
+                "read as far as they go",
+                _why(exc),
+            )
+            message = self.structure({**item, "params": readable_initialize(params)})
+        self.protocol.handle_message(message)
+        try:
+            self.workspace  # noqa: B018 - raises when pygls's initialize failed
+        except RuntimeError:
+            return
+        self.initialized = True
+
+    def answer_error(self, ident: Union[int, str], code: int, message: str) -> None:
+        writer = self.protocol.writer
+        if writer is not None:
+            writer.write(frame(error_reply(ident, code, message)))
+
     def shutdown(self) -> None:
-        """pygls's, and the checks still waiting for the thread are dropped."""
+        """pygls's, and the checks still waiting for a thread are dropped."""
         executor = self.documents.executor
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
@@ -199,6 +415,62 @@ class _Nowhere:
 
     def close(self) -> None:
         pass
+
+
+def _read_into(
+    stdin: BinaryIO,
+    loop: asyncio.AbstractEventLoop,
+    queue: asyncio.Queue[Optional[Incoming]],
+    room: threading.Semaphore,
+) -> None:
+    """The reader thread: each message ``_wire.receive`` gives, onto ``queue`` (while
+    it has ``room``: at most ``_QUEUED_MESSAGES`` wait), then ``None`` at the end of
+    input. A daemon thread: one waiting on a client that keeps its end open does not
+    keep the process alive."""
+    while True:
+        try:
+            item = receive(stdin)
+        except Exception as exc:  # the input failed (or a bug of ours): as if it ended
+            logger.error("agent-rollout lsp: reading the input failed: %s", exc)
+            item = None
+        while not room.acquire(timeout=0.5):
+            if loop.is_closed():
+                return
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:
+            return  # the loop has ended
+        if item is None:
+            return
+
+
+def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler of errors no one awaited, less a handler cancelled as the
+    server ends (``exit`` before an async handler ran: pygls's callback then raises
+    ``CancelledError``, which says nothing wrong)."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
+
+
+def _why(exc: BaseException) -> str:
+    """What cattrs (or anything else) found wrong with a message, in a line."""
+    if isinstance(exc, ClassValidationError):
+        return "; ".join(transform_error(exc)[:3])  # "... @ $.params.position"
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
+
+
+def _change(change: Any) -> Change:
+    """One of lsprotocol's content changes as ``_text``'s ``Change``."""
+    where = getattr(change, "range", None)
+    if where is None:
+        return Change(change.text)
+    return Change(
+        change.text,
+        (where.start.line, where.start.character),
+        (where.end.line, where.end.character),
+    )
 
 
 def _markup(markdown: str, formats: Optional[Sequence[str]]) -> Any:
@@ -278,8 +550,12 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
-        document = server.workspace.get_text_document(uri)
-        server.documents.changed(uri, document.source, params.text_document.version)
+        changes = [_change(change) for change in params.content_changes]
+        if server.documents.changed(uri, changes, params.text_document.version, server.encoding()):
+            return
+        if len(server.unopened) < _UNOPENED_NAMED and uri not in server.unopened:
+            server.unopened.add(uri)  # named once: a file too large to open is edited often
+            logger.warning("agent-rollout lsp: edits of %s, which is not open, are skipped", uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
@@ -322,6 +598,9 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
     )
     async def code_action(params: types.CodeActionParams) -> Optional[list[types.CodeAction]]:
         uri = params.text_document.uri
+        document = server.documents.open.get(uri)
+        if document is None or not document.readable:
+            return None
         checked = await server.documents.current(uri)
         if checked is None:
             return None
@@ -343,9 +622,9 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(params: types.HoverParams) -> Optional[types.Hover]:
         document = server.documents.open.get(params.text_document.uri)
-        if document is None or document.format is None:
+        if document is None or not document.readable:
             return None
-        lines = Lines(document.text, server.encoding(), document.format)
+        lines = server.documents.lines(document, server.encoding())
         line, col = lines.from_client(params.position.line, params.position.character)
         text = lines.line_text(line)
         found = hover_at(text, col - 1)
@@ -363,12 +642,13 @@ def build_server(version: str, documents: Optional[Documents] = None) -> Rollout
     @server.feature(types.TEXT_DOCUMENT_COMPLETION)
     def complete(params: types.CompletionParams) -> Optional[types.CompletionList]:
         document = server.documents.open.get(params.text_document.uri)
-        if document is None or document.format is None:
+        if document is None or document.format is None or not document.readable:
             return None
-        lines = Lines(document.text, server.encoding(), document.format)
-        line, col = lines.from_client(params.position.line, params.position.character)
+        lines = server.documents.lines(document, server.encoding())
+        row, character = lines.clamp(params.position.line, params.position.character)
+        line, col = lines.from_client(row, character)
         settings = server.documents.settings_for(document)
-        rows = [lines.line_text(number + 1) for number in range(params.position.line + 1)]
+        rows = [lines.line_text(number + 1) for number in range(row + 1)]
         read = document.checked.result.section if document.checked is not None else None
         found = completions(
             rows,

@@ -1,4 +1,4 @@
-"""Positions between ``check`` and a language client, and which format a document is.
+"""Positions between ``check`` and a language client, edits, and which format a document is.
 
 ``check`` counts lines from 1 and columns in characters (code points) from
 1, on the text without a leading byte-order mark. A client counts both from
@@ -7,19 +7,30 @@ UTF-16 (the protocol's default: an emoji is two units), UTF-8 (bytes) or
 UTF-32 (characters). ``Lines`` converts both ways, one line at a time, and
 only the lines asked about; a byte-order mark the client's text keeps is
 counted on line 1 as the client counts it.
+
+The client breaks lines at CR, LF and CRLF only (``line_starts``), never at
+the other characters ``str.splitlines`` takes (NEL, LS, PS, form feed...).
+``apply_changes`` applies ``didChange``'s edits to a document's text with
+where its lines start kept up to date, so an edit costs a copy of the text
+(at memory speed), a scan of the edited lines and a shift of the line
+starts after it: never a walk, character by character, over a long line.
+Every conversion of a column runs at the speed of ``str.encode`` over the
+line's text before it, whatever the encoding.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
 from agent_rollout.config import split_lines
 
-__all__ = ["Lines", "document_format", "uri_path"]
+__all__ = ["Change", "Lines", "apply_changes", "document_format", "line_starts", "uri_path"]
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _ODD_BREAKS = re.compile(
@@ -27,6 +38,8 @@ _ODD_BREAKS = re.compile(
 )  # where check's lines may not be the client's
 _FORMATS = {"yaml": "yaml", "json": "json", "jsonc": "json", "toml": "toml"}
 _SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
+_UTF8_FOLLOWERS = bytes(range(0x80, 0xC0))
+_LOW_SURROGATE_HIGH_BYTES = bytes(range(0xDC, 0xE0))
 
 
 def _units(text: str, encoding: str) -> int:
@@ -35,7 +48,116 @@ def _units(text: str, encoding: str) -> int:
         return len(text)
     if encoding == "utf-8":
         return len(text.encode("utf-8", "surrogatepass"))
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _chars(text: str, start: int, end: int, units: int, encoding: str) -> int:
+    """How many characters of ``text[start:end]`` the first ``units`` code units reach
+    (a unit inside a character reaches all of it); at most ``end - start``."""
+    if units <= 0:
+        return 0
+    if encoding == "utf-32" or text.isascii():  # (a flag of the string: no scan)
+        return min(units, end - start)
+    piece = text[start : min(end, start + units)]  # a character takes one unit or more
+    if encoding == "utf-32" or piece.isascii():
+        return len(piece)
+    if encoding == "utf-8":
+        data = piece.encode("utf-8", "surrogatepass")
+        if len(data) <= units:
+            return len(piece)
+        return len(data[:units].translate(None, _UTF8_FOLLOWERS))  # lead bytes: characters
+    data = piece.encode("utf-16-le", "surrogatepass")
+    if len(data) <= 2 * units:
+        return len(piece)
+    high_bytes = data[1 : 2 * units : 2]  # little-endian: each unit's second byte
+    return len(high_bytes.translate(None, _LOW_SURROGATE_HIGH_BYTES))  # pairs count once
+
+
+def line_starts(text: str) -> list[int]:
+    """Where each of the client's lines starts in ``text`` (a break ends the last one
+    with an empty line after it, as the client counts)."""
+    starts = [0]
+    starts.extend(found.end() for found in _BREAK.finditer(text))
+    return starts
+
+
+def _span(text: str, starts: list[int], index: int) -> tuple[int, int]:
+    """Where client line ``index`` (0-based, within ``starts``) starts and ends, its
+    line break left out."""
+    start = starts[index]
+    end = starts[index + 1] if index + 1 < len(starts) else len(text)
+    if end > start and text[end - 1] == "\n":
+        end -= 1
+    if end > start and text[end - 1] == "\r":
+        end -= 1
+    return start, end
+
+
+def _offset(text: str, starts: list[int], line: int, character: int, encoding: str) -> int:
+    """The client's position as an index into ``text``, clamped as the protocol says:
+    past the end of a line, its end; past the last line, the end of the text."""
+    if line < 0:
+        return 0
+    if line >= len(starts):
+        return len(text)
+    start, end = _span(text, starts, line)
+    return start + _chars(text, start, end, character, encoding)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One of ``didChange``'s content changes: ``text`` in place of the range from
+    ``start`` to ``end`` (client positions, ``(line, character)``), or in place of
+    the whole text (``start`` None)."""
+
+    text: str
+    start: Optional[tuple[int, int]] = None
+    end: Optional[tuple[int, int]] = None
+
+
+def apply_changes(
+    text: str, starts: Optional[list[int]], changes: Iterable[Change], encoding: str
+) -> tuple[str, list[int]]:
+    """``text`` with ``changes`` applied in order, and where its lines start.
+
+    ``starts`` are ``text``'s (``line_starts``), or None to find them. A range
+    that ends before it starts is read as empty at its start.
+    """
+    if starts is None:
+        starts = line_starts(text)
+    for change in changes:
+        if change.start is None or change.end is None:
+            text = change.text
+            starts = line_starts(text)
+            continue
+        begin = _offset(text, starts, *change.start, encoding)
+        end = max(_offset(text, starts, *change.end, encoding), begin)
+        new = text[:begin] + change.text + text[end:]
+        starts = _moved_starts(starts, begin, end, new, len(change.text) - (end - begin))
+        text = new
+    return text, starts
+
+
+def _moved_starts(starts: list[int], begin: int, end: int, new: str, delta: int) -> list[int]:
+    """The line starts of ``new``, the old text with ``[begin, end)`` replaced.
+
+    A start before ``begin`` stays. A start from ``end + 2`` on moves by ``delta``:
+    the break before it lies wholly in text the edit kept (a break is at most two
+    characters, and one that ends at ``end + 1`` may have lost or gained a CR).
+    Between the two, the new text is scanned, from one character before ``begin``
+    (a CR kept there may now meet an LF).
+    """
+    kept = starts[: max(bisect_left(starts, begin), 1)]
+    stop = end + 2 + delta  # in the new text: where the moved starts begin
+    middle = [
+        found.end()
+        for found in _BREAK.finditer(new, max(begin - 1, 0), min(stop, len(new)))
+        if begin <= found.end() < stop
+    ]
+    moved = starts[bisect_left(starts, end + 2) :]
+    if delta:
+        moved = [start + delta for start in moved]
+    return kept + middle + moved
 
 
 class Lines:
@@ -44,32 +166,43 @@ class Lines:
     ``fmt`` is how ``check`` read it: a YAML reader also breaks lines at
     NEL, LS and PS, a JSON reader only at ``\\n``; the client breaks them at
     CR, LF and CRLF. A text where the two counts differ (rare) is mapped
-    through character offsets.
+    through character offsets. ``starts``: the text's ``line_starts``, when
+    the caller has them.
     """
 
-    def __init__(self, text: str, encoding: str = "utf-16", fmt: str = "yaml") -> None:
+    def __init__(
+        self,
+        text: str,
+        encoding: str = "utf-16",
+        fmt: str = "yaml",
+        starts: Optional[list[int]] = None,
+    ) -> None:
         self.text = text
         self.encoding = encoding
         self.fmt = fmt
         self.bom = 1 if text.startswith("\ufeff") else 0
-        self._starts: Optional[list[int]] = None
+        self._starts = starts
         self._check_starts: Optional[list[int]] = None
         self._odd: Optional[bool] = None
 
-    def _client_starts(self) -> list[int]:
+    def starts(self) -> list[int]:
+        """Where each of the client's lines starts (``line_starts``), found once."""
         if self._starts is None:
-            starts = [0]
-            starts.extend(found.end() for found in _BREAK.finditer(self.text))
-            self._starts = starts
+            self._starts = line_starts(self.text)
         return self._starts
+
+    def line_count(self) -> int:
+        """How many lines the client counts (a text that ends with a break has an
+        empty last line)."""
+        return len(self.starts())
 
     def _line(self, index: int) -> str:
         """Client line ``index`` (0-based), without its line break; ``""`` past the end."""
-        starts = self._client_starts()
+        starts = self.starts()
         if not 0 <= index < len(starts):
             return ""
-        end = starts[index + 1] if index + 1 < len(starts) else len(self.text)
-        return self.text[starts[index] : end].rstrip("\r\n")
+        start, end = _span(self.text, starts, index)
+        return self.text[start:end]
 
     def _offsets(self) -> Optional[list[int]]:
         """Where ``check``'s lines start, when they are not the client's (``None``)."""
@@ -87,40 +220,45 @@ class Lines:
     def to_client(self, line: int, col: int) -> tuple[int, int]:
         """``check``'s ``(line, col)`` (1-based, characters) as the client's (0-based, units)."""
         odd = self._offsets()
+        starts = self.starts()
         if odd is not None:
             offset = odd[min(max(line, 1), len(odd)) - 1] + max(col - 1, 0)
-            starts = self._client_starts()
             index = bisect_right(starts, offset) - 1
-            text = self._line(index)
-            return index, _units(text[: offset - starts[index]], self.encoding)
+            start, end = _span(self.text, starts, index)
+            return index, _units(self.text[start : min(offset, end)], self.encoding)
         index = max(line - 1, 0)
-        text = self._line(index)
+        if index >= len(starts):
+            return index, 0
+        start, end = _span(self.text, starts, index)
         chars = max(col - 1, 0) + (self.bom if index == 0 else 0)
-        chars = min(chars, len(text))
-        return index, _units(text[:chars], self.encoding)
+        return index, _units(self.text[start : min(start + chars, end)], self.encoding)
 
     def from_client(self, line: int, character: int) -> tuple[int, int]:
         """The client's ``(line, character)`` as ``check``'s ``(line, col)``."""
-        text = self._line(line)
-        if self.encoding == "utf-32" or text.isascii():
-            chars = min(character, len(text))
+        starts = self.starts()
+        if 0 <= line < len(starts):
+            start, end = _span(self.text, starts, line)
+            chars = _chars(self.text, start, end, character, self.encoding)
         else:
-            chars = 0
-            units = 0
-            for char in text:
-                if units >= character:
-                    break
-                units += _units(char, self.encoding)
-                chars += 1
+            start, chars = len(self.text), 0
         odd = self._offsets()
         if odd is not None:
-            starts = self._client_starts()
-            offset = (starts[line] if 0 <= line < len(starts) else len(self.text)) + chars
+            offset = start + chars
             index = bisect_right(odd, offset) - 1
             return index + 1, offset - odd[max(index, 0)] + 1
         if line == 0:
             chars = max(chars - self.bom, 0)
         return line + 1, chars + 1
+
+    def clamp(self, line: int, character: int) -> tuple[int, int]:
+        """A client position inside the text: one past the last line is the end of the
+        text, as the protocol reads it; a negative line or character, 0."""
+        if line < 0:
+            return 0, 0
+        count = self.line_count()
+        if line < count:
+            return line, max(character, 0)
+        return count - 1, _units(self._line(count - 1), self.encoding)
 
     def line_text(self, line: int) -> str:
         """Client line ``line`` (1-based) without a leading byte-order mark."""
@@ -129,8 +267,12 @@ class Lines:
 
 
 def uri_path(uri: str) -> Optional[str]:
-    """The local path of a ``file:`` URI; ``None`` for other schemes (an unsaved buffer)."""
-    parsed = urlparse(uri)
+    """The local path of a ``file:`` URI; ``None`` for other schemes (an unsaved buffer)
+    and for a URI that is not one (``file://[x/``: ``urlparse`` refuses it)."""
+    try:
+        parsed = urlparse(uri)
+    except ValueError:
+        return None
     if parsed.scheme != "file":
         return None
     path = unquote(parsed.path)
@@ -145,5 +287,8 @@ def document_format(uri: str, language_id: Optional[str]) -> Optional[str]:
         found = _FORMATS.get(language_id.lower())
         if found is not None:
             return found
-    path = urlparse(uri).path
+    try:
+        path = urlparse(uri).path
+    except ValueError:
+        path = uri
     return _SUFFIXES.get(os.path.splitext(unquote(path))[1].lower())

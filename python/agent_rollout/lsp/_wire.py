@@ -1,0 +1,252 @@
+"""The wire under the language server: framed JSON-RPC messages in and out.
+
+One reader serves both phases of the server (``_start``, before pygls is
+loaded, and ``_server`` after): ``receive`` reads one ``Content-Length``
+frame and parses it. Nothing a client sends ends the reader or makes it
+hold more than ``MAX_LSP_MESSAGE_BYTES`` of one message:
+
+- a header line is read at most ``_HEADER_LINE_BYTES`` at a time;
+- a frame longer than the limit is read in ``_CHUNK_BYTES`` pieces and
+  dropped (its id, when its first or last bytes show one, is kept so the
+  request can be answered);
+- a ``Content-Length`` that is not a number (``-5``) drops its header
+  block; reading goes on at the next header that names a length, even
+  one that follows the lost body on the same line;
+- a body that is not a JSON-RPC 2.0 message (not JSON, nested past what
+  the parser takes, not an object, no ``"jsonrpc": "2.0"``, an id that is
+  neither an integer nor a string, a method that is not a string) is
+  ``Refused``.
+
+A ``Refused`` carries the JSON-RPC error code and, when the message was a
+request whose id is known, the id to answer; the caller logs it and
+answers that id (never a response of the client's, never ``id: null``,
+which some clients cannot take).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import reprlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Optional, Union
+
+from agent_rollout._limits import MAX_LSP_MESSAGE_BYTES
+
+__all__ = [
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "SERVER_NOT_INITIALIZED",
+    "Incoming",
+    "Refused",
+    "error_reply",
+    "frame",
+    "is_id",
+    "receive",
+    "write",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002
+
+_HEADER_LINE_BYTES = 8 * 1024
+_CHUNK_BYTES = 64 * 1024
+_EDGE_BYTES = 4 * 1024
+"""How much of the start and end of a refused message is searched for its id."""
+
+_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_ID_VALUE = rb'(-?\d{1,18}|"[^"\\\r\n]{0,256}")'
+_ID_FIRST = re.compile(
+    rb'\A\s*\{\s*(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,256}"\s*,\s*){0,2}"id"\s*:\s*' + _ID_VALUE
+)
+_ID_LAST = re.compile(rb'[{,]\s*"id"\s*:\s*' + _ID_VALUE + rb"\s*\}\s*\Z")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A message the server does not handle: why (a sentence for the log and the
+    client), the JSON-RPC error ``code``, and the ``id`` of the request to answer
+    (``None``: nothing to answer, or no id could be read)."""
+
+    reason: str
+    code: int
+    id: Optional[Union[int, str]] = None
+
+
+Incoming = Union[dict[str, Any], Refused]
+"""What ``receive`` gives: a well-formed message, or why one was refused."""
+
+
+def is_id(value: Any) -> bool:
+    """A request id the protocol allows: an integer or a string."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def receive(stream: BinaryIO) -> Optional[Incoming]:
+    """The next message on ``stream``; ``None`` when the input has ended.
+
+    A message is a JSON object with ``"jsonrpc": "2.0"``, an ``id`` (if any)
+    that ``is_id`` accepts and a string ``method`` (if any), holding one of
+    the two. Its ``params`` are not looked at: that is the handler's work.
+    """
+    header = _header(stream)
+    if header is None or isinstance(header, Refused):
+        return header
+    if header > MAX_LSP_MESSAGE_BYTES:
+        head, tail, ended = _skip(stream, header)
+        return Refused(
+            f"a message of {header:,} bytes was skipped: the longest read is "
+            f"{MAX_LSP_MESSAGE_BYTES:,} bytes (MAX_LSP_MESSAGE_BYTES)"
+            + (" (the input ended inside it)" if ended else ""),
+            INVALID_REQUEST,
+            None if ended else _find_id(head, tail),
+        )
+    body = _read(stream, header)
+    if body is None:
+        return None
+    return _parse(body)
+
+
+def error_reply(id: Union[int, str], code: int, message: str) -> dict[str, Any]:
+    """The response that answers request ``id`` with an error."""
+    return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    """One message as sent: the ``Content-Length`` header, then the JSON."""
+    body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def write(stream: BinaryIO, message: dict[str, Any]) -> None:
+    """Send one message, framed, and flush it."""
+    stream.write(frame(message))
+    stream.flush()
+
+
+def _header(stream: BinaryIO) -> Union[int, Refused, None]:
+    """The length a header block names; a ``Refused`` for a block whose length is
+    not a number; ``None`` at the end of input. Lines before a header are skipped."""
+    length: Optional[int] = None
+    bad: Optional[bytes] = None
+    while True:
+        line = stream.readline(_HEADER_LINE_BYTES)
+        if not line:
+            return None
+        if not line.strip():
+            if length is not None:
+                return length
+            if bad is not None:
+                shown = bad[:40].decode("ascii", "replace")
+                return Refused(
+                    f"a message whose Content-Length is not a length ({shown!r}) was skipped",
+                    INVALID_REQUEST,
+                )
+            continue  # no header yet: a blank line between messages
+        found = _LENGTH.search(line)
+        if found is not None:
+            value = found.group(1).strip()
+            if value.isdigit() and len(value) <= 20:
+                length, bad = int(value), None
+            else:
+                length, bad = None, value
+
+
+def _read(stream: BinaryIO, length: int) -> Optional[bytes]:
+    """Exactly ``length`` bytes; ``None`` when the input ends first."""
+    body = stream.read(length)
+    if len(body) == length:
+        return body
+    parts = [body]
+    got = len(body)
+    while got < length:
+        more = stream.read(length - got)
+        if not more:
+            return None
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def _skip(stream: BinaryIO, length: int) -> tuple[bytes, bytes, bool]:
+    """Read ``length`` bytes in pieces, keeping only the first and last ``_EDGE_BYTES``;
+    whether the input ended first."""
+    head = b""
+    tail = b""
+    left = length
+    while left:
+        chunk = stream.read(min(_CHUNK_BYTES, left))
+        if not chunk:
+            return head, tail, True
+        left -= len(chunk)
+        if len(head) < _EDGE_BYTES:
+            head += chunk[: _EDGE_BYTES - len(head)]
+        tail = (tail + chunk)[-_EDGE_BYTES:]
+    return head, tail, False
+
+
+def _find_id(head: bytes, tail: bytes) -> Optional[Union[int, str]]:
+    """The id of a request whose body was not read whole, when its first bytes (the
+    id among the first members) or its last (the id as the last member) show it."""
+    if b'"method"' not in head and b'"method"' not in tail:
+        return None  # a response of the client's, or nothing to tell: never answered
+    found = _ID_FIRST.search(head) or _ID_LAST.search(tail)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if is_id(value) else None
+
+
+def _parse(body: bytes) -> Incoming:
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return Refused(
+            f"a message that is not JSON was skipped ({reason})",
+            PARSE_ERROR,
+            _find_id(body[:_EDGE_BYTES], body[-_EDGE_BYTES:]),
+        )
+    if not isinstance(message, dict):
+        kind = (
+            "an array (a batch, which LSP does not use)"
+            if isinstance(message, list)
+            else (f"a JSON {type(message).__name__}")
+        )
+        return Refused(f"a message that is {kind}, not an object, was skipped", INVALID_REQUEST)
+    request = "method" in message
+    if "id" in message and not is_id(message["id"]):
+        return Refused(
+            f"a message whose id is not an integer or a string ({_shown(message['id'])}) "
+            "was skipped",
+            INVALID_REQUEST,
+        )
+    answer = message.get("id") if request else None
+    if message.get("jsonrpc") != "2.0":
+        return Refused(
+            'a message without "jsonrpc": "2.0" was skipped'
+            + (f" (method {_shown(message.get('method'))})" if request else ""),
+            INVALID_REQUEST,
+            answer,
+        )
+    if request and not isinstance(message["method"], str):
+        return Refused(
+            f"a message whose method is not a string ({_shown(message['method'])}) was skipped",
+            INVALID_REQUEST,
+            answer,
+        )
+    if not request and "id" not in message:
+        return Refused("a message with neither a method nor an id was skipped", INVALID_REQUEST)
+    return message
+
+
+def _shown(value: Any) -> str:
+    return reprlib.repr(value)  # bounded, whatever the value holds
