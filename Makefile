@@ -56,7 +56,8 @@ $(VENV)/.deps-demo: $(UV_STAMP) pyproject.toml scripts/requirements.py scripts/d
 
 # The development set: tests, linters and every backend's package (the demo's included).
 # uv keeps each package already in .venv at its version unless the set's own requirements
-# rule that version out (ART's openai<3, say); each one it changed is named at the end.
+# rule that version out (opentelemetry-sdk pins its opentelemetry-api, say); each one it
+# changed is named at the end.
 $(VENV)/.deps-dev: $(UV_STAMP) pyproject.toml scripts/requirements.py
 	@echo "== the development set: tests, linters, every backend's package"
 	$(BIN)/python scripts/requirements.py dev > $(VENV)/requirements-dev.txt
