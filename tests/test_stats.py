@@ -489,12 +489,22 @@ def test_parquet_stats_uses_only_public_pyarrow() -> None:
     assert used and private == []
 
 
+LAYOUTS = {
+    # column chunks under 1 MiB, each read whole
+    "row groups of 6,000 rows": {"row_group_size": 6000},
+    # one row group whose content chunk is over 1 MiB: read through a 1 MiB buffer
+    "one big row group": {"compression": "none", "use_dictionary": False},
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("ascii_only", [True, False])
 def test_parquet_counts_as_jsonl_across_batches(
-    engine: str, tmp_path: Path, ascii_only: bool
+    engine: str, tmp_path: Path, ascii_only: bool, layout: str
 ) -> None:
     # More rows than a batch, contents null, empty, ASCII or not: the lengths read off the
-    # offsets (ASCII) or counted (any other) are those of the JSONL of the same rows.
+    # offsets (ASCII) or counted (any other) are those of the JSONL of the same rows,
+    # whether the column chunks are read whole or through a buffer.
     text = "plain text" if ascii_only else "h\u00e9llo \U0001f600"
     rows = []
     for i in range(20_000):
@@ -503,7 +513,9 @@ def test_parquet_counts_as_jsonl_across_batches(
         rows.append({"prompt": prompt, "answer": [None, "", text * (i % 4 + 1)][i % 3], "id": i})
     src = write(tmp_path / "r.jsonl", [json.dumps(row) for row in rows])
     dest = tmp_path / "r.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), dest, row_group_size=6000)
+    pq.write_table(pa.Table.from_pylist(rows), dest, **LAYOUTS[layout])
+    biggest = _column_chunk(dest, 0, "prompt.list.element.content")[1]
+    assert (biggest > 1 << 20) == (layout == "one big row group")
     got = rollout_stats(str(dest), LIMITS)
     want = jsonl_stats(str(src), LIMITS)
     assert got.rows == 20_000 and got.names == want.names == {"id": 20_000}
