@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -234,6 +235,7 @@ DIFF_TEXTS: dict[str, str] = {
     'odd "name" \\ ##[x].yaml': "training:\n" + _KEYS.format(end="\n") + "\n",
     "line\nbreak\x1b.yaml": "training:\n" + _KEYS.format(end="\n") + "\n",
     "r\udce9sultat.yaml": "training:\n" + _KEYS.format(end="\n") + "\n",  # not UTF-8
+    "sub/in a folder.yaml": "training:\n" + _KEYS.format(end="\n") + "\n",
 }
 """Every line-end style, no final newline, line separators and NEL inside strings, a
 BOM, non-ASCII, tabs; file names with spaces, quotes, a backslash, ``##[``, a newline,
@@ -243,7 +245,11 @@ _GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _files_in(folder: Path) -> dict[str, bytes]:
-    return {os.fsdecode(name): (folder / name).read_bytes() for name in os.listdir(folder)}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file() and ".git" not in path.parts
+    }
 
 
 def _apply(patch: bytes, original: Path, into: Path, *command: str) -> dict[str, bytes]:
@@ -257,7 +263,6 @@ def _apply(patch: bytes, original: Path, into: Path, *command: str) -> dict[str,
         command, cwd=into, input=patch, capture_output=True, env=env, timeout=60, check=False
     )
     assert done.returncode == 0, (command, done.stdout, done.stderr)
-    shutil.rmtree(into / ".git", ignore_errors=True)
     return _files_in(into)
 
 
@@ -268,21 +273,23 @@ def test_the_diff_applies_with_git_and_patch_to_what_fix_writes(
     tmp_path: Path, engine_name: str
 ) -> None:
     """``check --diff`` through the installed command, applied by real ``git apply`` (in a
-    repository) and ``patch`` (``-p0`` and without ``-p``), gives byte for byte what
-    ``check --fix`` writes; stdout holds the diff alone, the summary is on stderr. Under
-    GitHub Actions the diff is between ``::stop-commands::`` lines, and applies the same."""
+    repository) and ``patch`` (``-p0``, and without ``-p`` for names with no folder),
+    gives byte for byte what ``check --fix`` writes; stdout holds the diff alone, the
+    summary is on stderr. Under GitHub Actions the diff is between ``::stop-commands::``
+    lines, and applies the same."""
     command = Path(sys.executable).with_name("agent-rollout")
     if not command.exists():
         pytest.skip("no agent-rollout console script beside this Python")
     original = tmp_path / "original"
-    original.mkdir()
+    (original / "sub").mkdir(parents=True)
     for name, text in DIFF_TEXTS.items():
         (original / os.fsencode(name).decode("utf-8", "surrogateescape")).write_bytes(
             text.encode("utf-8")
         )
-    names = sorted(DIFF_TEXTS)
+    nested = "sub/in a folder.yaml"
+    top = sorted(set(DIFF_TEXTS) - {nested})
 
-    def check(option: str, folder: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
+    def check(option: str, folder: Path, *names: str, **env: str) -> Any:
         return subprocess.run(
             [str(command), "check", option, *names],
             cwd=folder,
@@ -292,7 +299,7 @@ def test_the_diff_applies_with_git_and_patch_to_what_fix_writes(
             check=False,
         )
 
-    diff = check("--diff", original)
+    diff = check("--diff", original, *top)
     assert diff.returncode == 1, diff.stderr
     assert re.fullmatch(rb"would fix \d+ issues in 15 files\n", diff.stderr), diff.stderr
     assert diff.stdout.startswith(b"--- ")
@@ -300,7 +307,7 @@ def test_the_diff_applies_with_git_and_patch_to_what_fix_writes(
     assert b'--- "odd \\"name\\" \\\\ ##\\133x].yaml"\n' in diff.stdout
     assert b'--- "line\\nbreak\\033.yaml"\n' in diff.stdout
     assert b'--- "r\\351sultat.yaml"\n' in diff.stdout
-    assert b"--- no final newline.yaml\t\n" in diff.stdout
+    assert b"--- no final newline.yaml\t\n+++ no final newline.yaml\t\n" in diff.stdout
     assert "--- caf\u00e9 \u65e5\u672c.yaml\t\n".encode() in diff.stdout
     assert b"\n-  rollout_max_step: 8\n\\ No newline at end of file\n+" in diff.stdout
     assert b"\n-  rollout_backend: Open-Env\r\n" in diff.stdout  # the CR kept
@@ -308,19 +315,24 @@ def test_the_diff_applies_with_git_and_patch_to_what_fix_writes(
 
     fixed_folder = tmp_path / "fixed"
     shutil.copytree(original, fixed_folder)
-    fixed = check("--fix", fixed_folder)
+    fixed = check("--fix", fixed_folder, *DIFF_TEXTS)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    wanted = _files_in(fixed_folder)
-    assert wanted != _files_in(original)
-    assert all(wanted[name] != data for name, data in _files_in(original).items())
+    before, wanted = _files_in(original), _files_in(fixed_folder)
+    assert all(wanted[name] != data for name, data in before.items())
 
-    github = check("--diff", original, GITHUB_ACTIONS="true")
+    github = check("--diff", original, *top, GITHUB_ACTIONS="true")
     first, _, rest = github.stdout.partition(b"\n")
     token = re.fullmatch(rb"::stop-commands::([0-9a-f]{32})", first)
     assert token is not None, github.stdout[:200]
     assert rest == diff.stdout + b"::" + token.group(1) + b"::\n"
 
     for label, patch in (("plain", diff.stdout), ("github", github.stdout)):
-        for tool in (["git", "apply", "-"], ["patch", "-p0"], ["patch"]):
-            into = tmp_path / f"{label}-{tool[0]}-{len(tool)}"
-            assert _apply(patch, original, into, *tool) == wanted, (label, tool)
+        for tool in (["git", "apply"], ["patch", "-p0"], ["patch"]):
+            into = tmp_path / f"{label}-{'-'.join(tool)}"
+            assert _apply(patch, original, into, *tool) == {**wanted, nested: before[nested]}
+    # A path in a folder: git strips one folder unless told -p0.
+    in_folder = check("--diff", original, nested)
+    assert in_folder.stdout.startswith(b"--- sub/in a folder.yaml\t\n")
+    for tool in (["git", "apply", "-p0"], ["patch", "-p0"]):
+        into = tmp_path / f"folder-{'-'.join(tool)}"
+        assert _apply(in_folder.stdout, original, into, *tool) == {**before, nested: wanted[nested]}
