@@ -138,7 +138,9 @@ def test_fix_reports_what_remains_and_fails_on_it(cli: Cli, tmp_path: Path) -> N
     assert [warning["kind"] for warning in entry["warnings"]] == ["yaml_version"]
 
 
-def test_diff_prints_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+def test_diff_prints_and_writes_nothing(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(BROKEN, encoding="utf-8")
     before = path.stat().st_mtime_ns
@@ -164,6 +166,8 @@ def test_diff_prints_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:
     path.write_text(FIXED, encoding="utf-8")
     clean = cli("check", "--diff", "--unsafe-fixes", str(path))
     assert (clean.code, clean.out, clean.err) == (0, "", "would fix 0 issues in 0 files\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # no diff: nothing to stop commands around
+    assert cli("check", "--diff", "--unsafe-fixes", str(path)).out == ""
 
 
 def test_fix_leaves_valid_and_unrelated_files_alone(cli: Cli, tmp_path: Path) -> None:

@@ -203,9 +203,12 @@ def give_attributes(fd: int, path: str, info: os.stat_result) -> bool:
         return True
     try:
         wanted = _attributes(path)
-        found = _attributes(fd)
     except OSError as err:
-        return err.errno in _NO_ATTRIBUTES  # none here; else what it carries is unknown
+        return err.errno in _NO_ATTRIBUTES  # none on this filesystem; else unknown
+    try:
+        found = _attributes(fd)
+    except OSError:
+        return False  # what the new file carries is unknown
     if wanted == found:
         return True
     kept = _set_attributes(fd, wanted, found)

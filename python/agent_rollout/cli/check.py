@@ -450,10 +450,14 @@ def _report_diff(fixed: list[Fixed], out: TextIO, err: TextIO) -> int:
     """Each file's diff on ``out`` as bytes, as ``unified_diff`` made it (what ``git
     apply`` and ``patch`` take), and nothing else: the summary goes to ``err``."""
     diff = b"".join(entry.diff for entry in fixed)
-    if diff:
+    diff = _commands_stopped(diff) if diff else diff
+    sink = getattr(out, "buffer", None)
+    if sink is None:  # a text stream alone (contextlib.redirect_stdout): the diff is UTF-8
+        out.write(diff.decode("utf-8"))
+    elif diff:
         out.flush()
-        out.buffer.write(_commands_stopped(diff))
-        out.buffer.flush()
+        sink.write(diff)
+        sink.flush()
     count = sum(len(entry.fixes) for entry in fixed)
     files = sum(1 for entry in fixed if entry.fixes)
     summary = f"would fix {plural(count, 'issue')} in {plural(files, 'file')}"
