@@ -7,7 +7,9 @@ report to say so). ``--fix`` writes each
 file that changes as an editor saves it (``_files.Output`` with the bytes
 read as ``expected``: see ``agent_rollout._edit``): atomically, beside itself
 then renamed over it, only if it is still what was read, keeping its mode,
-owner and group, in place where it has other hard links; SIGTERM and SIGHUP
+owner, group and extended attributes (ACLs among them), in place where it has
+other hard links, or where a new file could not keep them or be made at all
+(a folder this user may not write); SIGTERM and SIGHUP
 while it writes leave it as it was, with no temporary file. It reports each fix at the position of
 the issue it answered; a file it could not write gets an issue instead
 (``CHANGED``: exit 1; ``UNWRITABLE``: exit 2). ``--diff`` writes nothing and
@@ -139,10 +141,9 @@ def unified_diff(name: str, before: str, after: str) -> bytes:
     message, and is not escaped), the name in the ``---`` and ``+++`` lines as
     ``diff_name`` shows it. Empty when the texts are the same."""
     header = diff_name(name)
-    diff = difflib.unified_diff(_lines(before), _lines(after), header, header, lineterm="\n")
-    return "".join(line if line.endswith("\n") else line + _NO_NEWLINE for line in diff).encode(
-        "utf-8"
-    )
+    lines = difflib.unified_diff(_lines(before), _lines(after), header, header, lineterm="\n")
+    diff = "".join(line if line.endswith("\n") else line + _NO_NEWLINE for line in lines)
+    return diff.encode("utf-8")
 
 
 _C_ESCAPES = {
