@@ -446,6 +446,19 @@ def from_native_file(
     )
 
 
+# ---- edits of a user's file (``check --fix``) --------------------------------------------------
+
+EDIT_MESSAGES: dict[str, str] = {
+    "file_changed": "{path}: changed since it was read; not written",
+    "changed": "not fixed: the file changed while it was being fixed; run again",
+    "unwritable": "not fixed: cannot write file: {why}",
+}
+"""``file_changed``: ``_edit.FileChanged``, an edit refused because the file is no
+longer what was read (``path`` shown with ``shown_path``). The others: why ``check
+--fix`` left a file as it was, keyed by the kind of the issue that says so
+(``cli._fix.CHANGED``, ``cli._fix.UNWRITABLE``; ``why``: the system's reason)."""
+
+
 # ---- config files ----------------------------------------------------------------------------
 
 
