@@ -2,7 +2,8 @@
 on a row of many keys, in one run.
 
     python benches/bench_stats.py [--rows 1000000] [--small 100000] [--repeat R] \
-        [--rounds 7] [--keys 20000,200000] [--dir D] [--engines rust,python]
+        [--rounds 7] [--keys 20000,200000] [--dir D] [--engines rust,python] \
+        [--parts 1,2,3,4] [--compile]
 
 Writes ``bench_jsonl.py``'s file (two-message prompts with extra keys, about
 450 bytes a row) of ``--rows`` and ``--small`` rows once into ``--dir``, and the
@@ -18,9 +19,15 @@ row group), kept there for later runs. Then:
 2. the command, ``agent-rollout stats FILE --format json``, each run a process of
    its own (the time a user waits, start-up and imports included; the peak
    resident memory, ``VmHWM``), the ``--rows`` JSONL and Parquet files taking
-   turns for ``--rounds`` rounds: best and median of each, Parquet over JSONL.
-   Goal: Parquet at most 1.0x the JSONL time, its peak under 150 MiB whatever
-   the file: the small file's and the one-row-group file's peaks too.
+   turns for ``--rounds`` rounds after a warm-up run of each: best and median of
+   each, Parquet over JSONL, and the CPU time of each. Goal: Parquet at most
+   1.0x the JSONL time, its peak under 150 MiB whatever the file: the highest
+   of 3 runs on the small file and on the one-row-group file too. The runs
+   read and write compiled bytecode (``PYTHONPYCACHEPREFIX``, in ``--dir``
+   unless set), as an installed package has it: with
+   ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` beside the sources,
+   each run would compile what it imports, pyarrow's and numpy's modules for
+   Parquet (``--compile`` measures that).
 3. a file of one row with N distinct keys (``--keys``), ``stats`` on each engine,
    best of R. Goal: time in proportion to the keys (10x the keys, about 10x
    the time), not their square.
@@ -83,6 +90,7 @@ import agent_rollout.cli.stats
 imported = time.perf_counter()
 if sys.argv[1].endswith(".parquet"):
     import pyarrow.parquet
+    import pyarrow.compute
     import agent_rollout.arrow.stats
 arrow = time.perf_counter()
 code = main(["stats", sys.argv[1], "--format", "json", "--max-rows", "10000000"])
@@ -100,9 +108,21 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min), {os.cpu_count()} CPUs"
 
 
-def fresh_command(path: Path) -> tuple[float, int, dict[str, float]]:
-    """Seconds and peak resident KiB of ``agent-rollout stats PATH`` in a process of
-    its own, from its start to its end, and the seconds of its ``PHASES``."""
+def command_env(folder: Path, compile_sources: bool) -> dict[str, str]:
+    """The environment of the command's runs: compiled bytecode kept in
+    ``PYTHONPYCACHEPREFIX`` (``folder``'s ``pycache`` unless set), unless
+    ``compile_sources``."""
+    env = dict(os.environ)
+    if not compile_sources:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(folder / "pycache"))
+    return env
+
+
+def fresh_command(path: Path, env: dict[str, str]) -> tuple[float, float, int, dict[str, float]]:
+    """Seconds, CPU seconds and peak resident KiB of ``agent-rollout stats PATH`` in a
+    process of its own, from its start to its end, and the seconds of its ``PHASES``."""
+    before = os.times()
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", FRESH_COMMAND, str(path)],
@@ -110,13 +130,18 @@ def fresh_command(path: Path) -> tuple[float, int, dict[str, float]]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     seconds = time.perf_counter() - start
+    after = os.times()
+    cpu = after.children_user + after.children_system
+    cpu -= before.children_user + before.children_system
     code, peak, started, imports, arrow, count = out.stderr.split()[-6:]
     assert code == "0", out.stderr
     # perf_counter is one clock across processes here (CLOCK_MONOTONIC).
     startup = float(started) - start + float(imports)
-    return seconds, int(peak), dict(zip(PHASES, (startup, float(arrow), float(count)), strict=True))
+    phases = dict(zip(PHASES, (startup, float(arrow), float(count)), strict=True))
+    return seconds, cpu, int(peak), phases
 
 
 def fresh_stats(path: Path, engine: str) -> dict[str, float]:
@@ -209,23 +234,35 @@ def against_the_read(big: Path, rows: int, engines: list[str], repeat: int) -> N
             )
 
 
-def parquet_against_jsonl(files: dict[str, Path], rounds: int) -> None:
+def parquet_against_jsonl(files: dict[str, Path], rounds: int, env: dict[str, str]) -> None:
     """Part 2: the command on the same rows as JSONL and as Parquet, a process a run,
-    taking turns; where the time goes (median of each phase); then the peaks of the
-    other Parquet files."""
+    taking turns after a warm-up run of each; where the time goes (median of each
+    phase); then the peaks of the other Parquet files."""
     kinds = ("jsonl", "parquet")
+    print(
+        "bytecode: "
+        + (
+            f"kept in {env['PYTHONPYCACHEPREFIX']}"
+            if "PYTHONPYCACHEPREFIX" in env and "PYTHONDONTWRITEBYTECODE" not in env
+            else "as the environment has it"
+        )
+    )
     seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
     peaks: dict[str, list[int]] = {kind: [] for kind in kinds}
     phases: dict[str, dict[str, list[float]]] = {kind: {p: [] for p in PHASES} for kind in kinds}
+    for kind in kinds:
+        fresh_command(files[kind], env)  # the bytecode written, the file in the page cache
     for _ in range(rounds):
         for kind in kinds:
-            took, peak, parts = fresh_command(files[kind])
+            took, cpu, peak, parts = fresh_command(files[kind], env)
             seconds[kind].append(took)
+            cpus[kind].append(cpu)
             peaks[kind].append(peak)
             for phase, spent in parts.items():
                 phases[kind][phase].append(spent)
     print(
-        f"{'file':<28} {'best s':>7} {'median s':>9} {'peak RSS MiB':>13}   "
+        f"{'file':<28} {'best s':>7} {'median s':>9} {'CPU s':>6} {'peak RSS MiB':>13}   "
         + ", ".join(f"{phase} s" for phase in PHASES)
         + " (medians)"
     )
@@ -233,13 +270,14 @@ def parquet_against_jsonl(files: dict[str, Path], rounds: int) -> None:
         split = ", ".join(f"{statistics.median(phases[kind][p]):.3f}" for p in PHASES)
         print(
             f"{files[kind].name:<28} {min(seconds[kind]):>7.3f} "
-            f"{statistics.median(seconds[kind]):>9.3f} {max(peaks[kind]) / 1024:>13.1f}   {split}"
+            f"{statistics.median(seconds[kind]):>9.3f} {statistics.median(cpus[kind]):>6.3f} "
+            f"{max(peaks[kind]) / 1024:>13.1f}   {split}"
         )
     best = min(seconds["parquet"]) / min(seconds["jsonl"])
     middle = statistics.median(seconds["parquet"]) / statistics.median(seconds["jsonl"])
     print(f"Parquet / JSONL time: best {best:.2f}x, median {middle:.2f}x (goal: at most 1.00x)")
     for name in ("small parquet", "one-group parquet"):
-        peak = min(fresh_command(files[name])[1] for _ in range(2))
+        peak = max(fresh_command(files[name], env)[2] for _ in range(3))
         print(f"{files[name].name:<28} peak RSS {peak / 1024:.1f} MiB (goal: under 150 MiB)")
 
 
@@ -287,6 +325,11 @@ def main() -> int:
     )
     parser.add_argument("--engines", default="rust,python")
     parser.add_argument("--parts", default="1,2,3,4", help="which parts to run (see the docstring)")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="part 2: run with the environment's bytecode settings (see the docstring)",
+    )
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
@@ -313,7 +356,9 @@ def main() -> int:
         sections.append(
             (
                 f"2. the command, a process a run, engine {engine}",
-                lambda: parquet_against_jsonl(files, args.rounds),
+                lambda: parquet_against_jsonl(
+                    files, args.rounds, command_env(args.dir, args.compile)
+                ),
             )
         )
     if "3" in parts:

@@ -342,12 +342,15 @@ def test_a_real_run_prints_only_our_lines_and_counts_rollouts(tmp_path: Path) ->
     ticks = [part for part in parts if part.startswith("run  ruler rollout on 6 seed prompts  ")]
     counts = [int(m[1]) for m in (re.search(r"  (\d+)/24 rollouts  ", t) for t in ticks) if m]
     assert counts and counts == sorted(counts), ticks  # drawn once rollouts start, growing
-    # What is left once the line is erased: our lines only.
+    # What is left once the line is erased: our lines only (each server's, said above the
+    # line as it starts, then the summary).
     summary = parts[-1]
     assert summary.startswith("ran ruler rollout: 6 seed prompts, 6 rows, "), summary
-    _only_our_lines(parts[0] + summary)
+    ours = [part for part in parts[1:-1] if part.startswith("agent-rollout run: serving ")]
+    assert len(ours) == 2, parts
+    _only_our_lines(parts[0] + "".join(ours) + summary)
     for part in parts[1:-1]:
-        assert "\n" not in part, part  # no line of anyone else's between our redraws
+        assert "\n" not in part or part in ours, part  # no one else's line between redraws
     assert tuple(json.loads(line)["answer"] for line in out.read_text().splitlines()) == (
         BUNDLED_ANSWERS
     )

@@ -810,7 +810,7 @@ def test_each_file_is_checked_once_whatever_the_order_and_spelling(
         assert lines[-1] == summary, args
         assert [line.split(":")[0] for line in lines[:-1]] == [shown], args
     diff = cli("check", "--diff", "link.yaml", "sub/bad.yaml", "sub")
-    assert diff.out.splitlines()[-1] == "would fix 1 issue in 1 file"
+    assert diff.err == "would fix 1 issue in 1 file\n"
     fixed = cli("check", "--fix", "sub/bad.yaml", "link.yaml")
     assert "fixed 1 issue in 1 file" in fixed.out.splitlines()
     assert fixed.out.splitlines()[-1] == "checked 1 file: 1 valid, 0 invalid, 0 errors"
@@ -914,4 +914,43 @@ def test_color_never_lets_user_text_through_unescaped(cli: Cli, tmp_path: Path) 
     assert "\x1b" not in SGR.sub("", shown)
     assert all(
         code in ("\x1b[0m", "\x1b[1m", "\x1b[36m", "\x1b[1;33m") for code in SGR.findall(shown)
+    )
+
+
+SKIP_CORPUS = Path(__file__).resolve().parent / "data" / "skip_corpus"
+
+
+def test_skip_unrelated_over_the_corpus_reports_ours_only(cli: Cli, tmp_path: Path) -> None:
+    """tests/data/skip_corpus (see tests/test_skip_corpus.py): the files that are not
+    training configs, JSONC and broken ones included, are skipped; ours are reported."""
+    unrelated = sorted(
+        p
+        for p in (SKIP_CORPUS / "unrelated").rglob("*")
+        if p.suffix in (".json", ".yaml", ".yml", ".toml")
+    )
+    ours = sorted((SKIP_CORPUS / "ours").iterdir())
+    done = cli("check", "--skip-unrelated", "--format", "json", *map(str, unrelated + ours))
+    report = json.loads(done.out)
+    by_path = {Path(entry["path"]): entry for entry in report["files"]}
+    assert [p for p in unrelated if not by_path[p]["skipped"]] == []
+    assert all(by_path[p]["errors"] == [] for p in unrelated)
+    reported = {p.name for p in ours if by_path[p]["errors"]}
+    assert reported == {
+        "broken.yaml",
+        "issue_example.yaml",
+        "launch_with_rollout.json",
+        "lookalike_only.json",
+        "multi_doc.yaml",
+        "nested.yaml",
+        "torchtitan_ours.toml",
+    }
+    assert [len(by_path[p]["errors"]) for p in ours if p.name in reported] == [1] * 7
+    summary = report["summary"]
+    assert (summary["skipped"], summary["valid"], summary["invalid"]) == (len(unrelated), 2, 7)
+    # A folder: the same, but for what the walk leaves out (.vscode, as ruff does).
+    shutil.copytree(SKIP_CORPUS, tmp_path / "corpus")
+    walked = json.loads(cli("check", "--format", "json", str(tmp_path / "corpus")).out)
+    assert (walked["summary"]["invalid"], walked["summary"]["errors"]) == (7, 7)
+    assert walked["summary"]["skipped"] == len(unrelated) - len(
+        list((SKIP_CORPUS / "unrelated" / ".vscode").iterdir())
     )

@@ -78,6 +78,10 @@ def test_demo_times_both_engines_file_to_file(cli: Cli) -> None:
     result = cli(*DEMO)
     assert result.code == 0, result.err
     assert "3. normalise 3,000 message rows" in result.out
+    rollout = (
+        r"^2\. rollout 6 rows from 6 seed prompts, offline \(--offline\): 6 rows in \d+\.\d\d s$"
+    )
+    assert re.search(rollout, result.out, re.M), result.out
     header = next(line for line in result.out.splitlines() if "file to file" in line)
     assert header.index("file to file (JSONL)") < header.index("Python objects")
     for name in ENGINES:

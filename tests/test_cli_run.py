@@ -14,6 +14,7 @@ import gzip
 import importlib.abc
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -905,3 +906,152 @@ def test_parquet_output_of_rows_of_both_prompt_kinds(
         assert prompts == [[{"role": "user", "content": p}] for p in ("one", "two")]
     finally:
         sys.modules.pop("mixmod", None)
+
+
+# ---- every wait said first; every package found before any server starts --------------------
+
+
+def test_each_server_start_is_said_before_it_starts() -> None:
+    """``serve_example`` says what it starts (``starting``) before it starts it: the command
+    line draws it, so that the wait (the drill server's: seconds) is never silent."""
+    from agent_rollout.examples.serving import serve_example
+
+    policy, judge = _closed_port(), _closed_port()
+    while judge == policy:
+        judge = _closed_port()
+    launch = {
+        "name": "ruler",
+        "rollout_func": None,
+        "options": {
+            "policy_base_url": f"http://127.0.0.1:{policy}/v1",
+            "judge_base_url": f"http://127.0.0.1:{judge}/v1",
+        },
+    }
+    said: list[tuple[str, bool, bool]] = []
+
+    def starting(text: str) -> None:
+        said.append((text, _listening(policy), _listening(judge)))
+
+    with serve_example(launch, starting=starting) as served:
+        assert _listening(policy) and _listening(judge)
+    assert said == [
+        (f"starting the scripted policy on 127.0.0.1:{policy}", False, False),
+        (f"starting the scripted judge on 127.0.0.1:{judge}", True, False),
+    ]
+    assert len(served.started) == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal: POSIX")
+def test_the_drill_servers_start_is_drawn_before_the_wait(tmp_path: Path) -> None:
+    """``run --example openenv --serve`` on a terminal: the line says the drill server is
+    starting, its clock moving, before the seconds its start takes (it was silent: the
+    line came after); then the server's address, then the rollouts. The summary gives the
+    server's start apart."""
+    pytest.importorskip("openenv")
+    out = tmp_path / "rows.jsonl"
+    env = cli_env()
+    env.pop(URL_ENV_VAR, None)
+    code, stdout, seen = run_in_pty(
+        cli_argv("run", "--example", "openenv", "--serve", "-o", str(out)), env
+    )
+    text = seen.decode()
+    assert code == 0 and stdout == b"", text
+    parts = text.split(ERASE_LINE)
+
+    def first(predicate: Callable[[str], bool]) -> int:
+        return next(i for i, part in enumerate(parts) if predicate(part))
+
+    starting = [
+        p for p in parts if p.startswith("run  starting the OpenEnv drill server on 127.0.0.1  ")
+    ]
+    assert len(starting) >= 2, parts  # drawn at once, then the clock moves
+    said = first(lambda p: p.startswith("run  starting the OpenEnv drill server on 127.0.0.1  "))
+    served = first(lambda p: "agent-rollout run: serving OpenEnv drill server at http://" in p)
+    rollout = first(lambda p: p.startswith("run  openenv rollout on 6 seed prompts  "))
+    assert said < served < rollout, parts
+    assert parts[said - 1] == ""  # nothing before it but the start of the output
+    summary = parts[-1]
+    assert summary.startswith("ran openenv rollout: 6 seed prompts, 6 rows, "), summary
+    assert re.search(r", \d+\.\d\d s \(server started in \d+\.\d\d s\) -> ", summary), summary
+
+
+def python_without(folder: Path, *distributions: str) -> str:
+    """A Python with this one's packages but ``distributions``: a virtual environment whose
+    site-packages links every entry of this one's except those distributions' files (their
+    modules and metadata). They are really absent: no import hook hides them."""
+    import importlib.metadata
+    import sysconfig
+    import venv
+
+    left_out: set[str] = set()
+    for name in distributions:
+        try:
+            files = importlib.metadata.distribution(name).files or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        left_out.update(path.parts[0] for path in files if path.parts[0] != "..")
+    env = folder / "venv"
+    venv.EnvBuilder(symlinks=True, with_pip=False).create(env)
+    ours = Path(sysconfig.get_paths()["purelib"])
+    site = Path(sysconfig.get_paths(vars={"base": str(env), "platbase": str(env)})["purelib"])
+    for entry in ours.iterdir():
+        if entry.name not in left_out and not (site / entry.name).exists():
+            (site / entry.name).symlink_to(entry)
+    return str(env / "bin" / "python")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the test's venv links: POSIX")
+@pytest.mark.parametrize(
+    ("example", "missing", "serve", "said"),
+    [
+        (
+            "art",
+            "openpipe-art",
+            True,
+            "rollout_backend='art' requires the 'openpipe-art' package: ",
+        ),
+        (
+            "openenv",
+            "openenv-core",
+            False,
+            "rollout_func agent_rollout.examples.openenv_rollout:rollout needs openenv-core: ",
+        ),
+        ("nemo_gym_live", "nemo-gym", True, "rollout_backend='nemo_gym' live requires the "),
+    ],
+)
+def test_a_missing_package_is_named_before_any_server_starts(
+    tmp_path: Path, example: str, missing: str, serve: bool, said: str
+) -> None:
+    """The package the run needs is missing (really: a venv without it): exit 2 naming what
+    to install, and no server started (with --serve, the scripted policy was started
+    first, on a port held here: the run said it could not bind it). Without --serve the
+    package is named before the probe would name --serve."""
+    from agent_rollout._extras import install_hint
+    from agent_rollout.examples.serving import bundled_example
+
+    python = python_without(tmp_path, missing)
+    config, _ = bundled_example(example)
+    text = Path(config).read_text(encoding="utf-8")
+    with socket.socket() as held:  # where the config's scripted policy would be started
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        text = text.replace("127.0.0.1:8791", f"127.0.0.1:{port}")
+        text = text.replace(
+            "nemo_gym_live_tasks.jsonl", str(Path(config).with_name("nemo_gym_live_tasks.jsonl"))
+        )
+        mine = tmp_path / f"{example}.yaml"
+        mine.write_text(text, encoding="utf-8")
+        argv = [python, "-m", "agent_rollout", "run", str(mine), "-o", str(tmp_path / "o.jsonl")]
+        if "rollout_source" not in text:  # else a note says the prompts are not used
+            argv += ["--prompts", str(BUNDLED_PROMPTS)]
+        argv += ["--serve"] if serve else []
+        env = cli_env()
+        env.pop(URL_ENV_VAR, None)
+        done = subprocess.run(argv, capture_output=True, env=env, timeout=60, check=False)
+    err = done.stderr.decode()
+    extra = {"openpipe-art": "art", "openenv-core": "openenv", "nemo-gym": "nemo-gym"}[missing]
+    assert done.returncode == 2, err
+    assert err.startswith(f"agent-rollout run: {said}"), err
+    assert err.endswith(f"{install_hint(extra)}\n") and err.count("\n") == 1, err
+    assert not (tmp_path / "o.jsonl").exists()

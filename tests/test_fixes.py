@@ -77,37 +77,31 @@ def test_backend_meant() -> None:
 @pytest.mark.parametrize(
     ("value", "want"),
     [
-        ("010", "8"),
-        ("yes", "true"),
-        ("Off", "false"),
-        ("1e3", '"1e3"'),
-        ("0o10", '"0o10"'),
+        ("010", "8"),  # unsafe (10 may be meant): applied with unsafe_fixes
+        ("0o10", "8"),
+        ("1e3", "1000"),  # an integer key reads 1000.0 as 1000
         ("1_000", "1000"),
         ("1:30", "90"),
+        ("0b101", "5"),
+        ("yes", None),  # no reading an integer key takes: no fix
         ("~", None),  # read alike: no warning at all
     ],
 )
-def test_yaml_ambiguous_values_become_what_the_trainer_reads(value: str, want: object) -> None:
+def test_yaml_ambiguous_values_become_a_reading_the_key_takes(value: str, want: object) -> None:
     text = f"training:\n  rollout_backend: art\n  rollout_func: m:f\n  rollout_max_steps: {value}\n"
-    out = fix_text(text)
+    out = fix_text(text, unsafe_fixes=True)
     if want is None:
         assert not out.changed
         return
     assert out.text == text.replace(f": {value}\n", f": {want}\n")
     assert not any(issue.kind == "yaml_version" for issue in out.result.warnings)
+    assert out.result.issues == []
 
 
 def test_yaml_fix_follows_the_reading_checked_with() -> None:
     text = "training:\n  rollout_max_steps: 010\n"
-    assert fixed(text, yaml_version="1.2").endswith("rollout_max_steps: 10\n")
-    assert fixed(text).endswith("rollout_max_steps: 8\n")
-
-
-def test_a_date_has_no_fix() -> None:
-    text = "training:\n  rollout_source: 2001-12-14\n"
-    result = check_bytes(text)
-    assert [issue.kind for issue in result.warnings] == ["yaml_version"]
-    assert titles(text) == []
+    assert fixed(text, yaml_version="1.2", unsafe_fixes=True).endswith("rollout_max_steps: 10\n")
+    assert fixed(text, unsafe_fixes=True).endswith("rollout_max_steps: 8\n")
 
 
 @pytest.mark.parametrize(("fmt", "sep"), [("yaml", ": "), ("toml", " = ")])
@@ -125,7 +119,8 @@ def test_a_quoted_whole_number_in_range_is_unquoted(fmt: str, sep: str) -> None:
 
 def test_fixes_keep_crlf_and_a_byte_order_mark() -> None:
     text = "\ufefftraining:\r\n  rollout_fucn: m:f\r\n  rollout_max_steps: 010\r\n"
-    assert fixed(text) == "\ufefftraining:\r\n  rollout_func: m:f\r\n  rollout_max_steps: 8\r\n"
+    want = "\ufefftraining:\r\n  rollout_func: m:f\r\n  rollout_max_steps: 8\r\n"
+    assert fixed(text, unsafe_fixes=True) == want
 
 
 def test_fixed_text_is_what_check_accepts() -> None:

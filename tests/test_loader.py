@@ -748,8 +748,10 @@ def test_skip_unrelated_in_the_api() -> None:
     from agent_rollout.config import check_bytes
 
     assert check_bytes("on: push\n", skip_unrelated=True).skipped
-    assert check_bytes("{", format="json", skip_unrelated=True).skipped  # no word of ours
-    broken = check_bytes("training: [\n", skip_unrelated=True)
+    assert check_bytes("{", format="json", skip_unrelated=True).skipped  # no key of ours
+    # Text that does not parse is ours when a key of ours is written in it, as a key.
+    assert check_bytes("training: [\n", skip_unrelated=True).skipped
+    broken = check_bytes("training:\n  rollout_backend: [art\n", skip_unrelated=True)
     assert not broken.skipped and broken.issues
     assert not check_bytes("x:\n  rolout_backend: art\n", skip_unrelated=True).skipped
     flat = check_bytes("lr: 1\n", section=None, skip_unrelated=True)
@@ -797,13 +799,17 @@ def test_skip_unrelated_keeps_files_whose_settings_or_keys_are_found() -> None:
     def kept(text: str, **options: Any) -> bool:
         return not check_bytes(text, skip_unrelated=True, **options).skipped
 
-    assert kept("training:\n  epochs: 3\n")  # a training mapping: its settings (none)
+    assert not kept("training:\n  epochs: 3\n")  # a training mapping, but none of our keys
     assert kept("training: true\nrollout_backend: art\n")  # flat
     assert kept("training: true\nrl:\n  rollout_backend: art\n")  # elsewhere: named in the error
     assert kept("a:\n  b:\n    rollout_backend: art\n")
-    # A named section: found, or our keys elsewhere; else skipped.
-    assert kept("trainer:\n  rollout:\n    lr: 1\n", section="trainer.rollout")
-    assert kept("trainer:\n  rl:\n    rollout_func: m:f\n", section="trainer.rollout")
+    # A named section holding our keys (at any depth), or our keys elsewhere; else skipped.
+    assert not kept("trainer:\n  rollout:\n    lr: 1\n", section="trainer.rollout")
+    assert kept("a:\n  b:\n    c:\n      rollout_fucn: m:f\n", section="a.b.c")
+    assert not kept("a:\n  b:\n    c:\n      rollout_fucn: m:f\n")
+    assert kept("trainer:\n  rl:\n    rollout_backend: art\n", section="trainer.rollout")
+    # rollout_func alone elsewhere is another tool's (axolotl's trl.rollout_func).
+    assert not kept("trainer:\n  rl:\n    rollout_func: m:f\n", section="trainer.rollout")
     assert not kept("trainer:\n  lr: 1\n", section="trainer.rollout")
     assert not kept("lr: 1\nrollout_batch_size: 8\n", section=None)
     assert kept("lr: 1\nrollout_func: m:f\n", section=None)
@@ -834,13 +840,16 @@ def test_skip_unrelated_skips_big_files_that_are_not_configs(tmp_path: Path) -> 
             "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n  rolout_backend: art\n",
             ["training.rollout_judge_model"],
         ),
-        # A look-alike of the backend is no backend: no warning for any backend's keys.
-        ("training:\n  rolloutbackend: art\n", []),
+        # A look-alike of the backend is read as the backend: art's own warning, as with
+        # the key spelt right.
+        ("training:\n  rolloutbackend: art\n", ["training.rollout_func"]),
+        # Two look-alikes of one key: the rules that read it wait, and so do the warnings.
+        ("training:\n  rolloutbackend: art\n  rolout_backend: ruler\n", []),
     ],
 )
 def test_a_look_alike_key_changes_no_other_warning(text: str, warned: list[str]) -> None:
     result = check_bytes(text, source="c.yaml")
-    assert [issue.kind for issue in result.issues] == ["unknown_key"]
+    assert {issue.kind for issue in result.issues} == {"unknown_key"}
     assert [issue.location for issue in result.warnings] == warned
 
 

@@ -368,7 +368,7 @@ async def test_quick_fixes_one_by_one(client: LanguageClient, tmp_path: Path) ->
             if not fixes:
                 break
             first = fixes[0]
-            assert first.is_preferred and first.diagnostics
+            assert first.diagnostics
             assert first.diagnostics[0].message in {d.message for d in diagnostics}
             text = apply_edits(text, edits_of(first, path.as_uri()), encoding)
             diagnostics = await replace_text(client, path, text)
@@ -382,7 +382,10 @@ async def test_quick_fixes_only_at_the_range_asked(client: LanguageClient, tmp_p
     await open_document(client, path, text, fmt)
     on_010 = types.Range(types.Position(3, 22), types.Position(3, 22))
     found = await actions(client, path, on_010, only=[types.CodeActionKind.QuickFix])
-    assert [action.title for action in found] == ["Write 010 as 8 (as yaml.safe_load reads it)"]
+    assert [action.title for action in found] == [
+        "Write 010 as 8 (as the trainer reads it: yaml.safe_load)",
+        "Write 010 as 10 (as YAML 1.2 reads it)",
+    ]
     line_start = types.Range(types.Position(4, 0), types.Position(4, 0))
     assert await actions(client, path, line_start, only=[types.CodeActionKind.QuickFix]) == []
     # Neovim asks at the cursor and names the diagnostics of its line in the context.
@@ -400,6 +403,48 @@ async def test_quick_fixes_only_at_the_range_asked(client: LanguageClient, tmp_p
     assert [action.title for action in found or [] if isinstance(action, types.CodeAction)] == [
         "Unquote '4' (an int)"
     ]
+    close_document(client, path)
+
+
+SAFETY = (
+    "training:\n"
+    "  rollout_backend: ruler\n"
+    "  rollout_ourc: pkg.mod:play\n"  # as near rollout_func as rollout_source: display-only
+    "  rollout_judge_model: yes\n"  # a string key: "yes", safe
+    "  rollout_max_steps: 010\n"  # 8 as the trainer reads it, or 10: unsafe
+)
+
+
+async def test_quick_fixes_offer_every_choice_and_prefer_the_safe_ones(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    encoding = encoding_of(client)
+    path = tmp_path / "safety.yaml"
+    await open_document(client, path, SAFETY, "yaml")
+    found = await actions(client, path, WHOLE, only=[types.CodeActionKind.QuickFix])
+    assert [(action.title, bool(action.is_preferred)) for action in found] == [
+        ("Rename 'rollout_ourc' to 'rollout_func'", False),
+        ("Rename 'rollout_ourc' to 'rollout_source'", False),
+        ('Write yes as "yes" (as YAML 1.2 reads it)', True),
+        ("Write 010 as 8 (as the trainer reads it: yaml.safe_load)", False),
+        ("Write 010 as 10 (as YAML 1.2 reads it)", False),
+    ]
+    # Each choice, applied alone, leaves no issue of its diagnostic's kind at its key (its
+    # line: one key a line here; the message no longer names the key).
+    for action in found:
+        assert action.diagnostics
+        line = action.diagnostics[0].range.start.line + 1
+        kind = action.diagnostics[0].code
+        fixed = apply_edits(SAFETY, edits_of(action, path.as_uri()), encoding)
+        result = check_bytes(fixed)
+        issues = [*result.issues, *result.warnings]
+        left = [i for i in issues if (i.line, i.kind) == (line, kind)]
+        assert left == [], (action.title, fixed)
+    # Fix all: the safe fixes only, what `check --fix` writes.
+    (fix_all,) = await actions(client, path, WHOLE, only=["source.fixAll"])
+    assert fix_all.title == "Fix all agent-rollout issues (1 fix)"
+    fixed = apply_edits(SAFETY, edits_of(fix_all, path.as_uri()), encoding)
+    assert fixed == SAFETY.replace(": yes", ': "yes"')
     close_document(client, path)
 
 
@@ -491,6 +536,31 @@ def expected_from_check(text: str, encoding: str, with_related: bool) -> list[tu
         "warnings": [issue.as_dict() for issue in result.warnings],
     }
     return expected(text, report, encoding, with_related)
+
+
+SKIP_CORPUS = Path(__file__).resolve().parent / "data" / "skip_corpus"
+LANGUAGES = {".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
+
+
+async def test_files_that_are_not_training_configs_stay_quiet(
+    client: LanguageClient, cli: Cli
+) -> None:
+    """tests/data/skip_corpus (see tests/test_skip_corpus.py), opened as an editor opens
+    them, with the server's defaults: nothing on the files that are not training configs
+    (JSONC, workflows, manifests, other trainers' configs), ``check``'s issues on ours."""
+    encoding = encoding_of(client)
+    spoken = 0
+    for path in sorted(p for p in SKIP_CORPUS.rglob("*") if p.suffix in LANGUAGES):
+        text = path.read_text(encoding="utf-8")
+        found = await open_document(client, path, text, LANGUAGES[path.suffix])
+        if path.parent.name == "ours":
+            report = check_report(cli, path)
+            assert seen(found) == expected(text, report, encoding, related(client)), path.name
+            spoken += bool(found)
+        else:
+            assert found == [], path
+        close_document(client, path)
+    assert spoken == 7  # ours but the two valid ones
 
 
 async def test_a_large_document_drops_outdated_results(

@@ -34,7 +34,8 @@ from agent_rollout import (
     validate_rollout_backend,
     validate_rollout_func,
 )
-from agent_rollout._errors import for_command_line
+from agent_rollout._errors import file_error, for_command_line
+from agent_rollout._limits import MAX_ROWS_LIMIT
 from agent_rollout.backends import require_backend_package
 from agent_rollout.backends.nemo_gym import GymRowError
 from agent_rollout.config import RolloutFields, RolloutSettings
@@ -444,6 +445,16 @@ def test_stats_names_its_limits_as_flags(engine: str, cli: Cli, tmp_path: Any) -
     assert done.err == (
         f"{src}:3: more than 2 rows (max_rows=2; raise the limit with --max-rows N)\n"
     )
+
+
+def test_a_cap_at_the_most_allowed_names_no_knob_to_raise_it() -> None:
+    """``normalise`` and ``stats`` default to ``MAX_ROWS_LIMIT``: no flag raises it."""
+    error = file_error("file_too_many_rows", "r.jsonl", MAX_ROWS_LIMIT, line=MAX_ROWS_LIMIT + 1)
+    text = "r.jsonl:10000001: more than 10,000,000 rows (max_rows=10000000, the most allowed: "
+    assert str(error) == text + "split the file)"
+    assert for_command_line(str(error)) == str(error)
+    below = file_error("file_too_many_rows", "r.jsonl", MAX_ROWS_LIMIT - 1, line=MAX_ROWS_LIMIT)
+    assert str(below).endswith("(max_rows=9999999; raise the limit with max_rows= or --max-rows)")
 
 
 def test_output_name_text(engine: str, tmp_path: Any) -> None:

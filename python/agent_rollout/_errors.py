@@ -23,7 +23,13 @@ from typing import Any, Optional, Union
 
 from agent_rollout._exceptions import RolloutRuntimeError, RolloutValueError
 
-from ._limits import MAX_JSON_DEPTH, MAX_LINE_BYTES, MAX_MESSAGE_DEPTH, int_digits_limit
+from ._limits import (
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
+    MAX_MESSAGE_DEPTH,
+    MAX_ROWS_LIMIT,
+    int_digits_limit,
+)
 
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
@@ -246,6 +252,10 @@ FILE_MESSAGES: dict[str, str] = {
     "prompt set",
 }
 
+ROWS_AT_THE_MOST = "more than {rows} (max_rows={max_rows}, the most allowed: split the file)"
+"""``file_too_many_rows`` when ``max_rows`` is already ``MAX_ROWS_LIMIT`` (the file
+commands' default): no knob raises it, so the message names none."""
+
 
 def shown_path(path: str) -> str:
     """A file's path as messages show it: as given, but with the bytes of a name that
@@ -392,7 +402,10 @@ def file_error(
     if code == "json_syntax":
         reason = JSON_REASONS.get(fact or "", fact or "")
         reason = reason.replace("{int_digits}", str(int_digits_limit()))
-    body = FILE_MESSAGES[code].format(
+    template = FILE_MESSAGES[code]
+    if code == "file_too_many_rows" and max_rows >= MAX_ROWS_LIMIT:
+        template = ROWS_AT_THE_MOST
+    body = template.format(
         fact=fact,
         reason=reason,
         max_rows=max_rows,
@@ -431,6 +444,19 @@ def from_native_file(
     return file_error(
         code, source, max_rows, max_bytes=max_bytes, fact=fact, line=line, column=column
     )
+
+
+# ---- edits of a user's file (``check --fix``) --------------------------------------------------
+
+EDIT_MESSAGES: dict[str, str] = {
+    "file_changed": "{path}: changed since it was read; not written",
+    "changed": "not fixed: the file changed while it was being fixed; run again",
+    "unwritable": "not fixed: cannot write file: {why}",
+}
+"""``file_changed``: ``_edit.FileChanged``, an edit refused because the file is no
+longer what was read (``path`` shown with ``shown_path``). The others: why ``check
+--fix`` left a file as it was, keyed by the kind of the issue that says so
+(``cli._fix.CHANGED``, ``cli._fix.UNWRITABLE``; ``why``: the system's reason)."""
 
 
 # ---- config files ----------------------------------------------------------------------------

@@ -32,6 +32,7 @@ __all__ = [
     "RolloutResult",
     "launch_rollout",
     "register_rollout_runner",
+    "runner_registered",
     "unregister_rollout_runner",
 ]
 
@@ -65,6 +66,13 @@ def register_rollout_runner(name: str, runner: RolloutRunner) -> None:
         raise RolloutTypeError(f"runner must be callable, got {type(runner).__name__}")
     with _runners_lock:
         _runners[canonical] = runner
+
+
+def runner_registered(name: str) -> bool:
+    """A runner is registered for backend ``name`` (a valid name): it runs, not the
+    built-in adapter, and needs none of the backend's packages."""
+    with _runners_lock:
+        return validate_rollout_backend(name) in _runners
 
 
 def unregister_rollout_runner(name: str) -> None:

@@ -15,9 +15,33 @@ from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 # ---- rows ----------------------------------------------------------------------------------
 
 MAX_ROLLOUT_ROWS = 100_000
-"""Default cap on the rows one rollout may produce."""
+"""The library's default cap on rows, the seed's: what one rollout may produce, and what
+every function of the API takes (``normalise_rollout_rows``, ``launch_rollout``,
+``read_rollout_jsonl``, ``normalise_rollout_file``, ``rows_to_arrow``, Ray's
+``normalise_shards``) and ``agent-rollout run`` writes.
+
+Those rows become a prompt dataset held in memory (a trainer's, or the tuple these
+functions return): the cap stops a runaway backend or a wrong file from replacing
+it with millions of rows. ``normalise_rollout_file`` streams, yet keeps this
+default: a library call has one default whichever function it is (a caller need
+not know which ones stream), and its output is often the dataset a trainer loads
+next; a caller raises it with ``max_rows=`` (the file commands pass
+``FILE_COMMAND_MAX_ROWS``)."""
 MAX_ROWS_LIMIT = 10_000_000
 """The largest ``max_rows`` a caller may ask for."""
+FILE_COMMAND_MAX_ROWS = MAX_ROWS_LIMIT
+"""The default ``--max-rows`` of the file commands, ``agent-rollout normalise`` and
+``agent-rollout stats`` (one default for both): the most any caller may ask for.
+
+They read a file the user converts or inspects on purpose and stream it, in
+memory that does not grow with it: ``normalise`` took the same peak memory at
+100,000 and at 1,000,000 rows, to JSONL, to gzip and to Parquet, on both engines
+(docs/rows.md); ``stats`` keeps counts only. So the seed's cap
+(``MAX_ROLLOUT_ROWS``), which guards the dataset held in memory, does not apply
+to them: with it, ``normalise`` refused a 1,000,000-row file that ``stats`` read.
+``--max-rows N`` lowers it; ``--max-bytes`` (``MAX_ROLLOUT_BYTES``) still bounds
+what is read, so a file of long rows meets that first. A file of more rows is
+refused with a message saying that this is the most (no flag raises it)."""
 MAX_MESSAGE_DEPTH = 64
 """How deeply containers may nest inside one chat message.
 
@@ -40,7 +64,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_ROLLOUT_BYTES = 4 * 1024**3
 """Default cap on the bytes one rollout file may hold, after gzip decompression (4 GiB).
 
-Chosen for real files: 100,000 rows (the default row cap) of long multi-turn
+Chosen for real files: 100,000 rows (the library's default row cap) of long multi-turn
 agent trajectories (a 20-turn episode with tool output and the dropped extra
 keys kept by loggers, about 40 KiB a row) come to about 3.8 GiB, while the
 rows users normalise most (a few turns, under 5 KiB) stay far below. It stops

@@ -8,6 +8,7 @@ import re
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import destination, output_format
 from agent_rollout._limits import (
+    FILE_COMMAND_MAX_ROWS,
     MAX_BYTES_LIMIT,
     MAX_ROLLOUT_BYTES,
     MAX_ROWS_LIMIT,
@@ -16,6 +17,7 @@ from agent_rollout._limits import (
 )
 
 __all__ = [
+    "add_file_max_rows",
     "add_max_bytes",
     "add_output",
     "add_section",
@@ -138,4 +140,17 @@ def add_max_bytes(parser: argparse.ArgumentParser, what: str = "input") -> None:
         metavar="B",
         help=f"refuse {what} of more than B bytes after gzip decompression, blank lines "
         f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
+    )
+
+
+def add_file_max_rows(parser: argparse.ArgumentParser) -> None:
+    """``--max-rows`` of the file commands (``normalise``, ``stats``): one default,
+    ``FILE_COMMAND_MAX_ROWS`` (its docstring says why), stated the same way in both."""
+    parser.add_argument(
+        "--max-rows",
+        type=positive_rows,
+        default=FILE_COMMAND_MAX_ROWS,
+        metavar="N",
+        help=f"refuse a file of more than N rows (default {FILE_COMMAND_MAX_ROWS:,}, the "
+        "most allowed: the file is streamed, memory does not grow with it)",
     )

@@ -190,6 +190,21 @@ class Progress:
         with self._lock:
             self._maybe_draw(False)
 
+    def show(self, status: str) -> None:
+        """Say ``status`` at once (drawn now, not when due): called before a wait, so that
+        the line says what the command waits for before the wait begins."""
+        self.update(self.done, status=status, force=True)
+
+    def say(self, line: str) -> None:
+        """``line`` (made ``printable``) on a line of its own above the progress line, which
+        is drawn again under it; without a line drawn, as the module's ``say``."""
+        with self._lock:
+            if self.drawn and self.enabled:
+                self._write(ERASE_LINE + printable(line) + "\n")
+                self._maybe_draw(True)
+                return
+        say(line)
+
     def finish(self) -> None:
         """Erase the line (if one was drawn); later updates draw nothing."""
         with self._lock:
@@ -198,9 +213,12 @@ class Progress:
             self.enabled = False
 
     @contextmanager
-    def ticking(self, status: str) -> Iterator[None]:
-        """Redraw the line every ``interval`` seconds while the block runs."""
-        self.update(self.done, status=status)
+    def ticking(self, status: Optional[str]) -> Iterator[None]:
+        """Redraw the line every ``interval`` seconds while the block runs (``show`` and
+        ``update`` change what it says meanwhile); ``None``: the block says first what it
+        waits for (``show``), within ``interval``."""
+        if status is not None:
+            self.update(self.done, status=status)
         if not self.enabled:
             yield
             return

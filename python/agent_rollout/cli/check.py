@@ -28,7 +28,6 @@ from agent_rollout._errors import (
     plural,
     printable,
     printable_json,
-    printable_lines,
 )
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout.backends import resolve_rollout_func
@@ -38,7 +37,7 @@ from agent_rollout.cli._imports import current_folder_first
 
 if TYPE_CHECKING:
     from agent_rollout.cli._fix import Fixed
-    from agent_rollout.config import CheckResult, CheckSettings
+    from agent_rollout.config import CheckResult, CheckSettings, Fix
 
 __all__ = ["add_arguments", "github_annotation", "run"]
 
@@ -105,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fixing.add_argument(
         "--fix",
         action="store_true",
-        help="apply the fixes (look-alike keys, backend spellings, YAML 1.1/1.2-ambiguous "
+        help="apply the safe fixes (look-alike keys, backend spellings, YAML 1.1/1.2-ambiguous "
         "values, quoted numbers) to the files, report each, then what remains",
     )
     fixing.add_argument(
@@ -113,6 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the fixes --fix would make as a unified diff; change nothing "
         "(exit 1 when there is one)",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix or --diff: the unsafe fixes too, those that may change what a value "
+        "means (010 written 8, as the trainer reads it, where 10 may have been meant)",
     )
     parser.add_argument(
         "--isolated",
@@ -284,7 +289,7 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
         elif args.fix or args.diff:
             from agent_rollout.cli._fix import fix_file
 
-            fixed = fix_file(name, options, write=args.fix)
+            fixed = fix_file(name, options, write=args.fix, unsafe=args.unsafe_fixes)
             result = fixed.result
             args.fixed.append(fixed)
         else:
@@ -366,7 +371,8 @@ def _report(
             ],
         }
         for entry, done in zip(report["files"], fixed or [], strict=fixed is not None):
-            entry["fixed"] = [{**fix.issue.as_dict(), "fix": fix.title} for fix in done.fixes]
+            entry["fixed"] = [_fix_entry(fix) for fix in done.fixes]
+            entry["held_back"] = [_fix_entry(fix) for fix in done.held_back]
         out.write(printable_json(json.dumps(report, indent=2)) + "\n")
         return
     for result in results:
@@ -393,6 +399,24 @@ def _position(issue: ConfigIssue) -> tuple[int, int]:
     return (issue.line, issue.col)
 
 
+def _fix_entry(fix: Fix) -> dict[str, Any]:
+    """A fix in the ``json`` report: the issue it answers, what it does, how safe it is."""
+    return {**fix.issue.as_dict(), "fix": fix.title, "applicability": fix.applicability}
+
+
+def _held_back(fixed: list[Fixed], does: str) -> str:
+    """``; 2 unsafe fixes held back (...): --unsafe-fixes applies them``, or nothing."""
+    count = sum(len(entry.held_back) for entry in fixed)
+    if not count:
+        return ""
+    one = count == 1
+    return (
+        f"; {count:,} unsafe fix{'' if one else 'es'} held back "
+        f"({'it' if one else 'they'} may change what a value means): "
+        f"--unsafe-fixes {does} {'it' if one else 'them'}"
+    )
+
+
 def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
     from agent_rollout.cli._fix import fixed_line
 
@@ -402,16 +426,42 @@ def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
             out.write(fixed_line(fix) + "\n")
             count += 1
     files = sum(1 for entry in fixed if entry.fixes)
-    out.write(f"fixed {plural(count, 'issue')} in {plural(files, 'file')}\n")
+    summary = f"fixed {plural(count, 'issue')} in {plural(files, 'file')}"
+    out.write(summary + _held_back(fixed, "applies") + "\n")
 
 
-def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
-    for entry in fixed:
-        if entry.diff:  # the file's own lines and its name: escaped like any user text
-            out.write(printable_lines(entry.diff.removesuffix("\n")) + "\n")
+def _commands_stopped(diff: bytes) -> bytes:
+    """``diff`` between GitHub Actions' ``::stop-commands::TOKEN`` and ``::TOKEN::`` (a
+    fresh random token) when run there (``GITHUB_ACTIONS=true``), else as it is.
+
+    A diff holds the file's lines as they are (escaped, they would no longer apply),
+    and GitHub's runner reads a line of a step's output that starts with ``::``
+    after white space, or holds ``##[``, as a workflow command: a context line of
+    a config a pull request wrote could be one. Between these two lines the runner
+    reads none; ``git apply`` and ``patch`` pass over them as they pass over any
+    text around a diff."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return diff
+    token = os.urandom(16).hex()
+    return b"::stop-commands::%s\n%s::%s::\n" % (token.encode(), diff, token.encode())
+
+
+def _report_diff(fixed: list[Fixed], out: TextIO, err: TextIO) -> int:
+    """Each file's diff on ``out`` as bytes, as ``unified_diff`` made it (what ``git
+    apply`` and ``patch`` take), and nothing else: the summary goes to ``err``."""
+    diff = b"".join(entry.diff for entry in fixed)
+    diff = _commands_stopped(diff) if diff else diff
+    sink = getattr(out, "buffer", None)
+    if sink is None:  # a text stream alone (contextlib.redirect_stdout): the diff is UTF-8
+        out.write(diff.decode("utf-8"))
+    elif diff:
+        out.flush()
+        sink.write(diff)
+        sink.flush()
     count = sum(len(entry.fixes) for entry in fixed)
     files = sum(1 for entry in fixed if entry.fixes)
-    out.write(f"would fix {plural(count, 'issue')} in {plural(files, 'file')}\n")
+    summary = f"would fix {plural(count, 'issue')} in {plural(files, 'file')}"
+    err.write(summary + _held_back(fixed, "shows") + "\n")
     return 1 if count else 0
 
 
@@ -422,15 +472,19 @@ def run(args: argparse.Namespace) -> int:
     if (args.fix or args.diff) and "-" in args.files:
         sys.stderr.write("agent-rollout check: --fix and --diff take files, not '-'\n")
         return 2
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        sys.stderr.write("agent-rollout check: --unsafe-fixes goes with --fix or --diff\n")
+        return 2
     args.fixed = []
     try:
         results = _check_all(args)
         if args.diff:
-            code = _report_diff(args.fixed, sys.stdout)
-            # What could not be read is named on stderr (stdout holds the diff): exit 2.
+            # What could not be read is named on stderr (stdout holds the diff alone),
+            # before the summary: exit 2.
             unreadable = [i for r in results for i in r.issues if i.kind == "unreadable"]
             for issue in unreadable:
                 sys.stderr.write(issue.format() + "\n")
+            code = _report_diff(args.fixed, sys.stdout, sys.stderr)
             return 2 if unreadable else code
         if args.fix and args.format != "json":
             _report_fixes(args.fixed, sys.stdout)

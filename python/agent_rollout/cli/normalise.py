@@ -18,7 +18,8 @@ file as a whole (a line over MAX_LINE_BYTES, ``--max-rows``, ``--max-bytes``,
 bad gzip) still stops the read, after the bad rows before it. In Parquet
 output a row whose prompt is not of the table's kind (``--prompt-kind``) is a
 bad row too. Hints name the command's flags (``--max-rows N``,
-``--prompt-kind messages``).
+``--prompt-kind messages``). ``--max-rows`` defaults to ``FILE_COMMAND_MAX_ROWS``
+(10,000,000), as for ``stats``: the file is streamed (why: ``agent_rollout._limits``).
 
 Exit status: 0 done, 1 invalid input (the messages name file:line), 2 usage
 or I/O error, 130 interrupted (Ctrl-C), 143 / 129 ended by SIGTERM / SIGHUP.
@@ -40,13 +41,13 @@ from agent_rollout._errors import (
 )
 from agent_rollout._files import source_name
 from agent_rollout._io import normalise_rollout_file
-from agent_rollout._limits import BAD_ROWS_KEPT, MAX_ROLLOUT_ROWS
+from agent_rollout._limits import BAD_ROWS_KEPT
 from agent_rollout.cli._args import (
+    add_file_max_rows,
     add_max_bytes,
     add_output,
     add_prompt_kind,
     file_name,
-    positive_rows,
 )
 from agent_rollout.cli._progress import (
     Progress,
@@ -74,13 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "input", metavar="IN", type=file_name, help="rollout JSONL file; '-' reads standard input"
     )
     add_output(parser)
-    parser.add_argument(
-        "--max-rows",
-        type=positive_rows,
-        default=MAX_ROLLOUT_ROWS,
-        metavar="N",
-        help=f"refuse files with more than N rows (default {MAX_ROLLOUT_ROWS:,})",
-    )
+    add_file_max_rows(parser)
     add_max_bytes(parser)
     parser.add_argument(
         "--skip-bad",

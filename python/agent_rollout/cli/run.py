@@ -18,18 +18,24 @@ its own install, where its environments live).
 ``agent_rollout/examples/NAME.yaml``, on the bundled ``prompts.jsonl`` unless
 ``--prompts`` is given; both are found in the installed package.
 
-``--serve`` starts, for the run only, the bundled loopback servers the config
-names (the scripted policy and judge, the OpenEnv drill server). Without
-``--serve``, nothing answering at the address a bundled config gives one of
-them ends the run at once (exit 2, naming ``--serve``), before the backend is
-imported (a live NeMo Gym run without nemo-gym says that instead). Both, and
-finding a bundled example, are ``agent_rollout.examples.serving``'s: this
-module calls it and says what it started.
+Before any server starts, every package the run needs is looked for (without
+importing it): the backend's (openpipe-art for ``art`` and ``ruler``, nemo-gym
+for a live NeMo Gym run) and openenv-core for the bundled OpenEnv rollout; a
+missing one ends the run (exit 2, naming what to install) with nothing started.
+``--serve`` then starts, for the run only, the bundled loopback servers the
+config names (the scripted policy and judge, the OpenEnv drill server).
+Without ``--serve``, nothing answering at the address a bundled config gives
+one of them ends the run at once (exit 2, naming ``--serve``), before the
+backend is imported. Both, and finding a bundled example, are
+``agent_rollout.examples.serving``'s: this module calls it and says what it
+started.
 
-While the backend runs, the progress line (on a terminal) counts the rollouts
-done; the summary line counts the rows without an answer and the prompts a
-backend dropped (by reason), then lists the drops, the input fields rows
-could not carry and what the backend reported (NeMo Gym servers it reused).
+On a terminal, the progress line says what the run waits for before each wait:
+each server starting (``starting the OpenEnv drill server on 127.0.0.1``: its
+import alone takes seconds), then the rollouts done. The summary line counts the
+rows without an answer and the prompts a backend dropped (by reason), gives the
+time the servers took to start apart, then lists the drops, the input fields
+rows could not carry and what the backend reported (NeMo Gym servers it reused).
 The packages behind a backend (LiteLLM, transformers) print nothing unless
 ``AGENT_ROLLOUT_DEBUG=1``, which also turns an unexpected failure into a
 traceback.
@@ -42,8 +48,10 @@ backend package, or a backend that failed for another reason; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
@@ -61,9 +69,13 @@ from agent_rollout._errors import (
 from agent_rollout._files import source_name
 from agent_rollout._io import write_rollout_rows
 from agent_rollout._jsonl import FileLimits, read_values
-from agent_rollout._launch import launch_rollout
+from agent_rollout._launch import launch_rollout, runner_registered
 from agent_rollout._limits import MAX_ROLLOUT_BYTES, MAX_ROLLOUT_ROWS, MAX_ROWS_LIMIT
-from agent_rollout.backends import LIVE_KEYS, require_backend_package
+from agent_rollout.backends import (
+    LIVE_KEYS,
+    get_rollout_backend_spec,
+    require_backend_package,
+)
 from agent_rollout.backends._report import DEBUG_ENV, debug_enabled, reporting
 from agent_rollout.cli._args import (
     add_max_bytes,
@@ -279,26 +291,38 @@ def _launch(
         ) from None
 
 
-def _live_package_missing(backend: str, settings: Any) -> Optional[str]:
-    """What to say, instead of naming ``--serve``, when a server did not answer the probe
-    but the live mode the config turns on misses its own package (NeMo Gym's: ``--serve``
-    would not help); ``None`` otherwise. Finding it imports nothing."""
-    live = LIVE_KEYS.get(backend)
-    if live is None or getattr(settings, live[0], None) is None:
-        return None
+def _require_backend_package(backend: str, settings: Any) -> None:
+    """The backend's package for the mode the config turns on (openpipe-art for ``art``
+    and ``ruler``, nemo-gym for a live NeMo Gym run), before any server starts: a
+    missing one is a usage error naming what to install (``require_backend_package``'s
+    message). Only its top-level module is looked for, which imports nothing (finding
+    ruler's ``art.rewards`` imports ART, seconds); the launch checks the rest. A runner
+    registered in this process (``register_rollout_runner``) needs none."""
+    if runner_registered(backend):
+        return
+    live_keys = LIVE_KEYS.get(backend)
+    live = live_keys is not None and getattr(settings, live_keys[0], None) is not None
+    spec = get_rollout_backend_spec(backend)
+    name = spec.live_import_name if live and spec.live_package else spec.import_name
+    if name is None:
+        return
     try:
-        require_backend_package(backend, live=True)
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            return
+    except (ImportError, ValueError):
+        pass
+    try:
+        require_backend_package(backend, live=live)
     except ImportError as exc:
-        return f"{PROG}: {exc}"
-    return None
+        raise _Stop(f"{PROG}: {exc}", 2) from None
 
 
-def _say_served(served: Served) -> None:
+def _say_served(served: Served, progress: Progress) -> None:
     """With ``--serve``: which servers run for the run (or that the config needs none)."""
     if served.start and not served.started:
-        sys.stderr.write(f"{PROG}: note: --serve: this config needs no bundled server\n")
+        progress.say(f"{PROG}: note: --serve: this config needs no bundled server")
     for what in served.started:
-        say(f"{PROG}: serving {what}")
+        progress.say(f"{PROG}: serving {what}")
 
 
 class _Reporter:
@@ -358,17 +382,21 @@ def run(args: argparse.Namespace) -> int:
         if bundled_prompts is not None and args.prompts is None and source is None:
             args.prompts = bundled_prompts
         prompts = _prompts(args, backend, source)
+        _require_backend_package(backend, settings)
+        rollout = f"{backend} rollout on {plural(len(prompts), 'seed prompt')}"
+        serving = 0.0
         try:
-            with serve_example(kwargs, start=args.serve) as served:
-                _say_served(served)
-                with (
-                    progress.ticking(f"{backend} rollout on {plural(len(prompts), 'seed prompt')}"),
-                    reporting(reporter),
-                ):
+            # The clock moves from here; each server's start is said before it (`starting`).
+            with progress.ticking(None if args.serve else rollout), reporting(reporter):
+                started = time.perf_counter()
+                with serve_example(kwargs, start=args.serve, starting=progress.show) as served:
+                    if served.started:
+                        serving = time.perf_counter() - started
+                    _say_served(served, progress)
+                    progress.show(rollout)
                     result = _launch(args, kwargs, prompts, served)
         except ServeError as exc:
-            missing = None if args.serve else _live_package_missing(backend, settings)
-            raise _Stop(missing or f"{PROG}: {exc}", 2) from None
+            raise _Stop(f"{PROG}: {exc}", 2) from None
         rows = result.rows
         progress.unit = "rows"
         progress.total = len(rows)
@@ -386,10 +414,14 @@ def run(args: argparse.Namespace) -> int:
     progress.finish()
     seeds = plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"
+    servers = ""
+    if served.started:
+        which = "server" if len(served.started) == 1 else "servers"
+        servers = f" ({which} started in {serving:.2f} s)"
     lines = [
         f"ran {backend} rollout: {seeds}, {plural(len(rows), 'row')}{_unanswered(rows)}"
         f"{_dropped(result)}, "
-        f"{progress.elapsed():.2f} s{target}",
+        f"{progress.elapsed():.2f} s{servers}{target}",
         *(f"  dropped {drop}" for drop in result.drops[:_SHOWN_DROPS]),
     ]
     if len(result.drops) > _SHOWN_DROPS:

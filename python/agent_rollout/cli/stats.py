@@ -16,7 +16,8 @@ sets it up for every command, so nothing a file holds can make the output fail.
 Bad rows (UTF-8, JSON syntax, a row rule) are counted and the first
 ``BAD_ROWS_KEPT`` listed with ``file:line``; the other numbers are those of the
 good rows. A fault of the input as a whole (a line over ``MAX_LINE_BYTES``, the
-row cap, bad gzip) ends the read, as in ``normalise``.
+row cap, bad gzip) ends the read, as in ``normalise``, whose ``--max-rows`` default
+it shares (``FILE_COMMAND_MAX_ROWS``).
 
 Exit status: 0 done, 1 invalid input (bad rows, reported in full; a fault that
 ended the read, the message naming file:line; a Parquet file that cannot be read,
@@ -42,9 +43,9 @@ from agent_rollout._errors import (
 )
 from agent_rollout._exceptions import MissingPackageError, RolloutValueError
 from agent_rollout._jsonl import FileLimits
-from agent_rollout._limits import MAX_ROWS_LIMIT, MAX_STATS_KEY_NAMES
+from agent_rollout._limits import MAX_STATS_KEY_NAMES
 from agent_rollout._stats import Lengths, RolloutStats
-from agent_rollout.cli._args import add_max_bytes, file_name, positive_rows
+from agent_rollout.cli._args import add_file_max_rows, add_max_bytes, file_name
 from agent_rollout.cli._progress import Progress, end_on, input_position, input_size, say
 
 __all__ = ["STATS_VERSION", "add_arguments", "render_text", "run", "stats_json"]
@@ -83,14 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (default): a report with histograms; json: one object for scripts",
     )
-    parser.add_argument(
-        "--max-rows",
-        type=positive_rows,
-        default=MAX_ROWS_LIMIT,
-        metavar="N",
-        help=f"refuse files with more than N rows (default {MAX_ROWS_LIMIT:,}, the most "
-        "any command takes: stats keeps no rows)",
-    )
+    add_file_max_rows(parser)
     add_max_bytes(parser)
 
 

@@ -19,7 +19,8 @@ The public face of the config layer; each part lives in a module of its own:
   ``load_config``;
 - ``_span``: where the key or value of an issue ends (``end_line``/``end_col``);
 - ``_fixes``: the fix of each fixable issue as text edits (``check --fix`` and
-  the language server's code actions), ``fix_text``;
+  the language server's code actions), each safe, unsafe or display-only,
+  ``fix_text``;
 - ``_settings``: ``[tool.agent-rollout]`` in the nearest ``pyproject.toml``.
 
 Severity: a rule whose breach means the config cannot be right is an error
@@ -49,7 +50,19 @@ from agent_rollout._limits import (
 from agent_rollout.backends import BACKENDS_WITH_FUNC, ROLLOUT_DEFAULTS, ROLLOUT_KEYS
 from agent_rollout.config._document import ConfigDocument, Section, read_config, read_config_bytes
 from agent_rollout.config._fields import RolloutBackend, RolloutFunc
-from agent_rollout.config._fixes import Fix, FixedText, TextEdit, apply_fixes, fix_text, issue_fixes
+from agent_rollout.config._fixes import (
+    APPLICABILITIES,
+    DISPLAY_ONLY,
+    SAFE,
+    UNSAFE,
+    Applicability,
+    Fix,
+    FixedText,
+    TextEdit,
+    apply_fixes,
+    fix_text,
+    issue_fixes,
+)
 from agent_rollout.config._kits import RolloutArguments, add_rollout_arguments
 from agent_rollout.config._lookalike import (
     LOOKALIKE_PAIRS_PATTERN,
@@ -87,10 +100,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "APPLICABILITIES",
     "AUTO_SECTION",
     "BACKENDS_WITH_FUNC",
     "DEFAULT_GROUP_SIZE",
     "DEFAULT_YAML_VERSION",
+    "DISPLAY_ONLY",
     "LOOKALIKE_PAIRS_PATTERN",
     "MAX_CONFIG_BYTES",
     "MAX_GROUP_SIZE",
@@ -102,7 +117,10 @@ __all__ = [
     "MAX_YAML_EXPANDED_NODES",
     "ROLLOUT_DEFAULTS",
     "ROLLOUT_KEYS",
+    "SAFE",
+    "UNSAFE",
     "YAML_VERSIONS",
+    "Applicability",
     "CheckResult",
     "CheckSettings",
     "ConfigDocument",

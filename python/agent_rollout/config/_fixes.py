@@ -1,46 +1,97 @@
 """The fixes of ``check``'s issues, as text edits: one implementation of each fix.
 
 ``agent-rollout check --fix``/``--diff`` and the language server's code
-actions (quick fixes and ``source.fixAll``) both take their fixes from here:
+actions (quick fixes and ``source.fixAll``) both take their fixes from here.
 
-- a look-alike key (``rollout_fucn``) is renamed to the key it looks like
-  (``rollout_func``), unless the section already holds that key;
-- a backend name spelt another way (``Nemo-Gym``, ``nemogym``) becomes its
-  canonical name (``nemo_gym``);
+Each fix has an ``applicability``, as ruff's fixes do: ``safe`` keeps exactly
+what the user meant, and ``check --fix`` and fix-all apply it; ``unsafe`` may
+change what a value means, and only ``--unsafe-fixes`` applies it (``check
+--fix`` says how many it held back); ``display-only`` is never applied by a
+command: the editor offers it, and the user picks. Where a fix has several
+ways, the first is the fix and the others are its ``alternatives``, each
+offered in the editor as an action of its own. Per kind, and why:
+
+- a look-alike key (``rollout_fucn``) renamed to the key it looks like
+  (``rollout_func``): *safe* when it is nearest to one of our keys
+  (``meant_keys``); *display-only* when it is as near to several
+  (``rollout_ourc``: ``rollout_func`` or ``rollout_source``), one action
+  each, since nothing says which was meant (check's message names the
+  first, ``--unsafe-fixes`` would have to guess). Never onto a key the
+  section holds already (a key given twice);
+- a backend name spelt another way (``Nemo-Gym``, ``nemogym``) to its
+  canonical name (``nemo_gym``): *safe*, the loader reads both as one backend;
+- a quoted whole number on an integer key (``rollout_max_steps: "10"``)
+  unquoted, when it is in the key's range: *safe*, trainers read the number;
 - a plain YAML scalar that YAML 1.1 and 1.2 read differently (``010``,
-  ``yes``, ``1e3``) is rewritten so that both read the value the trainer
-  reads (the ``yaml_version`` checked with): ``8``, ``true``, ``"1e3"``;
-  a value no spelling gives both readings (a date) has no fix;
-- a quoted whole number on an integer key (``rollout_max_steps: "10"``) is
-  unquoted, when the number is in the key's range.
+  ``0o10``, ``1e3``, ``yes``, ``on``, a date): its readings are the value as
+  the trainer reads it (the ``yaml_version`` checked with: ``010`` is 8 to
+  ``yaml.safe_load``), the value as the other version reads it (10), and the
+  text as a string (``"010"``), each written so that both versions read it
+  alike (a date has no such spelling: it is no reading). A fix never leaves
+  its key invalid: only the readings our key's type accepts are kept (on a
+  string key ``yes`` is ``"yes"``, never ``true``; on an integer key ``1e3``
+  is ``1000``). *Safe* when the key is ours and its type accepts exactly one
+  reading: that one is what the user can have meant (the trainer refuses the
+  others). *Unsafe* otherwise: on an integer key ``010`` may be 8 (what the
+  trainer runs with) or 10 (what was likely meant), and a key of the
+  trainer's own (``rollout_batch_size``) has a type we do not know. The
+  trainer's reading comes first, then the other, then the string.
 
 Each fix is a ``Fix``: the issue it answers, a title, and ``TextEdit``s at
 positions in the text (1-based, columns in characters, ends exclusive, as
 ``ConfigIssue``'s), so comments, order and formatting stay as they are.
-``fix_text`` applies every fix, checks again, and repeats while fixes apply.
+``fix_text`` applies the fixes that apply (the safe ones; the unsafe ones too
+with ``unsafe_fixes``), checks again, and repeats while fixes apply.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import TypeAdapter, ValidationError
 
 from agent_rollout._errors import ConfigIssue
-from agent_rollout.backends import backend_meant
+from agent_rollout.backends import ROLLOUT_KEYS, backend_meant
 from agent_rollout.config._document import AUTO_SECTION, Section, section_path
-from agent_rollout.config._lookalike import lookalike_key, nearest_key
-from agent_rollout.config._models import INT_RANGES
+from agent_rollout.config._fields import INT_RANGES, integral_float
+from agent_rollout.config._lookalike import meant_keys
+from agent_rollout.config._models import RolloutFields
 from agent_rollout.config._parse import Pos, plain_scalar_value
 from agent_rollout.config._span import split_lines, token_end
 from agent_rollout.config.check import CheckResult, check_bytes
 
-__all__ = ["Fix", "FixedText", "TextEdit", "apply_fixes", "fix_text", "issue_fixes"]
+__all__ = [
+    "APPLICABILITIES",
+    "DISPLAY_ONLY",
+    "SAFE",
+    "UNSAFE",
+    "Applicability",
+    "Fix",
+    "FixedText",
+    "TextEdit",
+    "apply_fixes",
+    "fix_text",
+    "issue_fixes",
+]
 
 MAX_FIX_ROUNDS = 4
 """``fix_text`` checks and fixes at most this many times (a fix can uncover another)."""
+
+Applicability = Literal["safe", "unsafe", "display-only"]
+"""How far a fix may be applied without asking (ruff's ``Applicability``)."""
+
+SAFE: Applicability = "safe"
+"""Keeps exactly what the user meant: ``check --fix`` and fix-all apply it."""
+UNSAFE: Applicability = "unsafe"
+"""May change what a value means: applied only with ``--unsafe-fixes``."""
+DISPLAY_ONLY: Applicability = "display-only"
+"""Never applied by a command; the editor offers it, the user picks."""
+APPLICABILITIES: tuple[Applicability, ...] = (SAFE, UNSAFE, DISPLAY_ONLY)
 
 
 @dataclass(frozen=True)
@@ -57,22 +108,51 @@ class TextEdit:
 @dataclass(frozen=True)
 class Fix:
     """The fix of one issue. ``claims``: what applying it takes for itself (a key of a
-    section), so that two fixes renaming two keys to the same key never both apply."""
+    section), so that two fixes renaming two keys to the same key never both apply.
+    ``alternatives``: the other ways to fix the issue (each a ``Fix`` of the same issue
+    and applicability, without alternatives of its own), offered one by one."""
 
     issue: ConfigIssue
     title: str
     edits: tuple[TextEdit, ...]
     claims: Optional[str] = None
+    applicability: Applicability = SAFE
+    alternatives: tuple[Fix, ...] = ()
+
+    @property
+    def choices(self) -> tuple[Fix, ...]:
+        """The fix, then its alternatives."""
+        return (self, *self.alternatives)
+
+    def applies(self, unsafe_fixes: bool = False) -> bool:
+        """Whether a command applies it: safe ones always, unsafe ones with ``unsafe_fixes``."""
+        return self.applicability == SAFE or (unsafe_fixes and self.applicability == UNSAFE)
 
 
 @dataclass
 class FixedText:
-    """What ``fix_text`` did: the new text, the fixes applied, the check of the new text."""
+    """What ``fix_text`` did: the new text, the fixes applied, the check of the new text,
+    and the unsafe fixes of the new text it held back (none with ``unsafe_fixes``)."""
 
     text: str
     fixes: list[Fix]
     result: CheckResult
     changed: bool = field(default=False)
+    held_back: list[Fix] = field(default_factory=list)
+
+
+def _choices(
+    issue: ConfigIssue,
+    found: Sequence[tuple[str, tuple[TextEdit, ...], Optional[str]]],
+    applicability: Applicability,
+) -> Optional[Fix]:
+    """One ``Fix`` of ``(title, edits, claims)`` choices: the first, the rest its alternatives."""
+    if not found:
+        return None
+    fixes = [Fix(issue, title, edits, claims, applicability) for title, edits, claims in found]
+    return Fix(
+        issue, fixes[0].title, fixes[0].edits, fixes[0].claims, applicability, tuple(fixes[1:])
+    )
 
 
 def _key_in_section(issue: ConfigIssue, section: tuple[Any, ...]) -> Optional[str]:
@@ -111,10 +191,8 @@ def _rename_key(
     section: tuple[Any, ...],
     result: CheckResult,
 ) -> Optional[Fix]:
-    if not lookalike_key(key):
-        return None
-    meant = nearest_key(key)
-    if meant == key or (*section, meant) in result.key_positions:
+    candidates = meant_keys(key)
+    if not candidates:
         return None
     line = lines[issue.line - 1] if issue.line <= len(lines) else ""
     # The key itself, bare or quoted, at the position or (a TOML dotted key, placed at
@@ -126,9 +204,14 @@ def _rename_key(
     start, end = found.span()
     if found.group(0)[0] in "\"'":
         start, end = start + 1, end - 1
-    edit = TextEdit(issue.line, start + 1, issue.line, end + 1, meant)
-    claims = ".".join((*map(str, section), meant))
-    return Fix(issue, f"Rename {key!r} to {meant!r}", (edit,), claims)
+    choices = []
+    for meant in candidates:
+        if (*section, meant) in result.key_positions:
+            continue  # the section holds it: renamed, the key would be given twice
+        edit = TextEdit(issue.line, start + 1, issue.line, end + 1, meant)
+        claims = ".".join((*map(str, section), meant))
+        choices.append((f"Rename {key!r} to {meant!r}", (edit,), claims))
+    return _choices(issue, choices, SAFE if len(candidates) == 1 else DISPLAY_ONLY)
 
 
 def _backend_name(issue: ConfigIssue, lines: Sequence[str], fmt: str) -> Optional[Fix]:
@@ -145,7 +228,7 @@ def _backend_name(issue: ConfigIssue, lines: Sequence[str], fmt: str) -> Optiona
         return None
     col = start + offset
     edit = TextEdit(issue.line, col, issue.line, col + len(name), meant)
-    return Fix(issue, f"Change rollout_backend {name!r} to {meant!r}", (edit,))
+    return Fix(issue, f"Change rollout_backend {name!r} to {meant!r}", (edit,), None, SAFE)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -189,20 +272,60 @@ def _spelling(value: Any) -> Optional[str]:
     return None
 
 
-def _yaml_version(issue: ConfigIssue, lines: Sequence[str], yaml_version: str) -> Optional[Fix]:
+@functools.cache
+def _value_check(key: str) -> TypeAdapter[Any]:
+    """The check of one of our keys' values, the field's own (no cross-field rule)."""
+    field = RolloutFields.model_fields[key]
+    annotated: Any = Annotated  # the field's type with its constraints, built at run time
+    parts = (field.annotation, *field.metadata)
+    return TypeAdapter(annotated[parts] if field.metadata else parts[0])
+
+
+def _accepts(key: str, value: Any) -> bool:
+    """Whether our ``key`` takes ``value`` as written, with no issue (a key of the trainer's
+    own takes anything: its type is not ours to know)."""
+    if key not in ROLLOUT_KEYS:
+        return True
+    if value is None or (key in INT_RANGES and type(value) is not int):
+        return False  # null is unset; a string on an integer key is read with a warning
+    try:
+        _value_check(key).validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _yaml_version(
+    issue: ConfigIssue, key: str, lines: Sequence[str], yaml_version: str
+) -> Optional[Fix]:
     token = _token(lines, "yaml", (issue.line, issue.col))
     if token is None or token[2][0] in "\"'[{":
         return None
     start, end, text = token
-    readable, value = plain_scalar_value(text, yaml_version)
-    if not readable:
-        return None
-    spelt = _spelling(value)
-    if spelt is None or spelt == text:
-        return None
-    edit = TextEdit(issue.line, start, issue.line, end, spelt)
-    reader = "yaml.safe_load" if yaml_version == "1.1" else "YAML 1.2"
-    return Fix(issue, f"Write {text} as {spelt} (as {reader} reads it)", (edit,))
+    other = "1.2" if yaml_version == "1.1" else "1.1"
+    names = {"1.1": "yaml.safe_load", "1.2": "YAML 1.2"}
+    readings = []  # (value, why): the trainer's reading, the other one, the string
+    for version, why in (
+        (yaml_version, f"as the trainer reads it: {names[yaml_version]}"),
+        (other, f"as {names[other]} reads it"),
+    ):
+        readable, value = plain_scalar_value(text, version)
+        if readable:
+            readings.append((value, why))
+    readings.append((text, "a string"))
+    choices = []
+    spelt_so_far = set()
+    for value, why in readings:
+        if key in INT_RANGES:
+            value = integral_float(value)  # 1e3 is 1000 to an integer key
+        spelt = _spelling(value)
+        if spelt is None or spelt == text or spelt in spelt_so_far or not _accepts(key, value):
+            continue
+        spelt_so_far.add(spelt)
+        edit = TextEdit(issue.line, start, issue.line, end, spelt)
+        choices.append((f"Write {text} as {spelt} ({why})", (edit,), None))
+    sure = key in ROLLOUT_KEYS and len(choices) == 1
+    return _choices(issue, choices, SAFE if sure else UNSAFE)
 
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
@@ -223,7 +346,7 @@ def _quoted_number(issue: ConfigIssue, key: str, lines: Sequence[str], fmt: str)
     if not low <= number <= high:
         return None
     edit = TextEdit(issue.line, start, issue.line, end, str(number))
-    return Fix(issue, f"Unquote {text} (an int)", (edit,))
+    return Fix(issue, f"Unquote {text} (an int)", (edit,), None, SAFE)
 
 
 def issue_fixes(
@@ -251,7 +374,7 @@ def issue_fixes(
         if issue.kind == "unknown_key":
             fix = _rename_key(issue, key, lines, path, result)
         elif issue.kind == "yaml_version" and format == "yaml":
-            fix = _yaml_version(issue, lines, yaml_version)
+            fix = _yaml_version(issue, key, lines, yaml_version)
         elif key == "rollout_backend":
             fix = _backend_name(issue, lines, format)
         else:
@@ -319,11 +442,16 @@ def fix_text(
     known_keys: Iterable[str] = (),
     skip_unrelated: bool = False,
     yaml_version: str = "1.1",
+    unsafe_fixes: bool = False,
 ) -> FixedText:
-    """Check ``text``, apply every fix, and again while fixes apply (``MAX_FIX_ROUNDS``).
+    """Check ``text``, apply the fixes that apply (the safe ones; the unsafe ones too with
+    ``unsafe_fixes``; never a display-only one), and again while fixes apply
+    (``MAX_FIX_ROUNDS``).
 
     The result is the check of the text as it ends; ``fixes`` are every fix
-    applied, each with the issue it answered (positions as they were then).
+    applied, each with the issue it answered (positions as they were then);
+    ``held_back``, the unsafe fixes of the text as it ends, left for
+    ``unsafe_fixes``.
     """
     options: dict[str, Any] = {
         "format": format,
@@ -334,17 +462,21 @@ def fix_text(
         "yaml_version": yaml_version,
     }
     applied: list[Fix] = []
-    result = check_bytes(text, **options)
     current = text
+    result = check_bytes(current, **options)
+    fixes_of = functools.partial(
+        issue_fixes, format=format, section=section, yaml_version=yaml_version
+    )
+    found = fixes_of(current, result)
     for _ in range(MAX_FIX_ROUNDS):
-        found = issue_fixes(
-            current, result, format=format, section=section, yaml_version=yaml_version
-        )
-        if not found:
+        chosen = [fix for fix in found if fix.applies(unsafe_fixes)]
+        if not chosen:
             break
-        current, done = apply_fixes(current, found, format)
+        current, done = apply_fixes(current, chosen, format)
         if not done:
             break
         applied.extend(done)
         result = check_bytes(current, **options)
-    return FixedText(current, applied, result, current != text)
+        found = fixes_of(current, result)
+    held = [] if unsafe_fixes else [fix for fix in found if fix.applicability == UNSAFE]
+    return FixedText(current, applied, result, current != text, held)

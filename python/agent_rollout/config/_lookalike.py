@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Optional
 
 from agent_rollout.backends import ROLLOUT_KEYS
@@ -102,27 +102,32 @@ _START_PAIRS = {
 
 def _meant(folded: str) -> Optional[str]:
     """The key ``folded`` (a key as ``fold_key`` reads it, ``-`` as ``_``) looks like a
-    typo of: the nearest of ours within two edits, or ``None``.
+    typo of: the nearest of ours within two edits, or ``None``."""
+    nearest = _nearest(folded)
+    return nearest[0] if nearest else None
+
+
+def _nearest(folded: str) -> tuple[str, ...]:
+    """Our keys nearest to ``folded`` within two edits (several on a tie), or ``()``.
 
     Only a key of a length within two of ours can be one, and only such keys
-    are remembered (``_meant_near``: the last few thousand, so that a key the
+    are remembered (``_nearest_near``: the last few thousand, so that a key the
     model and ``check`` both ask about is worked out once).
     """
     if not _LENGTHS[0] - _MAX_EDITS <= len(folded) <= _LENGTHS[1] + _MAX_EDITS:
-        return None
-    return _meant_near(folded)
+        return ()
+    return _nearest_near(folded)
 
 
 @functools.lru_cache(maxsize=4096)
-def _meant_near(folded: str) -> Optional[str]:
-    """``_meant`` of a key of a length within two of ours.
+def _nearest_near(folded: str) -> tuple[str, ...]:
+    """``_nearest`` of a key of a length within two of ours, in ``ROLLOUT_KEYS`` order.
 
     The work per key is bounded and small: our keys of a length within two of
     it that keep enough of their letter pairs in it, and only those, are
     compared, each in at most nine steps (``distance_upto``). Nearest as
     ``nearest_key`` reads it: a key cut short (``rollout_group``) counts one
-    more than its distance to the start of ours; ties go to the first in
-    ``ROLLOUT_KEYS``.
+    more than its distance to the start of ours.
     """
     size = len(folded)
     pairs = _pairs(folded)
@@ -134,7 +139,7 @@ def _meant_near(folded: str) -> Optional[str]:
         if distance <= _MAX_EDITS:
             found.append((distance, index))
     if not found:
-        return None
+        return ()
     # The nearest is within two edits: a key cut short competes only when its
     # start is within one (equal lengths: one substitution at most).
     for index, valid, _ in _KEY_PAIRS:
@@ -142,7 +147,8 @@ def _meant_near(folded: str) -> Optional[str]:
             distance = distance_upto(folded, valid[:size], 1)
             if distance <= 1:
                 found.append((1 + distance, index))
-    return ROLLOUT_KEYS[min(found)[1]]
+    best = min(distance for distance, _ in found)
+    return tuple(ROLLOUT_KEYS[i] for i in sorted({i for d, i in found if d == best}))
 
 
 def _folded(key: str) -> str:
@@ -164,14 +170,75 @@ def nearest_key(key: str) -> str:
     return min(ROLLOUT_KEYS, key=distance)
 
 
-def meant_key(key: object, known_keys: Collection[str] = ()) -> Optional[str]:
-    """The key of ours ``key`` looks like a typo of (its nearest), or ``None`` when it
-    does not look like one (see ``lookalike_key``): both found in one pass."""
+def meant_keys(key: object, known_keys: Collection[str] = ()) -> tuple[str, ...]:
+    """The keys of ours ``key`` is nearest to when it looks like a typo of one (one key,
+    or several at the same distance, in ``ROLLOUT_KEYS`` order); ``()`` when it does not
+    (see ``lookalike_key``)."""
     if not isinstance(key, str) or key in ROLLOUT_KEYS or key in known_keys:
-        return None
+        return ()
     if "\n" in key:
-        return None
-    return _meant(_folded(key))
+        return ()
+    return _nearest(_folded(key))
+
+
+def meant_key(key: object, known_keys: Collection[str] = ()) -> Optional[str]:
+    """The key of ours ``key`` looks like a typo of (its nearest; on a tie, the first in
+    ``ROLLOUT_KEYS``), or ``None`` when it does not look like one (see ``lookalike_key``):
+    both found in one pass."""
+    nearest = meant_keys(key, known_keys)
+    return nearest[0] if nearest else None
+
+
+def read_as_meant(
+    data: Mapping[Any, Any], typos: Mapping[Any, tuple[str, ...]]
+) -> tuple[Mapping[Any, Any], dict[str, str], frozenset[str]]:
+    """``(values, names, held)``: the section as the cross-field rules read it while it
+    holds look-alikes (``typos``: each look-alike key and its ``meant_keys``).
+
+    One mistake, one diagnostic: the look-alike's own error says what is wrong,
+    so no rule may report the key it stands for as unset, nor a key that needs
+    that one as lacking it. A look-alike that stands for exactly one key, which
+    the section does not set spelt right (absent or null) and no other
+    look-alike stands for, is read as that key: its value under our name in
+    ``values``, its spelling in ``names`` (a rule it still breaks is placed at
+    it and names it as written). Any other (nearest to two keys, or one of two
+    look-alikes of a key) leaves the keys it may stand for ``held``: the rules
+    that read them wait until it is resolved. A key set spelt right keeps its
+    value, whatever look-alikes of it the section holds.
+    """
+    if not typos:
+        return data, {}, frozenset()
+    claims: dict[str, list[Any]] = {}
+    for typo, meant in typos.items():
+        for key in meant:
+            claims.setdefault(key, []).append(typo)
+    values: Optional[dict[Any, Any]] = None
+    names: dict[str, str] = {}
+    held: set[str] = set()
+    for key, claimants in claims.items():
+        if data.get(key) is not None:
+            continue  # spelt right: that value counts
+        typo = claimants[0]
+        if len(claimants) == 1 and len(typos[typo]) == 1:
+            values = dict(data) if values is None else values
+            values[key] = data[typo]
+            names[key] = typo
+        else:
+            held.add(key)
+    return (data if values is None else values), names, frozenset(held)
+
+
+def lookalikes(
+    data: Mapping[Any, Any], known_keys: Collection[str] = ()
+) -> dict[Any, tuple[str, ...]]:
+    """The look-alike keys of a section, each with its ``meant_keys`` (what
+    ``read_as_meant`` reads)."""
+    found = {}
+    for key in data:
+        meant = meant_keys(key, known_keys)
+        if meant:
+            found[key] = meant
+    return found
 
 
 def lookalike_key(key: object, known_keys: Collection[str] = ()) -> bool:
@@ -276,6 +343,49 @@ def lookalike_key_schema() -> dict[str, Any]:
     }
 
 
+_SHORTEST, _LONGEST = _LENGTHS[0] - _MAX_EDITS, _LENGTHS[1] + _MAX_EDITS
+_KEY_TEXT = re.compile(
+    # A key as the three formats write one, before its ':' or '=' (spaces between): in
+    # double or single quotes, or bare (of the characters a bare key may hold, after a
+    # space, '{', ',', '[', the '.' of a dotted TOML key, or the start); only as long
+    # as ours or a look-alike. Matched in the text read backwards, so that the pattern
+    # starts with the ':' or '=' the search looks for, and a word that is no key costs
+    # nothing but the search.
+    rf"""[:=][ \t]*(?:"([^"\n]{{{_SHORTEST},{_LONGEST}}})"|'([^'\n]{{{_SHORTEST},{_LONGEST}}})'"""
+    rf"""|([^\s"'#:=,{{}}\[\].]{{{_SHORTEST},{_LONGEST}}})(?![^\s{{,\[.]))"""
+)
+
+
+# Two edits touch two of three pieces of a key at most, so a key within two edits of
+# one of ours holds one of its three pieces whole: 'rol', 'lout', or '_' and the rest
+# (every key of ours starts with 'rollout_': ``_near_pattern``).
+_PIECES = (
+    _SHARED_PREFIX[:3],
+    _SHARED_PREFIX[3:7],
+    *sorted({key[7:] for key in ROLLOUT_KEYS}),
+)
+
+
+def names_our_key(text: str) -> bool:
+    """Whether ``text`` (a config that does not parse, or a chunk of one too big to)
+    holds, in the place of a key, one of our keys or a look-alike of one.
+
+    The keys are read off the text, before each ``:`` or ``=``, as YAML, JSON
+    and TOML write them; no other word counts (``training`` in a comment of a
+    ``tsconfig.json`` is no key of ours). A key in a comment that is written as
+    a key counts: the text is ours to report on when it names our keys so. Each
+    distinct key is looked at once (a data file repeats its few keys).
+    """
+    folded = text.lower().replace("-", "_")  # as fold_key reads ASCII, and more
+    if not any(piece in folded for piece in _PIECES):
+        return False  # most data files: no key is worked out at all
+    for groups in set(_KEY_TEXT.findall(text[::-1])):
+        key = "".join(groups)[::-1]  # one group matched, the others are empty
+        if key in ROLLOUT_KEYS or lookalike_key(key):
+            return True
+    return False
+
+
 def key_set(keys: Iterable[str]) -> frozenset[str]:
     """``known_keys`` as a set; one string is one key (not its characters)."""
     return frozenset((keys,) if isinstance(keys, str) else keys)
@@ -289,7 +399,11 @@ __all__ = [
     "key_set",
     "lookalike_key",
     "lookalike_key_schema",
+    "lookalikes",
     "meant_key",
+    "meant_keys",
+    "names_our_key",
     "near_pattern",
     "nearest_key",
+    "read_as_meant",
 ]

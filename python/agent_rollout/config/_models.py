@@ -59,7 +59,12 @@ from agent_rollout.config._fields import (
     integral_float,
 )
 from agent_rollout.config._kits import section_values
-from agent_rollout.config._lookalike import key_set, lookalike_key_schema, meant_key
+from agent_rollout.config._lookalike import (
+    key_set,
+    lookalike_key_schema,
+    meant_keys,
+    read_as_meant,
+)
 from agent_rollout.config._rules import (
     RolloutWarning,
     coercion_warnings,
@@ -337,9 +342,12 @@ class RolloutFields(BaseModel):
         errors: list[InitErrorDetails] = []
         flagged: set[str] = set()
         flagged_locs: set[tuple[Any, ...]] = set()  # as pydantic writes them (``loc_key``)
+        typos: dict[Any, tuple[str, ...]] = {}
         for key in data:
-            meant = meant_key(key, known)
-            if meant is not None:
+            nearest = meant_keys(key, known)
+            if nearest:
+                meant = nearest[0]
+                typos[key] = nearest
                 flagged.add(key)
                 flagged_locs.add((loc_key(key),))
                 errors.append(
@@ -354,6 +362,9 @@ class RolloutFields(BaseModel):
                     )
                 )
         section, names = _by_field_name(cls, data)
+        # The rules read a look-alike as the key it stands for, or wait for it
+        # (``read_as_meant``); its own error is the one error at it.
+        ruled, typo_names, held = read_as_meant(section, typos)
         fields = {**{alias: key for key, alias in names.items()}, **{k: k for k in ROLLOUT_KEYS}}
         result: Any = None
         try:
@@ -367,7 +378,11 @@ class RolloutFields(BaseModel):
                 if error["type"] == "string_unicode" and _is_in(error.get("input"), flagged):
                     continue
                 errors.append(_as_init_error(error, fields))
-        errors.extend(rule_errors(section, names))
+        errors.extend(
+            error
+            for error in rule_errors(ruled, {**names, **typo_names}, held)
+            if error["loc"][0] not in typos
+        )
         if errors or result is None:
             raise ValidationError.from_exception_data(cls.__name__, errors)
         if isinstance(result, RolloutFields):

@@ -25,7 +25,7 @@ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -97,6 +97,11 @@ def is_set(data: Mapping[Any, Any], key: str) -> bool:
     return True
 
 
+def _unheld(groups: Iterable[tuple[str, ...]], held: Collection[str]) -> Iterator[tuple[str, ...]]:
+    """The groups of keys none of which is ``held``."""
+    return (group for group in groups if not any(key in held for key in group))
+
+
 def canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
     """(usable, backend): usable is False when the backend itself is invalid."""
     raw_backend = data.get("rollout_backend")
@@ -109,21 +114,26 @@ def canonical_backend(data: Mapping[Any, Any]) -> tuple[bool, Optional[str]]:
 
 
 def rule_errors(
-    data: Mapping[Any, Any], names: Optional[Mapping[str, str]] = None
+    data: Mapping[Any, Any],
+    names: Optional[Mapping[str, str]] = None,
+    held: Collection[str] = (),
 ) -> list[InitErrorDetails]:
     """The cross-field rules that are errors, over the raw section (our keys by field name).
 
     They need the canonical backend only; when the backend itself is invalid
     its own error is reported and these rules are skipped. Each error's
-    location and message spell the keys as ``names`` says (a host's aliases).
+    location and message spell the keys as ``names`` says (a host's aliases,
+    a look-alike read as the key it stands for). A rule that reads a ``held``
+    key (one a look-alike may stand for: ``read_as_meant``) is held back, and
+    every rule when the backend is: each reads it.
     """
     usable, backend = canonical_backend(data)
-    if not usable:
+    if not usable or "rollout_backend" in held:
         return []
     name = _namer(names)
     errors: list[InitErrorDetails] = []
     for key, allowed in KEY_BACKENDS.items():
-        if not is_set(data, key) or backend in allowed:
+        if key in held or not is_set(data, key) or backend in allowed:
             continue
         backends = " or ".join(repr(one) for one in allowed)
         got = "is not set" if backend is None else f"is {backend!r}"
@@ -139,7 +149,7 @@ def rule_errors(
             )
         )
     groups = (*REQUIRED_KEYS.get(backend or "", ()), *EXPECTED_KEYS.get(backend or "", ()))
-    for group in groups:
+    for group in _unheld(groups, held):
         present = [key for key in group if is_set(data, key)]
         if len(present) > 1:
             message = (
@@ -153,7 +163,7 @@ def rule_errors(
                     input=data[present[-1]],
                 )
             )
-    for group in PAIRED_KEYS.get(backend or "", ()):
+    for group in _unheld(PAIRED_KEYS.get(backend or "", ()), held):
         present = [key for key in group if is_set(data, key)]
         if not present or len(present) == len(group):
             continue
@@ -170,7 +180,7 @@ def rule_errors(
                     input=data[key],
                 )
             )
-    for group in REQUIRED_KEYS.get(backend or "", ()):
+    for group in _unheld(REQUIRED_KEYS.get(backend or "", ()), held):
         if not any(is_set(data, key) for key in group):
             message = (
                 f"{' or '.join(map(name, group))} is required when "
@@ -182,10 +192,13 @@ def rule_errors(
                 )
             )
     live_keys = LIVE_KEYS.get(backend or "")
-    if live_keys is not None:  # the live keys mean nothing without the key that turns it on
+    if live_keys is not None and live_keys[0] not in held:
+        # The live keys mean nothing without the key that turns it on.
         switch, only_live, required = live_keys
         live = is_set(data, switch)
         for key in only_live:
+            if key in held:
+                continue
             if not live and is_set(data, key):
                 kind, message = (
                     "rollout_cross_field",
@@ -206,15 +219,21 @@ def rule_errors(
 
 
 def section_warnings(
-    data: Mapping[Any, Any], names: Optional[Mapping[str, str]] = None
+    data: Mapping[Any, Any],
+    names: Optional[Mapping[str, str]] = None,
+    held: Collection[str] = (),
 ) -> tuple[RolloutWarning, ...]:
-    """The warnings a section gets: keys the built-in adapter needs that are unset."""
+    """The warnings a section gets: keys the built-in adapter needs that are unset.
+
+    ``names`` and ``held`` as ``rule_errors`` reads them: a warning about a
+    ``held`` key waits, as the rules do.
+    """
     usable, backend = canonical_backend(data)
-    if not usable or backend is None:
+    if not usable or backend is None or "rollout_backend" in held:
         return ()
     name = _namer(names)
     found = []
-    for group in EXPECTED_KEYS.get(backend, ()):
+    for group in _unheld(EXPECTED_KEYS.get(backend, ()), held):
         if any(is_set(data, key) for key in group):
             continue
         if len(group) == 1:

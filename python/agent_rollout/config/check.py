@@ -20,11 +20,11 @@ trainer's business (its reader keeps the last one): a warning, for lint.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import os
-import re
 import shlex
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -48,7 +48,13 @@ from agent_rollout.config._document import (
     version_warnings,
     warning_issue,
 )
-from agent_rollout.config._lookalike import key_set, lookalike_key, nearest_key
+from agent_rollout.config._lookalike import (
+    key_set,
+    lookalike_key,
+    lookalikes,
+    names_our_key,
+    read_as_meant,
+)
 from agent_rollout.config._models import RolloutSettings, set_rollout_warnings
 from agent_rollout.config._parse import (
     DEFAULT_YAML_VERSION,
@@ -77,10 +83,6 @@ __all__ = [
     "section_path",
     "version_warnings",
 ]
-
-
-_STANDS_FOR_A_TYPO = object()
-"""The value a key gets, for the warnings only, when the section holds a look-alike of it."""
 
 
 def _placed(
@@ -127,19 +129,14 @@ def _settings_issues(
         placed.sort(key=_warning_order)
         set_rollout_warnings(settings, placed)
         return settings, [], placed
-    # A look-alike key is reported as the key it looks like: no second report
-    # that this key is not set (``rollout_fucn`` is not also "rollout_func is not
-    # set"). The key it looks like counts as set, by a value no rule reads (a
-    # backend it stands for is no backend at all); a key the section does hold
-    # keeps its own value, so every other warning stays as it was.
-    meant = {
-        error.get("ctx", {}).get("meant") or nearest_key(str(error["loc"][0]))
-        for error in errors
-        if error["type"] == "rollout_unknown_key" and error["loc"]
-    }
-    stand_ins = {key: _STANDS_FOR_A_TYPO for key in meant if section_value.get(key) is None}
-    section = {**section_value, **stand_ins} if stand_ins else section_value
-    found = (*section_warnings(section), *coercion_warnings(section_value))
+    # The warnings read a look-alike as the rules do (``read_as_meant``): as the key it
+    # stands for, or waiting for it; so ``rollout_fucn`` is not also "rollout_func is
+    # not set", and a key the section holds keeps its value.
+    typos = lookalikes(section_value, context["known_keys"])
+    ruled, names, held = read_as_meant(section_value, typos)
+    found = (*section_warnings(ruled, names, held), *coercion_warnings(section_value))
+    # A look-alike's own error is the one issue at it: how its value reads waits too.
+    versions = [warning for warning in versions if warning.key not in typos]
     warnings = [*_placed(source, parsed, prefix, found), *versions]
     issues = error_issues(source, parsed, errors, under=prefix, data=section_value)
     return None, issues, sorted(warnings, key=_warning_order)
@@ -231,13 +228,11 @@ class CheckResult:
     otherwise than written, a key the trainer's part of the file gives twice;
     the settings stay valid."""
     skipped: bool = False
-    """True when ``skip_unrelated`` found the file is not a training config (``_unrelated``)."""
+    """True when ``skip_unrelated`` found the file is not a training config: no mapping in
+    it holds a key of ours or a look-alike (``_unrelated``, ``_unrelated_text``)."""
     section: Optional[KeyPath] = None
     """The key path the settings were read from (``()``: the top level); ``None`` when
     none was read (the file could not be read, or holds no such mapping)."""
-
-
-_ROLLOUT_WORD = re.compile(r"(?i)rol+out")
 
 
 def _ours(key: object) -> bool:
@@ -282,17 +277,29 @@ def _section_read(section: Section, root: Any) -> Optional[KeyPath]:
     return () if flat else None
 
 
-def _holders(root: dict[Any, Any]) -> Iterator[KeyPath]:
+def _holders(
+    root: dict[Any, Any], holds: Callable[[Any], bool] = _holds_rollout_keys
+) -> Iterator[KeyPath]:
     """The mappings in the top two levels below the root that hold our keys or a look-alike
-    of one, in the file's order."""
+    of one (``holds``), in the file's order."""
     for key, value in root.items():
         if not isinstance(value, dict):
             continue
-        if _holds_rollout_keys(value):
+        if holds(value):
             yield (key,)
         for inner, held in value.items():
-            if _holds_rollout_keys(held):
+            if holds(held):
                 yield (key, inner)
+
+
+_SHARED_KEYS = frozenset({"rollout_func"})
+"""Keys of ours that other tools spell alike in mappings of their own: axolotl's
+``trl.rollout_func`` (a dotted path for TRL). Alone in a mapping we do not read, such a
+key does not make a file ours."""
+
+
+def _holds_more_than_shared(node: Any) -> bool:
+    return isinstance(node, dict) and any(_ours(key) and key not in _SHARED_KEYS for key in node)
 
 
 def _section_name(path: KeyPath, root: dict[Any, Any]) -> Optional[str]:
@@ -322,14 +329,17 @@ def _not_found(root: dict[Any, Any]) -> str:
 
 
 def _unrelated(root: Any, read: Optional[KeyPath]) -> bool:
-    """Not a training config (``skip_unrelated`` skips it): no settings were found where
-    ``read`` (the section's key path; ``None``, none found) points, and no mapping in
-    the file's top two levels holds one of our keys or a look-alike of one.
+    """Not a training config of ours (``skip_unrelated`` skips it): no mapping holds one of
+    our keys or a look-alike of one, of those the settings may be in: the top level, the
+    section ``read`` leads to (``None``: none found), and the mappings in the top two
+    levels below the root (a config whose section is to be named: it is checked, and told
+    where they are).
 
-    Settings are found when ``read`` leads to a mapping, except the top level (``()``),
-    which counts only when it holds one of our keys or a look-alike. A file whose keys
-    are elsewhere is a config whose section is to be named: it is checked (and told
-    where they are). Other ``rollout_*`` keys are the trainer's (OpenRLHF's).
+    The rule reads keys, never words: a ``training`` mapping without a key of ours (a
+    model card's, another trainer's) is not ours, and other ``rollout_*`` keys are the
+    trainer's own (OpenRLHF's ``rollout_batch_size``), as is a mapping elsewhere that
+    holds only a key other tools share with us (``_SHARED_KEYS``: axolotl's
+    ``trl.rollout_func``).
     """
     if not isinstance(root, dict):
         return True
@@ -338,16 +348,17 @@ def _unrelated(root: Any, read: Optional[KeyPath]) -> bool:
     node: Any = root if read else None
     for part in read or ():
         node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict):
+    if _holds_rollout_keys(node):
         return False
-    return next(_holders(root), None) is None
+    return next(_holders(root, _holds_more_than_shared), None) is None
 
 
-def _unrelated_text(text: str, path: KeyPath) -> bool:
-    """The same question for a file that does not parse: neither word appears in it."""
-    if _ROLLOUT_WORD.search(text):
-        return False
-    return not (path and path[0] in text)
+def _unrelated_text(text: str) -> bool:
+    """The same question for a file that does not parse (or is too big to): no key of
+    ours, nor a look-alike, written as a key in it (``names_our_key``). A JSONC file
+    (comments, trailing commas: ``tsconfig.json``, ``.vscode/launch.json``) whose
+    comments say "training" is not ours."""
+    return not names_our_key(text)
 
 
 def check_bytes(
@@ -364,14 +375,15 @@ def check_bytes(
     """Check a config held in memory; never raises for bad input.
 
     ``known_keys`` are the host trainer's own keys in the section (never
-    flagged as look-alikes). With ``skip_unrelated``, a file in which no settings
-    are found (no section mapping, no top level holding our keys) and no mapping
-    in the top two levels holds one of our keys or a look-alike of one is not a
-    training config: the result is ``skipped`` and has no issues (so is a file
-    that does not parse, or is too big, and names neither the section's first
-    key nor a rollout). ``yaml_version``:
-    how YAML is read, ``"1.1"`` (``yaml.safe_load``'s reading, what trainers
-    use; the default) or ``"1.2"`` (for a host whose loader reads YAML 1.2).
+    flagged as look-alikes). With ``skip_unrelated``, a file in which no mapping
+    holds one of our keys or a look-alike of one (the top level, the section,
+    the mappings of the top two levels; see ``_unrelated``) is not a training
+    config: the result is ``skipped`` and has no issues. So is a file that does
+    not parse, or is too big, in whose text no such key is written as a key
+    (keys, never words: a comment saying "training" does not count).
+    ``yaml_version``: how YAML is read, ``"1.1"`` (``yaml.safe_load``'s reading,
+    what trainers use; the default) or ``"1.2"`` (for a host whose loader reads
+    YAML 1.2).
     ``base_dir``: the folder a relative ``rollout_source`` is read from (the
     config file's; ``check_file`` passes it); ``None`` keeps it as written.
     ``section``: see :func:`load_config`; the result's ``section`` says which was read.
@@ -383,7 +395,7 @@ def check_bytes(
     known = key_set(known_keys)
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_CONFIG_BYTES:
-        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
+        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace")):
             return CheckResult(source, None, [], {}, skipped=True)  # as check_file skips it
         message = too_big(len(raw))
         return CheckResult(source, None, [ConfigIssue(source, 1, 1, "", message, "file")], {})
@@ -394,7 +406,7 @@ def check_bytes(
 
     parsed = parse_config_bytes(raw, format, source, yaml_version, max(2, len(path) + 1))
     if isinstance(parsed, ConfigIssue):
-        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace"), path):
+        if skip_unrelated and _unrelated_text(raw.decode("utf-8", "replace")):
             return CheckResult(source, None, [], {}, skipped=True)
         return CheckResult(
             source, None, with_ends(raw.decode("utf-8", "replace"), format, [parsed]), {}
@@ -495,36 +507,38 @@ def load_config_bytes(
 
 
 _SCAN_LIMIT = 256 * 1024 * 1024
-_ROLLOUT_BYTES = re.compile(rb"(?i)rol+out")
+_SCAN_CHUNK = 1024 * 1024
+_SCAN_OVERLAP = 256
+"""Characters a window keeps of the one before it: a key of ours, its quotes, the spaces
+before its ``:`` (a few tens of characters) read whole across two chunks."""
 
 
-def _big_and_unrelated(name: str, section: Section) -> bool:
-    """Whether a file over the size limit names neither the section nor a rollout.
+def _big_and_unrelated(name: str) -> bool:
+    """Whether a file over the size limit holds no key of ours nor a look-alike, written as
+    a key (``names_our_key``).
 
     Such files (``package-lock.json``, data files) are not training configs,
     so ``skip_unrelated`` skips them instead of reporting their size. The
-    bytes are searched in chunks, never parsed, up to ``_SCAN_LIMIT``.
+    text is read in chunks, never parsed, up to ``_SCAN_LIMIT`` bytes (past
+    it, the file is reported).
     """
-    words = [_ROLLOUT_BYTES]
-    path = section_path(section)
-    if path:
-        words.append(re.compile(re.escape(path[0].encode("utf-8"))))
     seen = 0
-    tail = b""
+    tail = ""
     try:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         with os.fdopen(os.open(name, flags), "rb") as handle:
             if not_regular(os.fstat(handle.fileno()).st_mode) is not None:
                 return False
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
             while True:
-                chunk = handle.read(1024 * 1024)
+                chunk = handle.read(_SCAN_CHUNK)
+                seen += len(chunk)
+                window = tail + decoder.decode(chunk, final=not chunk)
+                if names_our_key(window) or seen > _SCAN_LIMIT:
+                    return False
                 if not chunk:
                     return True
-                seen += len(chunk)
-                window = tail + chunk
-                if any(word.search(window) for word in words) or seen > _SCAN_LIMIT:
-                    return False
-                tail = window[-64:]
+                tail = window[-_SCAN_OVERLAP:]
     except OSError:
         return False
 
@@ -557,7 +571,7 @@ def check_file(
         return CheckResult(name, None, [unsupported_suffix(name)], {})
     data = read_config_file(name)
     if isinstance(data, ConfigIssue):
-        if skip_unrelated and data.kind == "file" and _big_and_unrelated(name, section):
+        if skip_unrelated and data.kind == "file" and _big_and_unrelated(name):
             return CheckResult(name, None, [], {}, skipped=True)  # a lock file, a dataset
         return CheckResult(name, None, [data], {})
     return check_bytes(

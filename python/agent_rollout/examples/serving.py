@@ -7,7 +7,9 @@ The command line reaches the examples through this module only:
   installed package;
 - :func:`serve_example`: for the duration of a ``with`` block, the loopback
   servers a config's launch arguments name (``agent-rollout run --serve``, and
-  the live step of ``agent-rollout demo``): the scripted policy at
+  the live step of ``agent-rollout demo``), once the packages they and the bundled
+  rollout functions need are found (:func:`require_packages`), each start said
+  first (``starting``: the drill server's takes seconds): the scripted policy at
   ``policy_base_url`` and the scripted judge at ``judge_base_url``
   (:mod:`agent_rollout.examples.scripted_servers`; each must be
   ``http://127.0.0.1:PORT/...``), and the OpenEnv drill server when
@@ -29,14 +31,21 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any, Optional
 
 from agent_rollout import AgentRolloutError
 from agent_rollout._extras import install_hint
 
-__all__ = ["EXAMPLES", "ServeError", "Served", "bundled_example", "serve_example"]
+__all__ = [
+    "EXAMPLES",
+    "ServeError",
+    "Served",
+    "bundled_example",
+    "require_packages",
+    "serve_example",
+]
 
 EXAMPLES: tuple[str, ...] = ("art", "nemo_gym", "nemo_gym_live", "openenv", "ruler")
 """The bundled configs ``run --example`` knows (``examples/<name>.yaml``)."""
@@ -212,40 +221,82 @@ def probe(what: str, url: str) -> Optional[str]:
     return None if ok else f"something else answers (GET {target}: not what {what} says)"
 
 
+def require_packages(launch: Mapping[str, Any], *, start: bool) -> None:
+    """Raise :class:`ServeError`, naming what to install, when openenv-core is missing
+    and ``launch`` needs it: for the drill server (``start``) or for the bundled rollout
+    function that talks to one (all but ``offline_rollout``). Looked for without
+    importing it; :func:`serve_example` calls it before it starts or probes anything."""
+    import importlib.util
+
+    if not plays_the_drill(launch):
+        return
+    if not start and launch.get("rollout_func") == OFFLINE_FUNC:
+        return
+    try:
+        found = importlib.util.find_spec("openenv") is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return
+    if start:
+        raise ServeError(
+            f"--serve: the OpenEnv drill server needs openenv-core: {install_hint('openenv')}"
+        )
+    raise ServeError(
+        f"rollout_func {launch.get('rollout_func')} needs openenv-core: {install_hint('openenv')}"
+    )
+
+
 @contextmanager
-def serve_example(launch: Mapping[str, Any], *, start: bool = True) -> Iterator[Served]:
+def serve_example(
+    launch: Mapping[str, Any],
+    *,
+    start: bool = True,
+    starting: Optional[Callable[[str], object]] = None,
+) -> Iterator[Served]:
     """Run, on loopback, the bundled servers that ``launch`` (``to_launch_kwargs()`` of a
     config) names, for as long as the block lasts; yield what was started.
 
-    With ``start=False`` nothing starts: the servers a bundled config uses must already
-    answer (else :class:`ServeError`, naming ``--serve``), and the :class:`Served`
-    yielded only gives hints. Raises :class:`ServeError` when an address is not
-    loopback, a port cannot be bound, or the drill server's package is missing;
+    First the packages (:func:`require_packages`), so that a missing one starts
+    nothing. ``starting(text)``, if given, is called before each server starts
+    (``"starting the OpenEnv drill server on 127.0.0.1"``), for the command line to
+    say what it waits for. With ``start=False`` nothing starts: the servers a bundled
+    config uses must already answer (else :class:`ServeError`, naming ``--serve``),
+    and the :class:`Served` yielded only gives hints. Raises :class:`ServeError` when
+    an address is not loopback, a port cannot be bound, or a package is missing;
     whatever started is stopped on the way out.
     """
+    require_packages(launch, start=start)
     served = Served(launch, start)
     if not start:
         served.check_answering()
         yield served
         return
     options = launch["options"]
+    say = starting if starting is not None else _say_nothing
     with ExitStack() as stack:
         for kind, key, option in _SCRIPTED:
             url = options.get(option)
             if url is None:
                 continue
-            _serve_scripted(stack, kind, key, url)
+            port = loopback_port(key, url)
+            say(f"starting the scripted {kind} on 127.0.0.1:{port}")
+            _serve_scripted(stack, kind, key, port)
             served.started.append(f"scripted {kind} at {url}")
         if plays_the_drill(launch):
+            say(f"starting the {_DRILL} on 127.0.0.1")  # its port: a free one, once bound
             served.drill_url = _serve_drill(stack)
-            served.started.append(f"OpenEnv drill server at {served.drill_url}")
+            served.started.append(f"{_DRILL} at {served.drill_url}")
         yield served
 
 
-def _serve_scripted(stack: ExitStack, kind: str, key: str, url: str) -> None:
+def _say_nothing(text: str) -> None:
+    del text
+
+
+def _serve_scripted(stack: ExitStack, kind: str, key: str, port: int) -> None:
     from agent_rollout.examples import scripted_servers
 
-    port = loopback_port(key, url)
     try:
         stack.enter_context(scripted_servers.serve(kind, port=port))
     except OSError as exc:
@@ -256,14 +307,8 @@ def _serve_scripted(stack: ExitStack, kind: str, key: str, url: str) -> None:
 
 
 def _serve_drill(stack: ExitStack) -> str:
-    import importlib.util
-
     from agent_rollout.examples.openenv_rollout import URL_ENV_VAR, serve_drill_env
 
-    if importlib.util.find_spec("openenv") is None:
-        raise ServeError(
-            f"--serve: the OpenEnv drill server needs openenv-core: {install_hint('openenv')}"
-        )
     url = stack.enter_context(serve_drill_env())
     previous = os.environ.get(URL_ENV_VAR)
     os.environ[URL_ENV_VAR] = url

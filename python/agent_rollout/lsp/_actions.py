@@ -1,10 +1,14 @@
 """Code actions: ``check``'s fixes (``agent_rollout.config._fixes``) as quick fixes and
 ``source.fixAll.agent-rollout``.
 
-A quick fix (kind ``quickfix``, preferred) answers one diagnostic: its
-edits are the fix's own, at positions, so the rest of the line and file
-stay as they are. ``source.fixAll.agent-rollout`` is ``fix_text``, what
-``check --fix`` writes, sent as the lines it changes (a fix never adds or
+A quick fix (kind ``quickfix``) answers one diagnostic: its edits are the
+fix's own, at positions, so the rest of the line and file stay as they are.
+Every fix is offered, whatever its applicability, one action per way of
+fixing (a fix and each of its alternatives, the title saying which: ``010``
+written ``8``, ``10`` or ``"010"``); a safe one is preferred (what an editor
+applies at one keystroke), an unsafe or display-only one is for the user to
+pick. ``source.fixAll.agent-rollout`` is ``fix_text``, what ``check --fix``
+writes (the safe fixes only), sent as the lines it changes (a fix never adds or
 removes a line break, so each changed line is replaced whole and comments,
 order and formatting elsewhere stay). Both are computed from the check of
 the document's current version; a client that sends stale positions gets
@@ -20,7 +24,7 @@ from typing import Any, Optional
 
 from lsprotocol import types
 
-from agent_rollout.config import Fix, fix_text, issue_fixes
+from agent_rollout.config import SAFE, Fix, fix_text, issue_fixes
 from agent_rollout.lsp._diagnostics import diagnostic as diagnostic_of
 from agent_rollout.lsp._diagnostics import issue_range, overlaps
 from agent_rollout.lsp._documents import Checked
@@ -158,14 +162,15 @@ def code_actions(
             named = any(d.range == where and d.message == diagnostic.message for d in asked)
             if not (named or overlaps(_json_range(where), _json_range(at))):
                 continue
-            actions.append(
+            actions.extend(
                 types.CodeAction(
-                    title=fix.title,
+                    title=choice.title,
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diagnostic],
-                    is_preferred=True,
-                    edit=_workspace_edit(uri, checked.version, _edits(fix, lines), versioned),
+                    is_preferred=choice.applicability == SAFE or None,
+                    edit=_workspace_edit(uri, checked.version, _edits(choice, lines), versioned),
                 )
+                for choice in fix.choices
             )
     if fixed is not None and _wanted(only, FIX_ALL):
         if fixed.changed:
