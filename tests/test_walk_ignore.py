@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -529,10 +528,13 @@ def _hostile(size: int, *, distinct: bool) -> str:
 
 
 @needs_git
-def test_a_hostile_gitignore_costs_little(tmp_path: Path, quiet_home: Path) -> None:
-    """A 1 MiB ``.gitignore`` of star-heavy lines took 10 s a file name: the lines each
-    compiled once, matched in linear time, and a file past ``MAX_IGNORE_GLOB_BYTES`` of
-    them not applied (named in ``not_applied``)."""
+def test_a_hostile_gitignore_is_bounded_and_keeps_gits_verdicts(
+    tmp_path: Path, quiet_home: Path
+) -> None:
+    """A 1 MiB ``.gitignore`` of star-heavy lines took 10 s a file name: a file past
+    ``MAX_IGNORE_GLOB_BYTES`` of them is not applied (named in ``not_applied``), one at
+    the limit, or of one line repeated, is, with git's verdicts. What each costs is
+    ``benches/bench_walk.py``'s to time, beside git."""
     names = [f"{'a' * 200}{i}.yaml" for i in range(10)]
     write(tmp_path, dict.fromkeys(names, BAD))
     write(tmp_path, {f"{'a' * 70}b5q/x.yaml": BAD, "z.yaml": BAD})
@@ -540,20 +542,16 @@ def test_a_hostile_gitignore_costs_little(tmp_path: Path, quiet_home: Path) -> N
     gitignore = tmp_path / ".gitignore"
 
     gitignore.write_text(_hostile(MAX_IGNORE_FILE_BYTES, distinct=True), "utf-8")
-    started = time.perf_counter()
     found = config_files(str(tmp_path))
     assert found.not_applied == [str(gitignore)]
     assert len(found.files) == 12
-    assert time.perf_counter() - started < 5
 
     for text in (
         _hostile(MAX_IGNORE_GLOB_BYTES, distinct=True),  # at the limit: applied
         _hostile(MAX_IGNORE_FILE_BYTES, distinct=False),  # the same line: matched once
     ):
         gitignore.write_text(text, "utf-8")
-        started = time.perf_counter()
         found = config_files(str(tmp_path))
-        assert time.perf_counter() - started < 20
         assert found.not_applied == []
         by_git = ignored_by_git(tmp_path, [*names, f"{'a' * 70}b5q", "z.yaml"])
         assert by_git == ({f"{'a' * 70}b5q"} if "b5q" in text else set())
