@@ -122,8 +122,8 @@ The footer is read and held whole before any row, and pyarrow's parsed form of
 it takes about ten times its bytes (a 42 MB footer: 390 MB): it grows with row
 groups times columns, so a small file of many tiny row groups could take more
 memory than its rows ever would. A footer over this is refused as an unreadable
-file. Real files stay far below it: 1M rows in row groups of 1,000 and ten
-columns make a footer of 2-10 MB.
+file. Real files stay far below it: 1M rows of messages prompts and three more
+columns, in row groups of 1,000 rows, make a footer of 2.8 MB (pyarrow's writer).
 """
 
 
