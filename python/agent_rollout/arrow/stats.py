@@ -317,7 +317,7 @@ def _fast_batch(
         stats.message_prompts += len(prompts)
     _add_lengths(stats.prompt_chars, chars)
     if answer_chars is not None:
-        kept = _call("filter", answer_chars, _call("greater", answer_chars, _ZERO))  # no null
+        kept = _call("filter", answer_chars, _call("greater", answer_chars, _ZERO))  # null: dropped
         stats.answers += len(kept)
         _add_lengths(stats.answer_chars, kept)
     return True
