@@ -115,6 +115,16 @@ took 89 ms, 31 would take hours): at 10, the worst such value takes about a
 millisecond. Real values nest far less deeply (a tool call's arguments are at
 level 5).
 """
+MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
+"""The largest Parquet footer (the file's metadata) ``agent-rollout stats`` reads (16 MiB).
+
+The footer is read and held whole before any row, and pyarrow's parsed form of
+it takes about ten times its bytes (a 42 MB footer: 390 MB): it grows with row
+groups times columns, so a small file of many tiny row groups could take more
+memory than its rows ever would. A footer over this is refused as an unreadable
+file. Real files stay far below it: 1M rows of messages prompts and three more
+columns, in row groups of 1,000 rows, make a footer of 2.8 MB (pyarrow's writer).
+"""
 
 
 # ---- config keys -----------------------------------------------------------------------------
