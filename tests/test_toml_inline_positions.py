@@ -359,3 +359,20 @@ def test_keys_far_along_a_long_line_are_placed() -> None:
     col = text.index("k19999") + 1
     assert parsed.locate(("t", "k19999", 0, "v")) == (4, (1, col + 12), (1, col + 16))
     assert parsed.root["t"]["k19999"] == [{"v": 19999}]
+
+
+@pytest.mark.parametrize(
+    ("text", "pos"),
+    [
+        ("a." * 5_000 + "b = 1\n", (1, 1)),
+        ("[t]\nt = { " + "a." * 5_000 + "b = 1 }\n", (2, 7)),
+        ("[" + "a." * 5_000 + "b]\n", (1, 2)),
+    ],
+)
+def test_a_dotted_key_nested_too_deep_is_refused_at_the_key(
+    text: str, pos: tuple[int, int]
+) -> None:
+    # Before tomllib reads it: its time and memory grow with the square of the key's length.
+    with pytest.raises(ParseProblem) as caught:
+        parse(text, "toml")
+    assert (caught.value.pos, caught.value.message) == (pos, "nested deeper than 200 levels")

@@ -6,11 +6,13 @@ and inside values the keys of inline tables (nested, dotted, bare or quoted,
 escapes read as ``tomllib`` reads them) and the items of arrays (over lines,
 with comments). A key is placed at its first character and its value at the
 value's (a dotted key's prefixes at the whole key's); an array item at its
-value. Tables and arrays nest at most ``MAX_NESTING_DEPTH`` levels
-(:mod:`agent_rollout._limits`), checked by the scanner before ``tomllib``
-(which recurses once per level) reads the text. The scanner reads any text
-in one pass, valid or not; for an invalid one, ``tomllib``'s error is what
-counts, and the scanner says where the bracket or string left open began.
+value. Tables, arrays and dotted keys nest at most ``MAX_NESTING_DEPTH``
+levels (:mod:`agent_rollout._limits`), checked by the scanner before
+``tomllib`` reads the text (it recurses once per bracket, and its time and
+memory grow with the square of a dotted key's length). The scanner reads any
+text in one pass, valid or not, in time and memory in proportion to its
+size; for an invalid text ``tomllib``'s error is what counts, and the scanner
+says where the bracket or string left open began.
 """
 
 from __future__ import annotations
@@ -141,8 +143,7 @@ def _depth(value: Any) -> int:
 
 
 def _toml_deep_value(root: dict[str, Any], keys: dict[KeyPath, tuple[Pos, Pos]]) -> None:
-    """Refuse nesting the scanner does not measure (dotted keys and table headers
-    with no bracket after them)."""
+    """Refuse nesting the scanner missed (in a text it did not follow): a last guard."""
     if _depth(root) <= MAX_NESTING_DEPTH:
         return
     pos: Pos = (1, 1)
@@ -166,28 +167,16 @@ def _deep(level: int, pos: Pos) -> None:
         raise ParseProblem(pos, f"nested deeper than {MAX_NESTING_DEPTH} levels")
 
 
-def _child(node: list[Any], part: Any, at: tuple[Pos, Pos]) -> list[Any]:
-    """``node``'s child ``part``, made with positions ``at`` if the text has not
-    written it yet (the first writing of a key path places it)."""
-    children = node[2]
-    if children is None:
-        children = node[2] = {}
-    child = children.get(part)
-    if child is None:
-        child = children[part] = [at[0], at[1], None, 0]
-    return child
-
-
 class _Walker:
-    """``Parsed.walker`` for TOML: a handle is a node of the scanner's tree (``_Scan``)."""
+    """``Parsed.walker`` for TOML: a handle is the number of a key path in ``_Scan.found``."""
 
-    def __init__(self, root: list[Any]) -> None:
-        self.root = root
+    root = 0
 
-    def step(self, handle: list[Any], part: Any) -> Optional[tuple[Any, Pos, Pos]]:
-        children = handle[2]
-        child = None if children is None else children.get(part)
-        return None if child is None else (child, child[0], child[1])
+    def __init__(self, found: dict[tuple[int, Any], tuple[int, Pos, Pos]]) -> None:
+        self.found = found
+
+    def step(self, handle: int, part: Any) -> Optional[tuple[Any, Pos, Pos]]:
+        return self.found.get((handle, part))
 
     def plain_text(self, handle: Any) -> Optional[str]:
         return None
@@ -196,28 +185,38 @@ class _Walker:
 class _Scan:
     """One pass over a TOML text: the position of every key path and array item.
 
-    The positions are a tree of nodes ``[key position, value position,
-    children by key or list index (None: none yet), how many [[tables]] an
-    array of tables has so far]``, from ``root``: each key path the text
-    writes, and each prefix a dotted key or a table header implies, is
-    placed where it is first written; an array item at its value (its key
-    position too). The tree grows by one node a key part, so a text of any
-    shape costs time and memory in proportion to its size.
+    Each key path the text writes, and each prefix a dotted key or a table
+    header implies, is placed where it is first written; an array item at its
+    value (its key position too). ``found`` holds them flat, each path
+    numbered: ``(number of the path's parent, last part) -> (number, key
+    position, value position)``, the root being 0. So the table grows by one
+    entry a key part (a text of any shape costs time and memory in proportion
+    to its size), and holds few objects the garbage collector must visit.
+    ``tables`` counts the ``[[tables]]`` of each array of tables so far.
 
-    Each ``[`` or ``{`` open is a frame ``[bracket, node, items so far,
-    nesting level, position]``; the node is ``None`` where the text is not
+    Each ``[`` or ``{`` open is a frame ``[bracket, path number, items so far,
+    nesting level, position]``; the number is ``None`` where the text is not
     TOML the scan follows (nothing is placed under it then).
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.root: list[Any] = [(1, 1), (1, 1), None, 0]
+        self.found: dict[tuple[int, Any], tuple[int, Pos, Pos]] = {}
+        self.tables: dict[int, int] = {}
         self.frames: list[list[Any]] = []
         self.closed: list[tuple[Pos, Pos]] = []  # (open, close) of each bracket pair
         self.string: Optional[str] = None  # the quote of a multi-line string left open
         self.string_at: Pos = (1, 1)
         self.number = 1  # the line of ``line_start``
         self.line_start = 0
+
+    def child(self, parent: int, part: Any, at: tuple[Pos, Pos]) -> int:
+        """The number of path ``parent`` + ``part``, placed at ``at`` if the text has
+        not written it yet."""
+        entry = self.found.get((parent, part))
+        if entry is None:
+            entry = self.found[(parent, part)] = (len(self.found) + 1, *at)
+        return entry[0]
 
     def state(self) -> dict[str, Any]:
         """What ``_toml_error`` needs: the brackets and multi-line string left open."""
@@ -232,31 +231,29 @@ class _Scan:
         """The positions of the key paths (no list index) up to ``depth`` long, in the
         order the text first writes them."""
         keys: dict[KeyPath, tuple[Pos, Pos]] = {}
-        todo: list[tuple[KeyPath, list[Any]]] = [((), self.root)]
-        while todo:
-            path, node = todo.pop()
-            if len(path) >= depth or node[2] is None:
-                continue
-            for part, child in reversed(node[2].items()):
-                if isinstance(part, str):
-                    key = (*path, part)
-                    keys[key] = (child[0], child[1])
-                    todo.append((key, child))
-        return dict(sorted(keys.items(), key=lambda item: item[1][0]))
+        paths: dict[int, KeyPath] = {0: ()}  # the numbers of those shorter than depth
+        for (parent, part), (number, key_at, value_at) in self.found.items():
+            path = paths.get(parent)
+            if path is not None and isinstance(part, str):
+                path = (*path, part)
+                keys[path] = (key_at, value_at)
+                if len(path) < depth:
+                    paths[number] = path
+        return keys
 
     def lines(self) -> None:
         """Every line of the text, in order."""
-        table: Optional[tuple[list[Any], int]] = (self.root, 0)
+        table: Optional[tuple[int, int]] = (0, 0)
         i = 0
         while i < len(self.text):
             i, table = self._line(i, table)
             self.number += 1
 
     def _line(
-        self, i: int, table: Optional[tuple[list[Any], int]]
-    ) -> tuple[int, Optional[tuple[list[Any], int]]]:
+        self, i: int, table: Optional[tuple[int, int]]
+    ) -> tuple[int, Optional[tuple[int, int]]]:
         """The line starting at ``text[i]``: a table header, or ``key = value`` (to
-        where its value ends, lines later for some). ``table`` is the node of the
+        where its value ends, lines later for some). ``table`` is the number of the
         table the line is in and its depth (``None``: under a header not read).
         Returns where the next line starts, and the table of the lines after."""
         text = self.text
@@ -280,12 +277,12 @@ class _Scan:
             node = table[0]
             at = ((self.number, start - i + 1), (self.number, value - i + 1))
             for part in parts:
-                node = _child(node, part, at)
+                node = self.child(node, part, at)
         if _SCALAR_LINE.fullmatch(text, value, eol):  # most values: nothing to follow
             return eol + 1, table
         return self._value(value, eol, node, base), table
 
-    def _header(self, line: str, indent: int) -> Optional[tuple[list[Any], int]]:
+    def _header(self, line: str, indent: int) -> Optional[tuple[int, int]]:
         """The table a ``[table]`` or ``[[array of tables]]`` line opens, and its
         depth; each key of its name is placed there, as ``a.b = 1`` places ``a``."""
         match = _TOML_KEY.match(line.lstrip("[").lstrip())
@@ -295,21 +292,19 @@ class _Scan:
         at = ((self.number, offset + 1), (self.number, offset + 1))
         parts = _toml_key_parts(match.group(0))
         array = line.startswith("[[")
-        node, depth = self.root, 0
-        for number, part in enumerate(parts, 1):
-            node = _child(node, part, at)
+        node, depth, tables = 0, 0, self.tables
+        for count, part in enumerate(parts, 1):
+            node = self.child(node, part, at)
             depth += 1
-            if array and number == len(parts):
-                node[3] += 1
-                node = _child(node, node[3] - 1, at)
-                depth += 1
-            elif node[3]:  # a table under an array of tables: in its last table
-                node = _child(node, node[3] - 1, at)
+            if array and count == len(parts):
+                tables[node] = tables.get(node, 0) + 1
+            if node in tables:  # its last table (a table under it: in that one)
+                node = self.child(node, tables[node] - 1, at)
                 depth += 1
         _deep(depth + 1, at[0])  # the table's own level
         return node, depth
 
-    def _value(self, i: int, eol: int, node: Optional[list[Any]], base: int) -> int:
+    def _value(self, i: int, eol: int, node: Optional[int], base: int) -> int:
         """Scan the value of a ``key = value`` line from ``text[i]``; ``node`` is its key's.
 
         Goes on over the lines an array, an inline table or a multi-line string
@@ -319,7 +314,13 @@ class _Scan:
         refused here, before the TOML parser (which recurses once per level)
         sees it.
         """
-        text, frames, closed = self.text, self.frames, self.closed
+        text, frames, closed, found, child = (
+            self.text,
+            self.frames,
+            self.closed,
+            self.found,
+            self.child,
+        )
         end = len(text)
         number, line_start = self.number, self.line_start
         expect = _VALUE
@@ -371,35 +372,42 @@ class _Scan:
                 _deep(frames[-1][3] - 1 + len(parts), key_at)
                 expect = _VALUE
                 i = after + 1
+                while i < eol and text[i] in " \t":
+                    i += 1
                 continue
             # A value: where the line's key, an array or an inline table expects one, placed.
             here = (number, i - line_start + 1)
             held = None
-            if not frames:
-                level = base + 1
-                if expect == _VALUE:
+            if expect == _VALUE:
+                if not frames:
                     held = node
-            else:
-                frame = frames[-1]
-                level = frame[3] + 1
-                if frame[0] == "[":
-                    if expect == _VALUE:
-                        if frame[1] is not None:
-                            held = _child(frame[1], frame[2], (here, here))
+                else:
+                    frame = frames[-1]
+                    if frame[0] == "[":
+                        if frame[1] is not None:  # an item: a new path, but for bad TOML
+                            entry = found.setdefault(
+                                (frame[1], frame[2]), (len(found) + 1, here, here)
+                            )
+                            held = entry[0]
                         frame[2] += 1
-                elif expect == _VALUE:  # after a key in an inline table
-                    level = frame[3] + len(parts)
-                    if frame[1] is not None:
-                        held = frame[1]
+                    elif frame[1] is not None:
+                        held, at = frame[1], (key_at, here)
                         for part in parts:
-                            held = _child(held, part, (key_at, here))
-            expect = _AFTER
+                            held = child(held, part, at)
             if char in "[{":
+                if not frames:
+                    level = base + 1
+                elif frames[-1][0] == "{" and expect == _VALUE:
+                    level = frames[-1][3] + len(parts)  # the key's parts nest too
+                else:
+                    level = frames[-1][3] + 1
                 _deep(level, here)
                 frames.append([char, held, 0, level, here])
                 expect = _VALUE if char == "[" else _KEY
                 i += 1
-            elif char == '"' or char == "'":
+                continue
+            expect = _AFTER
+            if char == '"' or char == "'":
                 quote = char * 3
                 if not text.startswith(quote, i):
                     match = (_BASIC if char == '"' else _LITERAL).match(text, i)
@@ -479,4 +487,4 @@ def parse_toml(text: str, depth: int = 2) -> Parsed:
     except ValueError as exc:  # an integer too long to convert
         raise long_number(text, "TOML", exc) from None
     _toml_deep_value(root, keys)
-    return Parsed(root, (1, 1), keys, [], _Walker(scan.root))
+    return Parsed(root, (1, 1), keys, [], _Walker(scan.found))
