@@ -48,7 +48,6 @@ from agent_rollout.config._parse import (
     parse,
     plain_scalar_value,
 )
-from agent_rollout.config._span import with_inline_tables
 
 Model = TypeVar("Model", bound=BaseModel)
 Under = Union[str, Sequence[Any], None]
@@ -569,18 +568,14 @@ def _ordered(issues: list[ConfigIssue]) -> list[ConfigIssue]:
 def parse_config_bytes(
     raw: bytes, fmt: str, source: str, yaml_version: str, depth: int = 2
 ) -> Union[Parsed, ConfigIssue]:
-    """Text to values with positions, or the issue that stopped the reader.
-
-    TOML's keys inside inline tables, which its line scanner places at the
-    table's own key, are placed at their own (``_span.with_inline_tables``).
-    """
+    """Text to values with positions, or the issue that stopped the reader."""
     try:
         text = decode(raw)
         parsed = parse(text, fmt, depth, yaml_version)
     except ParseProblem as problem:
         line, col = problem.pos
         return ConfigIssue(source, line, col, "", problem.message, problem.kind)
-    return with_inline_tables(parsed, text, depth) if fmt == "toml" else parsed
+    return parsed
 
 
 def read_config_bytes(
