@@ -140,8 +140,10 @@ def test_parquet_without_pyarrow_is_a_usage_error(
     assert result.code == 2
     assert "internal error" not in result.err
     assert result.err.count("\n") == 1, result.err
-    assert result.err.startswith("agent-rollout: ")
-    assert "pyarrow" in result.err and result.err.endswith(f"{install_hint('arrow')}\n")
+    assert (
+        result.err
+        == f"agent-rollout normalise: pyarrow is not installed: {install_hint('arrow')}\n"
+    )
     assert not out.exists()
 
 

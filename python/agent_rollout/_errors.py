@@ -224,7 +224,7 @@ JSON_REASONS: dict[str, str] = {
     "expected_object_sep": "expected ',' or '}' after an object member",
     "expected_colon": "expected ':' after an object key",
     "expected_key": "expected a string key in double quotes",
-    "unterminated_string": "unterminated string",
+    "unterminated_string": "the line ends inside a string",
     "bad_escape": "invalid escape in string",
     "bad_unicode_escape": "invalid \\u escape (four hex digits expected)",
     "lone_surrogate": "lone surrogate in \\u escape",
@@ -236,6 +236,10 @@ JSON_REASONS: dict[str, str] = {
     "too_deep": f"nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
     "byte_order_mark": "the line starts with a UTF-8 byte order mark (BOM); "
     "write the file without one",
+    # A line cut short: it ends before what it opened is closed (at its end, in place of
+    # what was expected next; a string's reason points at where the string starts).
+    "ends_in_object": "the line ends inside an object",
+    "ends_in_array": "the line ends inside an array",
 }
 
 FILE_MESSAGES: dict[str, str] = {
@@ -338,14 +342,63 @@ class RolloutBadRowsError(RolloutFileError):
         return (_rebuild, (type(self), (str(self),), facts))
 
 
-def bad_rows_summary(source: str, bad_rows: int, rows: Optional[int], listed: int) -> str:
-    """``rollouts.jsonl: 3 bad rows of 1,000`` (with how many are listed, when not all);
-    ``rows`` None: the read stopped early, at the error listed last."""
+BAD_ROW_KINDS: dict[str, str] = {
+    "json_syntax": "invalid JSON",
+    "utf8": "invalid UTF-8",
+    "row_not_mapping": "not a mapping",
+    "prompt_missing": "prompt missing",
+    "prompt_type": "prompt of a wrong type",
+    "prompt_empty": "empty prompt",
+    "message_not_mapping": "message not a mapping",
+    "key_not_str": "key not a str",
+    "role_missing": "role missing",
+    "role_type": "role of a wrong type",
+    "role_empty": "empty role",
+    "value_type": "unsupported value",
+    "float_not_finite": "non-finite float",
+    "too_deep": "nested too deep",
+    "answer_type": "answer of a wrong type",
+    "prompt_not_text": "message prompt in a text table",
+    "prompt_not_messages": "str prompt in a message table",
+    "not_utf8": "lone surrogate",
+    "int_too_long": "int too long for Arrow",
+    "json_text": "bad JSON text",
+    "schema_mismatch": "value outside the schema",
+}
+"""What the summary of a read past bad rows calls each kind of bad row, by its code
+(``3 bad rows of 4 (invalid JSON: 2, prompt missing: 1)``)."""
+
+
+def bad_row_kinds(errors: tuple[ValueError, ...]) -> str:
+    """``invalid JSON: 2, prompt missing: 1``: the errors counted by kind
+    (``BAD_ROW_KINDS``), the most common first, then in the order first met (as ``run``
+    counts dropped prompts by reason)."""
+    counts: dict[str, int] = {}
+    for error in errors:
+        code = str(getattr(error, "code", "") or "")
+        kind = BAD_ROW_KINDS.get(code, code.replace("_", " ") or type(error).__name__)
+        counts[kind] = counts.get(kind, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])  # stable: first met first
+    return ", ".join(f"{kind}: {count:,}" for kind, count in ranked)
+
+
+def bad_rows_summary(
+    source: str, bad_rows: int, rows: Optional[int], errors: tuple[ValueError, ...]
+) -> str:
+    """``rollouts.jsonl: 3 bad rows of 1,000 (invalid JSON: 2, prompt missing: 1)``, the
+    ``errors`` listed counted by kind (``bad_row_kinds``; when only the first are listed,
+    those: ``(the first 20 listed: ...)``); ``rows`` None: the read stopped early, at
+    the error listed last."""
     text = f"{shown_path(source)}: {plural(bad_rows, 'bad row')}"
     if rows is not None:
         text += f" of {rows:,}"
-    if listed < bad_rows:
-        text += f" (the first {listed:,} listed)"
+    kinds = bad_row_kinds(errors)
+    if kinds:
+        text += (
+            f" (the first {len(errors):,} listed: {kinds})"
+            if len(errors) < bad_rows
+            else f" ({kinds})"
+        )
     if rows is None:
         text += ", then the error above stopped the read"
     return text
@@ -363,7 +416,7 @@ def bad_rows_error(
     lines = [str(error) for error in errors]
     if stopped is not None:
         lines.append(str(stopped))
-    lines.append(bad_rows_summary(source, bad_rows, rows, len(errors)))
+    lines.append(bad_rows_summary(source, bad_rows, rows, errors))
     return RolloutBadRowsError(
         "\n".join(lines),
         source=source,
@@ -476,11 +529,22 @@ class ConfigIssue:
     ``None``: not known, the issue is a point. Read from the text after the issue is
     placed, it is left out of comparisons: an issue is the same wherever it was found."""
 
-    def format(self) -> str:
-        """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
+    def format(self, strict: bool = False) -> str:
+        """``path:line:col: [warning: ]location: message``: one line, made ``printable``.
+
+        ``strict``: a warning fails the run (``check --strict``), and its line says so,
+        ``error (strict): `` where ``warning: `` would be (``MESSAGE_SHAPES``)."""
         where = f"{self.location}: " if self.location else ""
-        level = "warning: " if self.severity == "warning" else ""
-        return printable(f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}")
+        return printable(
+            f"{self.path}:{self.line}:{self.col}: {self.level(strict)}{where}{self.message}"
+        )
+
+    def level(self, strict: bool = False) -> str:
+        """The word a line puts before the location: ``""`` for an error, ``"warning: "``,
+        or ``"error (strict): "`` for a warning that fails the run."""
+        if self.severity != "warning":
+            return ""
+        return STRICT_WARNING if strict else "warning: "
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -625,6 +689,125 @@ def error_text(exc: BaseException) -> str:
         )
         return f"[{kind} {exc.errno if number is None else number}] {exc.strerror}: {shown}"
     return str(exc)
+
+
+# ---- the command line's lines ------------------------------------------------------------------
+
+STRICT_WARNING = "error (strict): "
+"""The word of a warning's line when it fails the run (``check --strict``, or ``strict =
+true`` in ``pyproject.toml``): an error by the run's rule, a warning by its own (``--format
+json`` keeps ``"severity": "warning"`` and says ``"fails": true``)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape of the command line's lines: its name, how it is written (the
+    table in docs/messages.md), a regular expression every such line matches whole
+    (named groups for its parts), and an example."""
+
+    name: str
+    written: str
+    pattern: str
+    example: str
+
+
+MESSAGE_SHAPES: tuple[Shape, ...] = (
+    Shape(
+        "command",
+        "agent-rollout COMMAND: MESSAGE",
+        r"agent-rollout(?: (?P<command>[a-z]+))?: (?!error: |agent-rollout)"
+        r"(?P<level>(?:warning|note): )?(?P<message>\S.*)",
+        "agent-rollout run: give a CONFIG file, or --example NAME for a bundled one",
+    ),
+    Shape(
+        "usage",
+        "usage: agent-rollout COMMAND ...",
+        r"usage: agent-rollout\b.*| {2,}\S.*",
+        "usage: agent-rollout demo [-h] [--rows N] [--offline]",
+    ),
+    Shape(
+        "missing package",
+        "agent-rollout COMMAND: WHAT is not installed: pip install PACKAGES",
+        r"agent-rollout (?P<command>[a-z]+): (?P<message>\S.*?): (?P<hint>pip install '\S.*)",
+        "agent-rollout lsp: pygls is not installed: pip install 'pygls>=2,<3' "
+        "'lsprotocol>=2025.0.0'",
+    ),
+    Shape(
+        "config issue",
+        "PATH:LINE:COL: [warning: |error (strict): ][LOCATION: ]MESSAGE",
+        r"(?P<path>[^:].*?):(?P<line>\d+):(?P<col>\d+): "
+        r"(?P<level>warning: |error \(strict\): )?(?P<message>\S.*)",
+        "configs/grpo.yaml:7:22: warning: training.rollout_max_steps: '010' reads as int 8 ...",
+    ),
+    Shape(
+        "file line",
+        "PATH:LINE[:COL]: MESSAGE",
+        r"(?P<path>[^:].*?):(?P<line>\d+)(?::(?P<col>\d+))?: (?P<message>\S.*)",
+        "rollouts.jsonl:2:15: invalid JSON: the line ends inside an object",
+    ),
+    Shape(
+        "file",
+        "PATH: MESSAGE",
+        r"(?!agent-rollout)(?P<path>[^:\s].*?): (?P<message>\S.*)",
+        "rollouts.jsonl: cannot read file: No such file or directory",
+    ),
+    Shape(
+        "summary",
+        "VERB COUNTS",
+        r"(?P<verb>checked|normalised|ran|fixed|would fix) \S.*",
+        "checked 3 files: 2 valid, 1 invalid, 2 errors",
+    ),
+    Shape(
+        "annotation",
+        "::error|warning file=PATH,line=L,endLine=L,col=C,endColumn=C,title=TITLE::MESSAGE",
+        r"::(?P<level>error|warning) file=(?P<path>[^,]+),line=(?P<line>\d+),"
+        r"endLine=(?P<end_line>\d+),col=(?P<col>\d+),endColumn=(?P<end_col>\d+),"
+        r"title=(?P<title>[^:]+)::(?P<message>\S.*)",
+        "::error file=grpo.yaml,line=4,endLine=4,col=23,endColumn=26,"
+        "title=agent-rollout check (strict)::training.rollout_group_size: ...",
+    ),
+)
+"""Every line the command line prints about a problem, and its summaries, by shape
+(docs/messages.md holds the same table, with why). One prefix for the command
+(``agent-rollout COMMAND: ``, never twice), a file's path first where the line is
+about a file (as the user gave it; one the package found, relative to the current
+folder when under it: ``found_path``), the reason in words (``file_problem``,
+never ``[Errno 2]``), no ``error:`` word (a line is an error unless it says
+``warning:`` or ``note:``), one install hint (``_extras.install_hint``)."""
+
+
+def found_path(path: str) -> str:
+    """A path the package found itself (the ``pyproject.toml`` above a config), as
+    messages show it: relative to the current folder when it lies under it, as the
+    paths a user types are; else absolute."""
+    try:
+        here = os.getcwd()
+    except OSError:  # the current folder was removed
+        return path
+    absolute = os.path.abspath(path)
+    if os.path.commonpath([absolute, here]) == here:
+        return os.path.relpath(absolute, here)
+    return absolute
+
+
+def file_problem(exc: OSError, doing: str = "") -> Optional[str]:
+    """An ``OSError`` about one file as a line says it, the path first and the reason
+    in words: ``rows.jsonl: cannot read file: No such file or directory`` (``doing``:
+    ``"read"`` or ``"write"``; ``""``: ``rows.jsonl: No such file or directory``);
+    ``None`` for one that names no file, or two (``error_text`` says those)."""
+    name = os_filename(exc)
+    if name is None or exc.filename2 is not None or not exc.strerror:
+        return None
+    what = f"cannot {doing} file: " if doing else ""
+    return f"{shown_path(name)}: {what}{exc.strerror}"
+
+
+def os_filename(exc: OSError) -> Optional[str]:
+    """The file an ``OSError`` names, as text (``None``: none)."""
+    name = exc.filename
+    if name is None:
+        return None
+    return os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
 
 
 # ---- backends and the command line -----------------------------------------------------------

@@ -3,14 +3,16 @@
 An editor starts it and talks to it (see docs/editors.md); it runs until the
 editor says ``exit`` or closes the connection. Exit status 0; 1 when the
 editor said ``exit`` without ``shutdown`` first (as the protocol says); 2 when
-pygls is not installed (the message says what to install:
-``agent_rollout._extras``).
+pygls is not installed (``agent-rollout lsp: pygls is not installed: pip install
+...``, the line ``main`` writes for every missing package: ``_extras.missing_text``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
+from agent_rollout._exceptions import MissingPackageError
 from agent_rollout._extras import install_hint
 
 __all__ = ["add_arguments", "run"]
@@ -31,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Looked for here, so that the line names the module (``name``) and main words it as
+    # for every missing package; ``serve`` looks again, for its callers in Python.
+    if importlib.util.find_spec("pygls") is None:
+        raise MissingPackageError("pygls is not installed", name="pygls")
     from agent_rollout.lsp import serve
 
-    return serve()  # without pygls: MissingPackageError, which main reports (exit 2)
+    return serve()  # pygls without lsprotocol: the import fails, main names what to install
