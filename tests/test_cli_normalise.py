@@ -252,7 +252,8 @@ def test_bad_rows_then_a_fault_of_the_file(engine: str, tmp_path: Path, cli: Cli
     assert [line.split(": ")[0] for line in err[:3]] == [f"{src}:4:12", f"{src}:5", f"{src}:6"]
     assert err[2] == f"{src}:6: more than 5 rows (max_rows=5; raise the limit with --max-rows N)"
     assert err[3].startswith(
-        f"{src}: 2 bad rows (invalid JSON: 1, prompt of a wrong type: 1), then the error above stopped the read;"
+        f"{src}: 2 bad rows (invalid JSON: 1, prompt of a wrong type: 1), then the error above "
+        "stopped the read;"
     )
 
 

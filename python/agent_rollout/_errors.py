@@ -31,6 +31,13 @@ from ._limits import (
     int_digits_limit,
 )
 
+# Text as output shows it lives in _printable; the package's modules import it from here.
+from ._printable import error_text as error_text
+from ._printable import printable as printable
+from ._printable import printable_json as printable_json
+from ._printable import printable_lines as printable_lines
+from ._printable import shown_path as shown_path
+
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
 # The knobs messages name, as a caller of the library sets them; the command line
@@ -259,17 +266,6 @@ FILE_MESSAGES: dict[str, str] = {
 ROWS_AT_THE_MOST = "more than {rows} (max_rows={max_rows}, the most allowed: split the file)"
 """``file_too_many_rows`` when ``max_rows`` is already ``MAX_ROWS_LIMIT`` (the file
 commands' default): no knob raises it, so the message names none."""
-
-
-def shown_path(path: str) -> str:
-    """A file's path as messages show it: as given, but with the bytes of a name that
-    are no text in the filesystem's encoding (a name that is not UTF-8, which Python
-    holds as lone surrogates) as ``\\xNN``, as ``printable`` shows them:
-    ``r\\xe9sultats.jsonl:2: ...``. Such text
-    can be printed and written anywhere, where a lone surrogate cannot be encoded.
-    An ``OSError`` keeps the path itself, as Python's own ``open`` does (its message
-    shows it with ``repr``)."""
-    return _UNDECODED.sub(_escape, path)
 
 
 class RolloutFileError(RolloutValueError):
@@ -501,6 +497,11 @@ def from_native_file(
 
 # ---- config files ----------------------------------------------------------------------------
 
+STRICT_WARNING = "error (strict): "
+"""The word of a warning's line when it fails the run (``check --strict``, or ``strict =
+true`` in ``pyproject.toml``): an error by the run's rule, a warning by its own (``--format
+json`` keeps ``"severity": "warning"`` and says ``"fails": true``)."""
+
 
 @dataclass(frozen=True)
 class ConfigIssue:
@@ -533,7 +534,7 @@ class ConfigIssue:
         """``path:line:col: [warning: ]location: message``: one line, made ``printable``.
 
         ``strict``: a warning fails the run (``check --strict``), and its line says so,
-        ``error (strict): `` where ``warning: `` would be (``MESSAGE_SHAPES``)."""
+        ``error (strict): `` where ``warning: `` would be (``cli._lines.MESSAGE_SHAPES``)."""
         where = f"{self.location}: " if self.location else ""
         return printable(
             f"{self.path}:{self.line}:{self.col}: {self.level(strict)}{where}{self.message}"
@@ -603,211 +604,6 @@ def loc_key(key: str) -> str:
     lone surrogate (U+D800..U+DFFF), which it writes as one U+FFFD per byte of the
     key's UTF-8 form; any other key is itself."""
     return key.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-# ---- text on a terminal or in a CI log -------------------------------------------------------
-
-# What cannot be shown as it is: C0 controls, DEL, C1 controls (U+0085 among them), the
-# Unicode line and paragraph separators, the bidirectional controls (marks, embeddings,
-# overrides, isolates: they reorder the rest of a terminal's line), lone surrogates (a byte
-# Python could not decode in a file name, kept by surrogateescape, is U+DC80..U+DCFF); and
-# GitHub Actions' legacy workflow-command prefix, which its runner obeys anywhere in a line.
-_UNPRINTABLE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]|##\["
-)
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_UNDECODED = re.compile(r"[\ud800-\udfff]")
-_COMMAND = "::"  # a line starting with it (after white space) is a GitHub Actions command
-
-
-def _escape(match: re.Match[str]) -> str:
-    text = match.group()
-    if text == "##[":
-        return "##\\x5b"
-    point = ord(text)
-    if text in _SHORT_ESCAPES:
-        return _SHORT_ESCAPES[text]
-    if point < 0x100:
-        return f"\\x{point:02x}"
-    if 0xDC80 <= point <= 0xDCFF:
-        return f"\\x{point - 0xDC00:02x}"  # the undecodable byte itself
-    return f"\\u{point:04x}"
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print as (part of) one line of output, whatever it holds.
-
-    The one escaping of every printer: keys, values and file names read from
-    input or the command line go through it (or the whole line holding them
-    does), so that no text of a user's can end a line, move the cursor, fail
-    to encode, or start a CI workflow command. Shown escaped: control
-    characters (``\\n``, ``\\r``, ``\\t``, else ``\\xNN``, C1 included), DEL, the
-    line separators U+2028 and U+2029 (``\\u2028``), the bidirectional controls
-    (U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069: ``\\u202e``, which
-    would reverse the rest of the line on a terminal), lone surrogates (a byte a
-    file name could not decode, held by ``surrogateescape``, as that byte's
-    ``\\xNN``), the ``##[`` of GitHub Actions' legacy commands (``##\\x5b``),
-    and the first ``:`` of a ``::`` that starts the text after white space
-    (``\\x3a:``). Everything else, accented letters and emoji included, is kept.
-    Applying it twice changes nothing more.
-    """
-    shown = _UNPRINTABLE.sub(_escape, text)
-    rest = shown.lstrip()
-    if rest.startswith(_COMMAND):
-        at = len(shown) - len(rest)
-        shown = shown[:at] + "\\x3a" + shown[at + 1 :]
-    return shown
-
-
-def printable_lines(text: str) -> str:
-    """``text`` that may hold several lines (a log's tail), each made ``printable``."""
-    return "\n".join(printable(line) for line in text.split("\n"))
-
-
-def printable_json(text: str) -> str:
-    """JSON text as ``json.dumps`` wrote it, with ``##[`` written ``##\\u005b``.
-
-    The same value to any JSON reader (``#`` occurs in JSON only inside
-    strings), and no legacy workflow command in a CI log. Control characters
-    and line separators are already escaped by ``json.dumps`` (ASCII output).
-    """
-    return text.replace("##[", "##\\u005b")
-
-
-def error_text(exc: BaseException) -> str:
-    """``str(exc)``, but an ``OSError``'s file names are shown by ``printable`` (a byte
-    that did not decode as ``\\xNN``, as in every message) where ``str`` would ``repr`` them."""
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        import os
-
-        number = getattr(exc, "winerror", None)
-        kind = "WinError" if number is not None else "Errno"
-        names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]
-        shown = " -> ".join(
-            f"'{printable(os.fsdecode(name) if isinstance(name, bytes) else str(name))}'"
-            for name in names
-        )
-        return f"[{kind} {exc.errno if number is None else number}] {exc.strerror}: {shown}"
-    return str(exc)
-
-
-# ---- the command line's lines ------------------------------------------------------------------
-
-STRICT_WARNING = "error (strict): "
-"""The word of a warning's line when it fails the run (``check --strict``, or ``strict =
-true`` in ``pyproject.toml``): an error by the run's rule, a warning by its own (``--format
-json`` keeps ``"severity": "warning"`` and says ``"fails": true``)."""
-
-
-@dataclass(frozen=True)
-class Shape:
-    """One shape of the command line's lines: its name, how it is written (the
-    table in docs/messages.md), a regular expression every such line matches whole
-    (named groups for its parts), and an example."""
-
-    name: str
-    written: str
-    pattern: str
-    example: str
-
-
-MESSAGE_SHAPES: tuple[Shape, ...] = (
-    Shape(
-        "command",
-        "agent-rollout COMMAND: MESSAGE",
-        r"agent-rollout(?: (?P<command>[a-z]+))?: (?!error: |agent-rollout)"
-        r"(?P<level>(?:warning|note): )?(?P<message>\S.*)",
-        "agent-rollout run: give a CONFIG file, or --example NAME for a bundled one",
-    ),
-    Shape(
-        "usage",
-        "usage: agent-rollout COMMAND ...",
-        r"usage: agent-rollout\b.*| {2,}\S.*",
-        "usage: agent-rollout demo [-h] [--rows N] [--offline]",
-    ),
-    Shape(
-        "missing package",
-        "agent-rollout COMMAND: WHAT is not installed: pip install PACKAGES",
-        r"agent-rollout (?P<command>[a-z]+): (?P<message>\S.*?): (?P<hint>pip install '\S.*)",
-        "agent-rollout lsp: pygls is not installed: pip install 'pygls>=2,<3' "
-        "'lsprotocol>=2025.0.0'",
-    ),
-    Shape(
-        "config issue",
-        "PATH:LINE:COL: [warning: |error (strict): ][LOCATION: ]MESSAGE",
-        r"(?P<path>[^:].*?):(?P<line>\d+):(?P<col>\d+): "
-        r"(?P<level>warning: |error \(strict\): )?(?P<message>\S.*)",
-        "configs/grpo.yaml:7:22: warning: training.rollout_max_steps: '010' reads as int 8 ...",
-    ),
-    Shape(
-        "file line",
-        "PATH:LINE[:COL]: MESSAGE",
-        r"(?P<path>[^:].*?):(?P<line>\d+)(?::(?P<col>\d+))?: (?P<message>\S.*)",
-        "rollouts.jsonl:2:15: invalid JSON: the line ends inside an object",
-    ),
-    Shape(
-        "file",
-        "PATH: MESSAGE",
-        r"(?!agent-rollout)(?P<path>[^:\s].*?): (?P<message>\S.*)",
-        "rollouts.jsonl: cannot read file: No such file or directory",
-    ),
-    Shape(
-        "summary",
-        "VERB COUNTS",
-        r"(?P<verb>checked|normalised|ran|fixed|would fix) \S.*",
-        "checked 3 files: 2 valid, 1 invalid, 2 errors",
-    ),
-    Shape(
-        "annotation",
-        "::error|warning file=PATH,line=L,endLine=L,col=C,endColumn=C,title=TITLE::MESSAGE",
-        r"::(?P<level>error|warning) file=(?P<path>[^,]+),line=(?P<line>\d+),"
-        r"endLine=(?P<end_line>\d+),col=(?P<col>\d+),endColumn=(?P<end_col>\d+),"
-        r"title=(?P<title>[^:]+)::(?P<message>\S.*)",
-        "::error file=grpo.yaml,line=4,endLine=4,col=23,endColumn=26,"
-        "title=agent-rollout check (strict)::training.rollout_group_size: ...",
-    ),
-)
-"""Every line the command line prints about a problem, and its summaries, by shape
-(docs/messages.md holds the same table, with why). One prefix for the command
-(``agent-rollout COMMAND: ``, never twice), a file's path first where the line is
-about a file (as the user gave it; one the package found, relative to the current
-folder when under it: ``found_path``), the reason in words (``file_problem``,
-never ``[Errno 2]``), no ``error:`` word (a line is an error unless it says
-``warning:`` or ``note:``), one install hint (``_extras.install_hint``)."""
-
-
-def found_path(path: str) -> str:
-    """A path the package found itself (the ``pyproject.toml`` above a config), as
-    messages show it: relative to the current folder when it lies under it, as the
-    paths a user types are; else absolute."""
-    try:
-        here = os.getcwd()
-    except OSError:  # the current folder was removed
-        return path
-    absolute = os.path.abspath(path)
-    if os.path.commonpath([absolute, here]) == here:
-        return os.path.relpath(absolute, here)
-    return absolute
-
-
-def file_problem(exc: OSError, doing: str = "") -> Optional[str]:
-    """An ``OSError`` about one file as a line says it, the path first and the reason
-    in words: ``rows.jsonl: cannot read file: No such file or directory`` (``doing``:
-    ``"read"`` or ``"write"``; ``""``: ``rows.jsonl: No such file or directory``);
-    ``None`` for one that names no file, or two (``error_text`` says those)."""
-    name = os_filename(exc)
-    if name is None or exc.filename2 is not None or not exc.strerror:
-        return None
-    what = f"cannot {doing} file: " if doing else ""
-    return f"{shown_path(name)}: {what}{exc.strerror}"
-
-
-def os_filename(exc: OSError) -> Optional[str]:
-    """The file an ``OSError`` names, as text (``None``: none)."""
-    name = exc.filename
-    if name is None:
-        return None
-    return os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
 
 
 # ---- backends and the command line -----------------------------------------------------------

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Optional, TextIO
 
-from agent_rollout._errors import Terminated, error_text, file_problem, os_filename, printable
+from agent_rollout._errors import Terminated, error_text, printable
+from agent_rollout.cli._lines import file_problem, os_filename
 
 __all__ = [
     "Progress",
@@ -292,7 +293,7 @@ def end_on(
 
     Says so on stderr first: ``PROG: interrupted``, or an I/O error as a line about
     its file (``rows.jsonl: cannot read file: No such file or directory``, ``cannot
-    write`` for ``dest``: ``_errors.file_problem``). A ``BrokenPipeError`` (the
+    write`` for ``dest``: ``cli._lines.file_problem``). A ``BrokenPipeError`` (the
     reader of standard output went away) is raised again, for the dispatcher to end
     quietly; anything else is a bug here.
     """
@@ -318,7 +319,7 @@ def end_on(
 def say(line: str) -> None:
     """One line on standard error, made ``printable``: the names in it are the user's text.
 
-    Every line a command says has one of the shapes of ``_errors.MESSAGE_SHAPES``
+    Every line a command says has one of the shapes of ``cli._lines.MESSAGE_SHAPES``
     (docs/messages.md): ``agent-rollout COMMAND: MESSAGE`` for the command as a whole,
     ``PATH: MESSAGE`` or ``PATH:LINE[:COL]: MESSAGE`` for a file, a summary."""
     sys.stderr.write(printable(line) + "\n")

@@ -25,13 +25,13 @@ from agent_rollout._errors import (
     ConfigIssue,
     Terminated,
     error_text,
-    found_path,
     plural,
     printable,
     printable_json,
     printable_lines,
 )
 from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout._printable import found_path
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
 from agent_rollout.cli._color import BOLD, CYAN, GREEN, RED, YELLOW, add_color, paint, use_color

@@ -61,7 +61,6 @@ from agent_rollout._errors import (
     RolloutFileError,
     Terminated,
     error_text,
-    file_problem,
     for_command_line,
     plural,
     printable,
@@ -87,6 +86,7 @@ from agent_rollout.cli._args import (
     positive_rows,
 )
 from agent_rollout.cli._imports import current_folder_first
+from agent_rollout.cli._lines import file_problem
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
 from agent_rollout.examples.serving import (
     EXAMPLES,

@@ -32,8 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from agent_rollout._errors import ConfigError, ConfigIssue, found_path, shown
+from agent_rollout._errors import ConfigError, ConfigIssue, shown
 from agent_rollout._limits import check_section
+from agent_rollout._printable import found_path
 from agent_rollout.config._document import AUTO_SECTION, Section, read_config_file
 from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, parse
 
