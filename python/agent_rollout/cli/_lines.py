@@ -91,8 +91,8 @@ MESSAGE_SHAPES: tuple[Shape, ...] = (
 (``agent-rollout COMMAND: ``, never twice), a file's path first where the line is
 about a file (as the user gave it; one the package found, relative to the current
 folder when under it: ``_printable.found_path``), the reason in words (``file_problem``,
-never ``[Errno 2]``), no ``error:`` word (a line is an error unless it says
-``warning:`` or ``note:``), one install hint (``_extras.missing_text``)."""
+never ``[Errno 2]``), no ``error:`` word (a problem is said plainly, a warning says
+``warning:``, a remark ``note:``), one install hint (``_extras.missing_text``)."""
 
 
 def file_problem(exc: OSError, doing: str = "") -> Optional[str]:
