@@ -1,17 +1,22 @@
 # One entry point per check. Everything runs inside .venv, made on first use;
 # packages come from PyPI through uv (its cache in ~/.cache/uv), crates from crates.io.
 #   make demo         set up what the demo needs, build (release), run the whole job on the bundled example
-#   make test         set up the development set, build (dev profile), lint, Rust tests, the test suite,
-#                     then the release build back into .venv (for the demo and your own use)
+#   make test         set up the development set, build (dev profile), lint and the Rust tests side by side,
+#                     the test suite, then the release build back into .venv (for the demo and your own use)
 #   make test-fast    the unit tier on both engines, release build (no servers, Ray, ART, Gym; no download)
 #   make bench        the benchmarks (release build)
 #   make pure-wheel   the pure-Python wheel (py3-none-any) into dist/, no Rust needed
 #   make wheels       sdist, pure wheel and the Linux x86_64 abi3 wheel into dist/, checked
 #   make test-wheels  those wheels installed and tested on CPython 3.10-3.13; offline sdist
+# After `make demo` (or `make test`), `source .venv/bin/activate` puts agent-rollout on PATH.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 UV     := $(BIN)/uv
+# The oldest uv with `pip install --excludes` (the demo's packages). A .venv made with an
+# older uv gets this one on its next install: the stamp is named after the floor.
+UV_FLOOR := 0.9.10
+UV_STAMP := $(VENV)/.uv-$(UV_FLOOR)
 INSTALL := $(UV) pip install --python $(BIN)/python
 NEMO_GYM_DATA ?= $(HOME)/.cache/agent_rollout/nemo_gym-0.4.0
 
@@ -34,33 +39,43 @@ export MATURIN_NO_MISSING_BUILD_BACKEND_WARNING := 1
 	workflows cargo-test pytest test test-fast bench reliability debug-allocator fuzz pure-wheel wheels \
 	test-wheels train-grpo
 
-$(UV):
+$(UV_STAMP):
 	@echo "== a virtual environment in $(VENV), and uv to install into it"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check --quiet "uv>=0.5"
+	$(BIN)/python -m pip install --disable-pip-version-check --quiet "uv>=$(UV_FLOOR)"
+	touch $@
 
-# What the demo needs and nothing more: the package's requirements, openenv-core, maturin.
-$(VENV)/.deps-demo: $(UV) pyproject.toml scripts/requirements.py
-	@echo "== the demo's packages: the package's own requirements, openenv-core, maturin"
+# What the demo needs and nothing more: the package's requirements, openenv-core, maturin,
+# less the packages of openenv-core the demo never imports (scripts/demo-excludes.txt says
+# which and why): 73 packages, not 101.
+$(VENV)/.deps-demo: $(UV_STAMP) pyproject.toml scripts/requirements.py scripts/demo-excludes.txt
+	@echo "== the demo's packages: the package's own requirements, openenv-core (no web UI), maturin"
 	$(BIN)/python scripts/requirements.py openenv > $(VENV)/requirements-demo.txt
-	$(INSTALL) -r $(VENV)/requirements-demo.txt "maturin>=1.9.4,<2"
+	$(INSTALL) -r $(VENV)/requirements-demo.txt "maturin>=1.9.4,<2" --excludes scripts/demo-excludes.txt
 	touch $@
 
 # The development set: tests, linters and every backend's package (the demo's included).
-$(VENV)/.deps-dev: $(UV) pyproject.toml scripts/requirements.py
+# uv keeps each package already in .venv at its version unless the set's own requirements
+# rule that version out (opentelemetry-sdk pins its opentelemetry-api, say); each one it
+# changed is named at the end.
+$(VENV)/.deps-dev: $(UV_STAMP) pyproject.toml scripts/requirements.py
 	@echo "== the development set: tests, linters, every backend's package"
 	$(BIN)/python scripts/requirements.py dev > $(VENV)/requirements-dev.txt
+	$(UV) pip freeze --python $(BIN)/python > $(VENV)/installed-before-dev.txt
 	$(INSTALL) -r $(VENV)/requirements-dev.txt
 	# TRL's data utilities only (its full install pulls in torch): the Arrow tests
 	# check that trl.data_utils.is_conversational recognises our rows.
 	$(INSTALL) --no-deps "trl>=0.20"
+	@$(UV) pip freeze --python $(BIN)/python \
+		| $(BIN)/python scripts/requirements.py --changed $(VENV)/installed-before-dev.txt -
 	touch $@ $(VENV)/.deps-demo
 
 setup: $(VENV)/.deps-dev
 
 # The extension, built and installed into .venv (editable: python/ is the package).
 # Tests run on the dev profile (debug assertions on); demo and benchmarks on the release
-# build, which is also what the wheels ship (.ci/run tests the installed release wheel).
+# build, which is also what the wheels ship (.ci/run tests the installed release wheel;
+# Cargo.toml's release profile, fat LTO: docs/development.md says why).
 # Each replaces the other in .venv (`agent-rollout --version` names the one installed).
 build: $(VENV)/.deps-dev
 	@echo "== build (dev profile) and install the package"
@@ -117,6 +132,7 @@ cargo-test: $(VENV)/.deps-dev
 
 # NeMo Gym's example data (the wheel is downloaded and unpacked, never installed).
 nemo-gym-data: $(VENV)/.deps-dev
+	@echo "== NeMo Gym's example data (downloaded once)"
 	PYTHON=$(BIN)/python bash scripts/fetch_nemo_gym_data.sh $(NEMO_GYM_DATA)
 
 # HYPOTHESIS_PROFILE=thorough runs the parity properties at 1,000 examples (600 for floats, 400 for JSONL files; tests/conftest.py).
@@ -133,22 +149,25 @@ pytest: build nemo-gym-data
 test-fast: build-release
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal -q -m "not integration"
 
-# Lint and the Rust tests run side by side (mypy, on one core, beside cargo), then the
-# suite, which uses every core itself. --output-sync=line: each step's name is printed as
-# the step starts (from the first seconds, the install of the development set included),
-# and each command's output whole when that command ends.
+# The development set and the dev build first, their output as it comes (the first
+# install downloads about 1.6 GB); then lint and the Rust tests side by side (mypy, on one
+# core, beside cargo), each step's output whole under its own `== step` header as that step
+# ends (--output-sync=target); then the suite, which uses every core itself. The steps
+# after the build take it as made (-o build): it is built once.
 # Last, whether the checks passed or not, the release build goes back into .venv: the
 # suite ran on the dev profile, several times slower, which `agent-rollout demo` or a user's
-# script must not meet there afterwards. It costs a release build of the crate (about
-# 10 s; a minute or so the first time, for the dependencies); RESTORE_RELEASE=no skips it
+# script must not meet there afterwards. It costs a release build of the crate (25 s of
+# CPU; about a minute the first time, for the dependencies); RESTORE_RELEASE=no skips it
 # (.ci/run does: its clone is thrown away, its fuzzer and debug-allocator steps run on the
 # dev build, and its wheels are release builds of their own).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RESTORE_RELEASE ?= yes
 test:
 	@status=0; \
-	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=line lint cargo-test \
-		&& $(MAKE) --no-print-directory pytest || status=$$?; \
+	{ $(MAKE) --no-print-directory build \
+		&& echo "== lint and the Rust tests, side by side: each step's output as it ends" \
+		&& $(MAKE) --no-print-directory -o build -j$(JOBS) --output-sync=target lint cargo-test \
+		&& $(MAKE) --no-print-directory -o build pytest; } || status=$$?; \
 	$(if $(filter yes,$(RESTORE_RELEASE)),$(MAKE) --no-print-directory build-release || status=$$?;) \
 	exit $$status
 
@@ -177,7 +196,7 @@ bench: $(VENV)/.deps-dev build-release
 
 # TRL's GRPOTrainer, two CPU steps on launch_rollout rows (docs/training.md), in a venv of
 # its own with torch (scripts/setup_train_venv.sh; about 5.7 GB under ~/.cache/agent-rollout).
-train-grpo: $(UV)
+train-grpo: $(UV_STAMP)
 	venv=$$(UV=$(UV) bash scripts/setup_train_venv.sh) && \
 		"$$venv/bin/python" examples/train_grpo.py && \
 		"$$venv/bin/python" -m pytest tests/test_train_grpo.py -q -p no:cacheprovider

@@ -85,5 +85,6 @@ for target in $TARGETS; do
 done
 
 step "twine check --strict"
-"$tools_bin/twine" check --strict "$OUT"/*.whl "$OUT"/*.tar.gz
+# --no-color: twine colours its verdicts whether or not it writes to a terminal.
+"$tools_bin/twine" --no-color check --strict "$OUT"/*.whl "$OUT"/*.tar.gz
 ls -l "$OUT"

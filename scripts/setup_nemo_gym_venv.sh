@@ -21,7 +21,9 @@ project=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 python=${PYTHON:-python3.12}
 uv=${UV:-uv}
 gym_spec='nemo-gym>=0.4,<0.5'
-test_deps=(pytest hypothesis psutil)
+# pytest-asyncio: pyproject.toml's pytest settings name its option (for the language
+# server's tests), which pytest otherwise warns is unknown (PytestConfigWarning).
+test_deps=(pytest hypothesis psutil pytest-asyncio)
 
 start=$(date +%s)
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then

@@ -62,6 +62,7 @@ INTEGRATION_MODULES = frozenset(
         "test_bundled_configs.py",  # every bundled config run end to end, scripted servers
         "test_cli_run.py",  # agent-rollout run against live servers
         "test_cli_demo_live.py",  # agent-rollout demo with the OpenEnv drill server
+        "test_demo_packages.py",  # the demo, live, on make demo's packages alone
         "test_docs_snippets.py",  # every snippet of the docs, servers and Ray included
         "test_lsp.py",  # the language server, driven over stdio by a real LSP client
         "test_lsp_neovim.py",  # the language server in a headless Neovim

@@ -814,7 +814,7 @@ def test_each_file_is_checked_once_whatever_the_order_and_spelling(
         assert lines[-1] == summary, args
         assert [line.split(":")[0] for line in lines[:-1]] == [shown], args
     diff = cli("check", "--diff", "link.yaml", "sub/bad.yaml", "sub")
-    assert diff.out.splitlines()[-1] == "would fix 1 issue in 1 file"
+    assert diff.err == "would fix 1 issue in 1 file\n"
     fixed = cli("check", "--fix", "sub/bad.yaml", "link.yaml")
     assert "fixed 1 issue in 1 file" in fixed.out.splitlines()
     assert fixed.out.splitlines()[-1] == "checked 1 file: 1 valid, 0 invalid, 0 errors"

@@ -10,6 +10,13 @@
   kept (not root), in place, and a file this user may not write is not fixed
   (exit 2), never replaced. As before: a read-only file stays so, a second run
   writes nothing, a file that is not UTF-8 is left as it is.
+- Its extended attributes are kept, no more and no fewer: ``user.*``, the POSIX
+  ACL (another user keeps the write access it gave), none added by the folder's
+  default ACL; one that carries access and cannot be set (a ``security.*`` label,
+  not root) makes it a write in place.
+- A file this user may write in a folder they may not is written in place.
+- The texts of an edit refused and of a file not fixed live in
+  ``_errors.EDIT_MESSAGES``, nowhere else.
 - ``--diff`` on a path that cannot be read (missing, a FIFO) is a usage error
   naming it, as plain ``check`` and ``--fix`` are; nothing waits on a FIFO.
 - The summary writes every count with thousands separators.
@@ -17,9 +24,13 @@
 
 from __future__ import annotations
 
+import ast
+import errno
 import json
 import os
+import re
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +50,7 @@ FIXED = "training:\n  rollout_backend: openenv\n  rollout_func: pkg.mod:play\n"
 SAVED = "training:\n  rollout_backend: Open-Env\n  rollout_func: pkg.mod:run\n"
 """What the user's editor saves while ``--fix`` works on ``BROKEN``."""
 NOT_FIXED = "not fixed: the file changed while it was being fixed; run again"
+CANNOT_WRITE = "not fixed: cannot write file: Permission denied"
 
 
 def run_python(
@@ -336,7 +348,166 @@ def test_a_file_whose_owner_cannot_be_kept_is_written_in_place_or_not_at_all(
         assert (info.st_ino, info.st_uid, info.st_gid) == (inode, 0, 0)
         assert readable.read_text(encoding="utf-8") == BROKEN
         assert readable.stat().st_uid == 0
-        assert f"{readable}:1:1: not fixed: cannot write file: Permission denied" in done.out
+        assert f"{readable}:1:1: {CANNOT_WRITE}" in done.out
+        assert temp_files(folder) == []
+
+
+@root_only
+def test_a_writable_file_in_a_folder_this_user_may_not_write_is_written_in_place(
+    cli: Cli, engine: str
+) -> None:
+    """No temporary file can be made beside it: the file itself, which this user may
+    write, is fixed in place (as editors save), after the same check; one they may not
+    write is still not fixed (exit 2)."""
+    cli("check", "--diff", os.devnull)  # what the command imports, imported as root
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        os.chmod(folder, 0o755)  # root's: nobody else may make a file in it
+        writable = folder / "writable.yaml"
+        readable = folder / "readable.yaml"
+        for path in (writable, readable):
+            path.write_text(BROKEN, encoding="utf-8")
+            os.chmod(path, 0o644)
+        os.chown(writable, 1234, 1234)
+        inode = writable.stat().st_ino
+        with acting_as(1234, 1234):
+            done = cli("check", "--fix", str(writable), str(readable))
+        assert done.code == 2, done.out + done.err
+        assert writable.read_text(encoding="utf-8") == FIXED
+        info = writable.stat()
+        assert (info.st_ino, info.st_uid, stat.S_IMODE(info.st_mode)) == (inode, 1234, 0o644)
+        assert f"{writable}:2:20: fixed: training.rollout_backend: " in done.out
+        assert readable.read_text(encoding="utf-8") == BROKEN
+        assert f"{readable}:1:1: {CANNOT_WRITE}" in done.out
+        assert sorted(os.listdir(folder)) == ["readable.yaml", "writable.yaml"]
+
+
+# ---- extended attributes and ACLs --------------------------------------------------------------
+
+_ACL_ACCESS = "system.posix_acl_access"
+_ACL_DEFAULT = "system.posix_acl_default"
+_UNDEFINED_ID = 0xFFFFFFFF
+
+
+def posix_acl(*users: tuple[int, int], mode: int = 0o644) -> bytes:
+    """A POSIX ACL as Linux stores it in ``system.posix_acl_access`` (what ``setfacl``
+    writes): the mode's owner, group and other entries, ``users`` (uid, permission bits)
+    each, and a mask that lets their bits through."""
+    entries = [(0x01, (mode >> 6) & 7, _UNDEFINED_ID)]  # ACL_USER_OBJ
+    entries += [(0x02, bits, uid) for uid, bits in users]  # ACL_USER
+    entries.append((0x04, (mode >> 3) & 7, _UNDEFINED_ID))  # ACL_GROUP_OBJ
+    mask = (mode >> 3) & 7
+    for _, bits in users:
+        mask |= bits
+    entries.append((0x10, mask, _UNDEFINED_ID))  # ACL_MASK
+    entries.append((0x20, mode & 7, _UNDEFINED_ID))  # ACL_OTHER
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+def attributes(path: Path) -> dict[str, bytes]:
+    return {name: os.getxattr(path, name) for name in os.listxattr(path)}
+
+
+def set_attribute(path: Path, name: str, value: bytes) -> None:
+    """``os.setxattr``; the test is skipped where the platform or ``path``'s filesystem
+    has no extended attributes of ``name``'s kind."""
+    if not hasattr(os, "setxattr"):
+        pytest.skip("no extended attributes on this platform")
+    try:
+        os.setxattr(path, name, value)
+    except OSError as err:
+        if err.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            pytest.skip(f"this filesystem refuses {name}: {err.strerror}")
+        raise
+
+
+def may_write(path: Path, uid: int) -> bool:
+    """Whether user ``uid`` (group ``uid``, no other groups) may open ``path`` to write."""
+    with acting_as(uid, uid):
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+        except PermissionError:
+            return False
+    return True
+
+
+def test_fix_keeps_extended_attributes(cli: Cli, engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(BROKEN, encoding="utf-8")
+    set_attribute(path, "user.k", b"v")
+    os.setxattr(path, "user.xdg.origin.url", b"https://example.invalid/c.yaml")
+    before = attributes(path)
+    inode = path.stat().st_ino
+    done = cli("check", "--fix", str(path))
+    assert done.code == 0, done.out
+    assert path.read_text(encoding="utf-8") == FIXED
+    assert path.stat().st_ino != inode  # replaced by a new file, which was given them
+    assert attributes(path) == before
+    assert temp_files(tmp_path) == []
+
+
+@root_only
+def test_fix_keeps_the_acl_and_the_access_it_gives(cli: Cli, engine: str) -> None:
+    """An ACL letting user 1000 write root's 0644 file (``setfacl -m u:1000:rw``): after
+    ``--fix`` user 1000 may still write it, and user 1001 still may not."""
+    cli("check", "--diff", os.devnull)  # what the command imports, imported as root
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        os.chmod(folder, 0o755)
+        path = folder / "c.yaml"
+        path.write_text(BROKEN, encoding="utf-8")
+        os.chmod(path, 0o644)
+        set_attribute(path, _ACL_ACCESS, posix_acl((1000, 6)))
+        os.setxattr(path, "user.k", b"v")
+        before = (attributes(path), stat.S_IMODE(path.stat().st_mode))
+        assert may_write(path, 1000) and not may_write(path, 1001)
+        done = cli("check", "--fix", str(path))
+        assert done.code == 0, done.out
+        assert path.read_text(encoding="utf-8") == FIXED
+        assert (attributes(path), stat.S_IMODE(path.stat().st_mode)) == before
+        assert may_write(path, 1000) and not may_write(path, 1001)
+        assert temp_files(folder) == []
+
+
+def test_fix_adds_no_acl_from_the_folders_default(cli: Cli, engine: str, tmp_path: Path) -> None:
+    """A folder whose default ACL was set after the file was made: the replacement, made
+    in it, would inherit an ACL the file never had; it is taken off."""
+    path = tmp_path / "c.yaml"
+    path.write_text(BROKEN, encoding="utf-8")
+    os.chmod(path, 0o644)
+    set_attribute(tmp_path, _ACL_DEFAULT, posix_acl((1000, 6), mode=0o755))
+    assert attributes(path) == {}
+    done = cli("check", "--fix", str(path))
+    assert done.code == 0, done.out
+    assert path.read_text(encoding="utf-8") == FIXED
+    assert attributes(path) == {}
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+@root_only
+def test_an_acl_or_label_the_new_file_cannot_get_makes_it_a_write_in_place(
+    cli: Cli, engine: str
+) -> None:
+    """The owner (not root) fixes their file, which root gave a ``security.*`` attribute
+    (as a security module labels files) that only root may set: a new file could not
+    carry it, so the file is written in place, keeping it, never replaced without it."""
+    cli("check", "--diff", os.devnull)  # what the command imports, imported as root
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        os.chown(folder, 1234, 1234)
+        path = folder / "c.yaml"
+        path.write_text(BROKEN, encoding="utf-8")
+        os.chown(path, 1234, 1234)
+        label = "security.agent-rollout-test"
+        set_attribute(path, label, b"confined")
+        os.setxattr(path, "user.k", b"v")
+        before = attributes(path)
+        inode = path.stat().st_ino
+        with acting_as(1234, 1234):
+            done = cli("check", "--fix", str(path))
+        assert done.code == 0, done.out + done.err
+        assert path.read_text(encoding="utf-8") == FIXED
+        assert (path.stat().st_ino, attributes(path)) == (inode, before)
         assert temp_files(folder) == []
 
 
@@ -347,8 +518,11 @@ def test_diff_of_a_missing_file_is_a_usage_error(cli: Cli, engine: str, tmp_path
     missing = tmp_path / "missing.yaml"
     done = cli("check", "--diff", str(missing))
     assert done.code == 2
-    assert done.err == f"{missing}:1:1: cannot read file: No such file or directory\n"
-    assert done.out == "would fix 0 issues in 0 files\n"
+    assert done.err == (
+        f"{missing}:1:1: cannot read file: No such file or directory\n"
+        "would fix 0 issues in 0 files\n"
+    )
+    assert done.out == ""
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
@@ -416,3 +590,38 @@ def test_the_summary_writes_every_count_with_separators(
     assert done.out == (
         "checked 1,001 files: 0 valid, 0 invalid, 0 errors, 1,001 skipped (not training configs)\n"
     )
+
+
+# ---- the messages ---------------------------------------------------------------------------
+
+
+def _code_strings(path: Path) -> list[str]:
+    """The string literals of the module at ``path`` that are code (a bare string
+    statement, a docstring, is not)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def test_the_texts_of_an_edit_live_in_the_message_table(tmp_path: Path) -> None:
+    """One rule, one home: ``FileChanged`` and the "not fixed: ..." issues are formatted
+    from ``_errors.EDIT_MESSAGES``; neither ``_edit`` nor ``cli._fix`` spells them."""
+    from agent_rollout import _edit, _errors
+    from agent_rollout.cli import _fix
+
+    messages = _errors.EDIT_MESSAGES
+    assert messages[_fix.CHANGED] == NOT_FIXED
+    assert messages[_fix.UNWRITABLE].format(why="Permission denied") == CANNOT_WRITE
+    shown = str(tmp_path / "r\udce9sultat.yaml")
+    assert str(_edit.FileChanged(shown)) == messages["file_changed"].format(
+        path=_errors.shown_path(shown)
+    )
+    pieces = {piece for text in messages.values() for piece in re.split(r"\{\w+\}|: ", text)}
+    for module in (_edit, _fix):
+        strings = _code_strings(Path(module.__file__))
+        spelt = [piece for piece in pieces if len(piece) > 6 for s in strings if piece in s]
+        assert spelt == [], module.__name__

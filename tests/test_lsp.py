@@ -5,10 +5,11 @@ encodings and diagnostic modes real clients negotiate (Neovim 0.7: push,
 UTF-16; Neovim 0.11: pull, UTF-8; Emacs 29: push, UTF-32; VS Code: push,
 UTF-16, versioned edits), the server's diagnostics are what ``check
 --format json`` says of the same text, converted here by the test's own
-arithmetic. Code actions applied give a config ``check`` accepts; hover
-and completion answer; half-typed text never ends the server; outdated
-results are dropped; settings come from ``pyproject.toml`` under the
-client's.
+arithmetic (the message without its key path, cut short, the full text as
+related information where the client takes it). Code actions applied give
+a config ``check`` accepts; hover and completion answer; half-typed text
+never ends the server; outdated results are dropped; settings come from
+``pyproject.toml`` under the client's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
 
 from agent_rollout.config import check_bytes  # noqa: E402
+from agent_rollout.lsp._diagnostics import short_message  # noqa: E402
 from support import EXAMPLES, Cli, cli_argv, cli_env  # noqa: E402
 
 PROFILES = {
@@ -97,8 +99,19 @@ def client_position(lines: list[str], line: int, col: int, encoding: str) -> tup
     return line - 1, units(text[: col - 1], encoding)
 
 
-def expected(text: str, report: dict[str, Any], encoding: str) -> list[tuple[Any, ...]]:
-    """check --format json's issues as (start, end, severity, code, message), client units."""
+def related(client: LanguageClient) -> bool:
+    caps = client.capabilities
+    sent = caps.text_document.publish_diagnostics if caps and caps.text_document else None
+    return bool(sent and sent.related_information)
+
+
+def expected(
+    text: str, report: dict[str, Any], encoding: str, with_related: bool = False
+) -> list[tuple[Any, ...]]:
+    """check --format json's issues as (start, end, severity, code, message, full text),
+    client units: the message without the key path, cut short past 100 characters; the
+    full text (``location: message``) as related information where it was cut and
+    ``with_related`` (the client takes it), else None."""
     lines = text.removeprefix("\ufeff").split("\n")
     if text.startswith("\ufeff"):
         lines[0] = "\ufeff" + lines[0]  # the client counts the mark on line 1
@@ -108,7 +121,9 @@ def expected(text: str, report: dict[str, Any], encoding: str) -> list[tuple[Any
         start_col = issue["col"] + (shift if issue["line"] == 1 else 0)
         end_col = issue["end_col"] + (shift if issue["end_line"] == 1 else 0)
         where = f"{issue['location']}: " if issue["location"] else ""
-        message = where + issue["message"]
+        message = short_message(issue["message"])
+        assert len(message) <= 100 and not message.startswith(where or "\0")
+        full = where + issue["message"] if with_related and message != issue["message"] else None
         out.append(
             (
                 client_position(lines, issue["line"], start_col, encoding),
@@ -116,6 +131,7 @@ def expected(text: str, report: dict[str, Any], encoding: str) -> list[tuple[Any
                 1 if issue["severity"] == "error" else 2,
                 issue["kind"],
                 message,
+                full,
             )
         )
     return sorted(out)
@@ -130,6 +146,7 @@ def seen(diagnostics: list[types.Diagnostic]) -> list[tuple[Any, ...]]:
             int(d.severity or 0),
             d.code,
             d.message,
+            d.related_information[0].message if d.related_information else None,
         )
         for d in diagnostics
     )
@@ -303,7 +320,7 @@ async def test_diagnostics_are_checks_report(
         path.write_text(text, encoding="utf-8", newline="")
         report = check_report(cli, path)
         found = await open_document(client, path, text, fmt)
-        assert seen(found) == expected(text, report, encoding), name
+        assert seen(found) == expected(text, report, encoding, related(client)), name
         if report["skipped"]:
             assert found == [], name
         close_document(client, path)
@@ -412,13 +429,16 @@ async def test_quick_fixes_offer_every_choice_and_prefer_the_safe_ones(
         ("Write 010 as 8 (as the trainer reads it: yaml.safe_load)", False),
         ("Write 010 as 10 (as YAML 1.2 reads it)", False),
     ]
-    # Each choice, applied alone, leaves nothing at the key of its diagnostic.
+    # Each choice, applied alone, leaves no issue of its diagnostic's kind at its key (its
+    # line: one key a line here; the message no longer names the key).
     for action in found:
         assert action.diagnostics
-        location = action.diagnostics[0].message.split(":")[0]
+        line = action.diagnostics[0].range.start.line + 1
+        kind = action.diagnostics[0].code
         fixed = apply_edits(SAFETY, edits_of(action, path.as_uri()), encoding)
         result = check_bytes(fixed)
-        left = [i for i in [*result.issues, *result.warnings] if i.location == location]
+        issues = [*result.issues, *result.warnings]
+        left = [i for i in issues if (i.line, i.kind) == (line, kind)]
         assert left == [], (action.title, fixed)
     # Fix all: the safe fixes only, what `check --fix` writes.
     (fix_all,) = await actions(client, path, WHOLE, only=["source.fixAll"])
@@ -442,8 +462,15 @@ async def test_hover_on_keys_and_backends(client: LanguageClient, tmp_path: Path
     backend = await client.text_document_hover_async(types.HoverParams(uri, types.Position(1, 21)))
     assert backend is not None and isinstance(backend.contents, types.MarkupContent)
     assert "openpipe-art" in backend.contents.value and "judge" in backend.contents.value
-    nothing = await client.text_document_hover_async(types.HoverParams(uri, types.Position(0, 2)))
+    nothing = await client.text_document_hover_async(types.HoverParams(uri, types.Position(1, 0)))
     assert nothing is None
+    # A diagnostic whose message was cut: its full text, as check prints it, in the hover.
+    cut = await client.text_document_hover_async(types.HoverParams(uri, types.Position(0, 2)))
+    assert cut is not None and isinstance(cut.contents, types.MarkupContent)
+    assert (
+        "training.rollout_judge_model: rollout_judge_model is not set: the built-in 'ruler' "
+        "adapter needs it (a runner registered with" in cut.contents.value
+    )
     close_document(client, path)
 
 
@@ -498,17 +525,17 @@ async def test_half_typed_text_never_ends_the_server(
     for junk in ("\x00\x01", "{[}", "training: &a [*a]", "training: !!python/object:os.system x"):
         await replace_text(client, path, junk)
     final = await replace_text(client, path, text)
-    assert seen(final) == expected_from_check(text, encoding_of(client))
+    assert seen(final) == expected_from_check(text, encoding_of(client), related(client))
     close_document(client, path)
 
 
-def expected_from_check(text: str, encoding: str) -> list[tuple[Any, ...]]:
+def expected_from_check(text: str, encoding: str, with_related: bool) -> list[tuple[Any, ...]]:
     result = check_bytes(text, skip_unrelated=True)
     report = {
         "errors": [issue.as_dict() for issue in result.issues],
         "warnings": [issue.as_dict() for issue in result.warnings],
     }
-    return expected(text, report, encoding)
+    return expected(text, report, encoding, with_related)
 
 
 SKIP_CORPUS = Path(__file__).resolve().parent / "data" / "skip_corpus"
@@ -527,7 +554,8 @@ async def test_files_that_are_not_training_configs_stay_quiet(
         text = path.read_text(encoding="utf-8")
         found = await open_document(client, path, text, LANGUAGES[path.suffix])
         if path.parent.name == "ours":
-            assert seen(found) == expected(text, check_report(cli, path), encoding), path.name
+            report = check_report(cli, path)
+            assert seen(found) == expected(text, report, encoding, related(client)), path.name
             spoken += bool(found)
         else:
             assert found == [], path

@@ -9,8 +9,8 @@ them, converted by eglot from the UTF-16 the server sent); those are compared
 with ``check``'s on the same text. Then a quick fix through
 ``eglot-code-actions``, the documented ``agent-rollout-fix-all`` (the buffer
 must be what ``check --fix`` writes), a hover through eglot's eldoc function,
-the documented settings sent as eglot sends them, and a TOML config (on a
-server of its own, as the set-up has it). Without ``emacs`` on PATH, or
+the documented settings sent as eglot sends them, and a TOML config (on the
+same server, which eglot tells it is YAML: its name says TOML). Without ``emacs`` on PATH, or
 without eglot, the test skips, unless ``AGENT_ROLLOUT_REQUIRE_EMACS=1`` (CI
 installs both and sets it): then it fails.
 """
@@ -32,6 +32,8 @@ from agent_rollout.config import check_bytes, fix_text
 from support import cli_argv, cli_env
 
 pytest.importorskip("pygls")
+
+from agent_rollout.lsp._diagnostics import short_message
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "data" / "eglot_lsp.el"
@@ -123,7 +125,7 @@ def as_emacs_sees(text: str, fmt: str = "yaml", strict: bool = False) -> list[tu
     found = []
     for issue in [*result.issues, *result.warnings]:
         assert issue.end_line is not None and issue.end_col is not None
-        message = f"{issue.location}: {issue.message}" if issue.location else issue.message
+        message = short_message(issue.message)  # the key path is the range's
         error = strict or issue.severity == "error"
         where = (issue.line - 1, issue.col - 1, issue.end_line - 1, issue.end_col - 1)
         kind = "eglot-error" if error else "eglot-warning"
@@ -173,4 +175,4 @@ def test_emacs_eglot_shows_what_check_says_and_applies_the_fixes(tmp_path: Path)
 
     assert shown(report["toml"]) == as_emacs_sees(TOML, "toml")
     assert kinds(report["toml"]) >= {"unknown_key", "value"}
-    assert report["servers"] == 2  # one per format, as the set-up says
+    assert report["servers"] == 1  # one for both formats, as the set-up says

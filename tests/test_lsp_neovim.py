@@ -28,6 +28,8 @@ from support import cli_argv, cli_env
 
 pytest.importorskip("pygls")
 
+from agent_rollout.lsp._diagnostics import short_message
+
 LUA = Path(__file__).resolve().parent / "data" / "neovim_lsp.lua"
 EDITORS = Path(__file__).resolve().parent.parent / "docs" / "editors.md"
 REQUIRED = os.environ.get("AGENT_ROLLOUT_REQUIRE_NEOVIM") == "1"
@@ -98,7 +100,7 @@ def as_neovim_sees(text: str) -> list[tuple[Any, ...]]:
         assert issue.end_line is not None and issue.end_col is not None
         start = len(lines[issue.line - 1][: issue.col - 1].encode("utf-8"))
         end = len(lines[issue.end_line - 1][: issue.end_col - 1].encode("utf-8"))
-        message = f"{issue.location}: {issue.message}" if issue.location else issue.message
+        message = short_message(issue.message)  # the key path is the range's
         severity = 1 if issue.severity == "error" else 2
         where = (issue.line - 1, start, issue.end_line - 1, end)
         found.append((*where, severity, issue.kind, message))

@@ -196,6 +196,39 @@ def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_ca
     assert isinstance(receive(stream), Refused)  # the next frame is read where it starts
 
 
+def test_params_are_read_where_the_protocol_puts_them_or_refused_saying_where() -> None:
+    from agent_rollout.lsp._params import BadParams, change, position, take
+
+    good = {"textDocument": {"uri": "file:///c.yaml"}, "position": {"line": 2, "character": 0}}
+    assert position(good) == ("file:///c.yaml", 2, 0)
+    assert take({"id": "x"}, "id", "id") == "x"
+    assert take({}, "textDocument.version", "integer", optional=True) is None
+    refused = {
+        None: "params: an object expected, got null",
+        5: "params: an object expected, got an integer",
+        "x": "params: an object expected, got a string",
+    }
+    for params, reason in refused.items():
+        with pytest.raises(BadParams, match=re.escape(reason)):
+            position(params)
+    cases = [
+        ({"textDocument": 5.5}, "params.textDocument: an object expected, got a number"),
+        ({"textDocument": {}}, "params.textDocument.uri is missing"),
+        (
+            {**good, "position": {"line": True, "character": 0}},
+            "params.position.line: an integer expected, got a boolean",
+        ),
+    ]
+    for params, reason in cases:
+        with pytest.raises(BadParams, match=re.escape(reason)):
+            position(params)
+    assert change({"text": "x"}) == Change("x")
+    where = {"start": {"line": 0, "character": 1}, "end": {"line": 0, "character": 2}}
+    assert change({"text": "", "range": where}) == Change("", (0, 1), (0, 2))
+    with pytest.raises(BadParams, match=re.escape("params.range.end is missing")):
+        change({"text": "", "range": {"start": where["start"]}})
+
+
 # ---- when documents are checked ---------------------------------------------------------------
 
 
@@ -283,6 +316,48 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
     assert seen.published == [("file:///x/big.yaml", 5)]  # version 1's result dropped
 
 
+def test_only_documents_within_the_inline_bound_are_checked_on_the_message_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A document of ``INLINE_CHARS`` characters is checked on the thread that handles
+    messages, once none waits (edits meanwhile: one check, of the last); one character
+    more, on a worker thread, so no larger check holds up a message."""
+    seen = Recorder()
+    checked_on: list[tuple[str, Any, threading.Thread]] = []
+    real = Documents._check
+
+    def recording(self: Documents, document: Document, text: str, version: Any) -> Any:
+        checked_on.append((document.uri, version, threading.current_thread()))
+        return real(self, document, text, version)
+
+    monkeypatch.setattr(Documents, "_check", recording)
+    head = "training:\n  rollout_fucn: m:f\n"
+    at_bound = head + "#" * (INLINE_CHARS - len(head) - 1) + "\n"
+    assert len(at_bound) == INLINE_CHARS
+
+    async def scenario() -> None:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            documents = Documents(seen.publish, seen.error, pool)
+            documents.deferred = True
+            documents.opened("file:///x/small.yaml", at_bound, 1, "yaml")
+            for version in range(2, 6):
+                edit = [Change("", (0, 0), (0, 0))]
+                assert documents.changed("file:///x/small.yaml", edit, version, "utf-16")
+            documents.opened("file:///x/big.yaml", at_bound + "#", 1, "yaml")
+            assert list(documents.due) == ["file:///x/small.yaml"]
+            documents.run_due()
+            assert not documents.due
+            await asyncio.wait_for(documents.current("file:///x/big.yaml"), 30)
+
+    asyncio.run(scenario())
+    main = threading.main_thread()
+    where = {(uri, version): thread for uri, version, thread in checked_on}
+    assert len(checked_on) == 2  # versions 1 to 4 of the small one never checked
+    assert where[("file:///x/small.yaml", 5)] is main
+    assert where[("file:///x/big.yaml", 1)] is not main
+    assert sorted(seen.published) == [("file:///x/big.yaml", 1), ("file:///x/small.yaml", 5)]
+
+
 def test_a_bug_in_the_check_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = Recorder()
 
@@ -315,6 +390,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 def test_import_and_the_cli_stay_free_of_pygls() -> None:
     done = run_python(
         "import sys, agent_rollout, agent_rollout.config, agent_rollout.lsp\n"
+        "import agent_rollout.lsp._session\n"
         "from agent_rollout.cli import build_parser\n"
         "build_parser(['lsp']).parse_args(['lsp', '--stdio'])\n"
         "print([m for m in ('pygls', 'lsprotocol', 'cattrs') if m in sys.modules])\n"
@@ -332,7 +408,7 @@ def test_the_server_says_what_it_needs_when_pygls_is_missing() -> None:
     assert "pip install 'pygls>=2,<3' 'lsprotocol>=2025.0.0'" in done.stderr
 
 
-# ---- the first answers, before pygls is loaded ------------------------------------------------
+# ---- a session ------------------------------------------------------------------------------
 
 
 class Kept(io.BytesIO):
@@ -394,7 +470,7 @@ OPEN = {
 }
 
 
-def test_the_first_diagnostics_go_out_once_then_pygls_answers() -> None:
+def test_the_first_diagnostics_go_out_once_and_each_request_is_answered_once() -> None:
     hover = {
         "id": 2,
         "method": "textDocument/hover",
@@ -426,7 +502,7 @@ def test_a_pulling_client_is_answered_early_and_once() -> None:
     assert sorted(answers) == [1, 2, 3, 99]
     assert answers[1]["capabilities"]["positionEncoding"] == "utf-32"
     assert [d["code"] for d in answers[2]["items"]] == ["unknown_key"]
-    assert answers[3]["items"] == answers[2]["items"]  # the second one, pygls's
+    assert answers[3]["items"] == answers[2]["items"]
 
 
 def test_initialization_options_apply_from_the_first_diagnostics() -> None:
@@ -442,47 +518,45 @@ def test_initialization_options_apply_from_the_first_diagnostics() -> None:
 @pytest.mark.parametrize(
     "profile", ["neovim@v0.7.0", "neovim@v0.11.0", "emacs@v29.1", "visual_studio_code@v1.65.2"]
 )
-def test_the_early_capabilities_are_pyglss(profile: str) -> None:
-    """The reply to ``initialize`` given before pygls is loaded is the one pygls builds."""
+def test_the_reply_to_initialize_is_the_protocols_and_names_only_methods_answered(
+    profile: str,
+) -> None:
+    """The session's reply reads as lsprotocol's ``InitializeResult``; each capability it
+    gives has a method the session or pygls answers; pygls is given only methods it
+    handles, and every method it handles is the session's or given to it."""
     pytest_lsp = pytest.importorskip("pytest_lsp")
+    from lsprotocol import types
     from lsprotocol.converters import get_converter
 
     from agent_rollout.lsp._server import build_server
+    from agent_rollout.lsp._session import PYGLS_METHODS, SESSION_METHODS
 
-    capabilities = get_converter().unstructure(pytest_lsp.client_capabilities(profile))
-    early = start.answer_first(
-        io.BytesIO(
-            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
-        ),
-        Kept(),
-        "9.9",
-    )
-    server = build_server("9.9")
-    written: list[bytes] = []
-
-    class Writer:
-        def write(self, data: bytes) -> None:
-            written.append(data)
-
-        def close(self) -> None:
-            pass
-
-    async def initialize() -> None:
-        server.replay(early, Writer())  # pygls's own reply goes nowhere: build it here
-        message = server.structure(early.messages[0])
-        server.protocol.set_writer(Writer())
-        server.protocol.handle_message(message)
-
-    asyncio.run(initialize())
+    converter = get_converter()
+    capabilities = converter.unstructure(pytest_lsp.client_capabilities(profile))
+    params = {"capabilities": capabilities}
+    reply = start.capabilities(params, start.position_encoding(params))
+    result = converter.structure({"capabilities": reply}, types.InitializeResult)
+    assert result.capabilities.position_encoding == start.position_encoding(params)
+    provided = {
+        "textDocumentSync": ["textDocument/didOpen", "textDocument/didChange"],
+        "completionProvider": ["textDocument/completion"],
+        "hoverProvider": ["textDocument/hover"],
+        "codeActionProvider": ["textDocument/codeAction"],
+        "executeCommandProvider": ["workspace/executeCommand"],
+        "diagnosticProvider": ["textDocument/diagnostic"],
+        "workspace": ["workspace/didChangeWorkspaceFolders"],
+    }
+    answered = SESSION_METHODS | PYGLS_METHODS
+    assert SESSION_METHODS.isdisjoint(PYGLS_METHODS)
+    for name in reply:
+        if name != "positionEncoding":
+            assert set(provided[name]) <= answered, name
+    client = start.read_client(params)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    seen = Recorder()
+    server = build_server("9.9", Documents(seen.publish, seen.error), client, message, print)
+    features = server.protocol.fm
+    pygls_methods = set(features.builtin_features) | set(features.features)
+    assert PYGLS_METHODS <= pygls_methods
+    assert pygls_methods <= answered
     server.shutdown()
-    pygls_reply = unframed(written[-1])[0]["result"]
-    stream = Kept()
-    start.answer_first(
-        io.BytesIO(
-            framed({"id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
-        ),
-        stream,
-        "9.9",
-    )
-    early_reply = unframed(stream.getvalue())[0]["result"]
-    assert early_reply == pygls_reply

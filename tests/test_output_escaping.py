@@ -370,11 +370,23 @@ def test_check_fix_and_diff_print_the_files_lines_and_names_escaped(
     config = tmp_path / f"{HOSTILE_NAME}.yaml"
     config.write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
+    # A diff holds the file's lines as they are (escaped, it would not apply): under
+    # GitHub Actions it is printed between ::stop-commands:: and the end token, and its
+    # name in the --- and +++ lines is quoted on one line, as git quotes it.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
     diff = cli("check", "--diff", config.name)
     assert diff.code == 1, diff.err
-    lines = safe_lines(diff.out)
-    assert any("8" in line and line.startswith("+") for line in lines)
-    assert sum(printable(config.name) in line for line in lines) >= 2  # --- and +++
+    safe_lines(diff.err)
+    stop, *inside, resume = diff.out.splitlines()
+    token = re.fullmatch(r"::stop-commands::([0-9a-f]{32})", stop)
+    assert token is not None and resume == f"::{token.group(1)}::"
+    assert f"::{token.group(1)}::" not in inside
+    assert " # ##[warning]legacy" in inside  # data, unescaped
+    headers = [line for line in inside if line.startswith(("--- ", "+++ "))]
+    assert safe_lines("\n".join(headers) + "\n") == [
+        '--- "cfg\\n::warning::x.yaml"',
+        '+++ "cfg\\n::warning::x.yaml"',
+    ]
     fixed = cli("check", "--fix", config.name)
     assert fixed.code == 0, fixed.err
     (line, *_) = safe_lines(fixed.out)

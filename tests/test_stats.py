@@ -9,6 +9,7 @@ order: the dropped key names kept must not depend on the cut).
 
 from __future__ import annotations
 
+import ast
 import gzip
 import io
 import json
@@ -23,9 +24,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_rollout import normalise_rollout_file, normalise_rollout_rows
+from agent_rollout import arrow_to_rows, normalise_rollout_file, normalise_rollout_rows
 from agent_rollout._engine.stats import jsonl_stats, rollout_stats
-from agent_rollout._errors import RolloutBadRowsError
+from agent_rollout._errors import (
+    ROW_MESSAGES,
+    RolloutBadRowsError,
+    RolloutFileError,
+    RolloutRowError,
+)
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._jsonl import FileLimits
 from agent_rollout._limits import BAD_ROWS_KEPT
@@ -445,10 +451,12 @@ def test_parquet_stats_reads_only_the_columns_it_counts(engine: str, tmp_path: P
 def test_parquet_stats_imports_only_what_it_needs(tmp_path: Path) -> None:
     # pyarrow imports pandas (most of a second, tens of MB) for a Python value handed
     # to it (pa.array, pa.scalar, an int operand of pyarrow.compute); stats hands none.
-    # pyarrow.compute (0.1 s of CPU) is not needed to call its kernels.
+    # pyarrow.compute (0.08 s of CPU) is imported when a batch is counted, not before.
     path = _messages_file(tmp_path / "r.parquet")
     code = (
         "import sys\n"
+        "import agent_rollout.arrow.stats\n"
+        "print('pyarrow.compute' in sys.modules)\n"
         "from agent_rollout.cli import main\n"
         f"assert main(['stats', {str(path)!r}, '--format', 'json']) == 0\n"
         "names = ('pandas', 'pyarrow.dataset', 'pyarrow.compute')\n"
@@ -458,15 +466,50 @@ def test_parquet_stats_imports_only_what_it_needs(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "[]"
+    lines = done.stdout.splitlines()
+    assert (lines[0], lines[-1]) == ("False", "['pyarrow.compute']")
 
 
+def test_parquet_stats_uses_only_public_pyarrow() -> None:
+    # pyarrow's private modules and names (pyarrow._compute, ...) change without
+    # notice: the count calls the kernels through the public pyarrow.compute.
+    import agent_rollout.arrow.stats as module
+
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    used = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            used += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            used += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in ("pa", "pq", "pc"):
+                used.append(f"pyarrow.{node.attr}")
+    private = [
+        name
+        for name in used
+        if name.split(".")[0] == "pyarrow"
+        and any(part.startswith("_") for part in name.split(".")[1:])
+    ]
+    assert used and private == []
+
+
+LAYOUTS = {
+    # column chunks under 1 MiB, each read whole
+    "row groups of 6,000 rows": {"row_group_size": 6000},
+    # one row group whose content chunk is over 1 MiB: read through a 1 MiB buffer
+    "one big row group": {"compression": "none", "use_dictionary": False},
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("ascii_only", [True, False])
 def test_parquet_counts_as_jsonl_across_batches(
-    engine: str, tmp_path: Path, ascii_only: bool
+    engine: str, tmp_path: Path, ascii_only: bool, layout: str
 ) -> None:
     # More rows than a batch, contents null, empty, ASCII or not: the lengths read off the
-    # offsets (ASCII) or counted (any other) are those of the JSONL of the same rows.
+    # offsets (ASCII) or counted (any other) are those of the JSONL of the same rows,
+    # whether the column chunks are read whole or through a buffer.
     text = "plain text" if ascii_only else "h\u00e9llo \U0001f600"
     rows = []
     for i in range(20_000):
@@ -475,11 +518,244 @@ def test_parquet_counts_as_jsonl_across_batches(
         rows.append({"prompt": prompt, "answer": [None, "", text * (i % 4 + 1)][i % 3], "id": i})
     src = write(tmp_path / "r.jsonl", [json.dumps(row) for row in rows])
     dest = tmp_path / "r.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), dest, row_group_size=6000)
+    pq.write_table(pa.Table.from_pylist(rows), dest, **LAYOUTS[layout])
+    biggest = _column_chunk(dest, 0, "prompt.list.element.content")[1]
+    assert (biggest > 1 << 20) == (layout == "one big row group")
     got = rollout_stats(str(dest), LIMITS)
     want = jsonl_stats(str(src), LIMITS)
     assert got.rows == 20_000 and got.names == want.names == {"id": 20_000}
     assert _without_file_counts(got) == _without_file_counts(want)
+
+
+def test_the_unreadable_parquet_message_has_one_home(engine: str, tmp_path: Path) -> None:
+    # Its text is _errors.PARQUET_MESSAGES's, as every file message is in _errors; no
+    # string of arrow.stats's code spells it again.
+    import agent_rollout.arrow.stats as module
+    from agent_rollout._errors import PARQUET_MESSAGES
+
+    bad = _corrupt(_messages_file(tmp_path / "good.parquet"), tmp_path / "bad.parquet", "bad magic")
+    with pytest.raises(RolloutValueError) as caught:
+        rollout_stats(str(bad), LIMITS)
+    shape = re.escape(f"{bad}: " + PARQUET_MESSAGES["unreadable"])
+    assert re.fullmatch(shape.replace(re.escape("{reason}"), r"[^\n]+"), str(caught.value))
+    tree = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    texts = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+    assert texts and not [text for text in texts if "readable Parquet" in text]
+
+
+def _read_bytes(path: Path, columns: tuple[str, ...]) -> int:
+    """The uncompressed bytes of the column chunks of ``columns`` (leaf paths), every row
+    group, as the footer of ``path`` counts them."""
+    meta = pq.ParquetFile(path).metadata
+    return sum(
+        meta.row_group(g).column(i).total_uncompressed_size
+        for g in range(meta.num_row_groups)
+        for i in range(meta.num_columns)
+        if meta.row_group(g).column(i).path_in_schema in columns
+    )
+
+
+def test_parquet_max_bytes_bounds_the_columns_read_uncompressed(
+    engine: str, tmp_path: Path
+) -> None:
+    # --max-bytes on Parquet: the uncompressed bytes of the columns read, as the footer
+    # counts them, checked before any row is read; the columns not read do not count.
+    path = _messages_file(tmp_path / "r.parquet")
+    read = _read_bytes(path, ("prompt.list.element.role", "prompt.list.element.content", "answer"))
+    everything = _read_bytes(path, ("prompt.list.element.name", "id")) + read
+    assert rollout_stats(str(path), FileLimits(10_000_000, read)).rows == 3000
+    assert everything > read
+    with pytest.raises(RolloutFileError) as caught:
+        rollout_stats(str(path), FileLimits(10_000_000, read - 1))
+    assert caught.value.code == "file_too_large"
+    assert re.match(
+        facts(str(path), f"{read - 1:,} bytes", "uncompressed", f"max_bytes={read - 1}"),
+        str(caught.value),
+    )
+
+
+BATCH_PEAK = """
+import sys
+import pyarrow as pa
+from agent_rollout._engine.stats import rollout_stats
+from agent_rollout._jsonl import FileLimits
+stats = rollout_stats(sys.argv[1], FileLimits(10_000_000, 1 << 40))
+print(stats.rows, stats.prompt_chars.max, pa.default_memory_pool().max_memory())
+"""
+
+
+def test_parquet_batches_are_bounded_in_bytes(engine: str, tmp_path: Path) -> None:
+    # Rows of 4 KB: 8,192 of them, one batch by rows alone, are 32 MB of text (a peak
+    # of 36 MB in pyarrow's pool); a batch keeps to 2 MiB of the columns read, as the
+    # footer counts them. The peak is pyarrow's own (its pool: every allocation of
+    # the read, decoded batches and pages), in a process of its own.
+    path = tmp_path / "long.parquet"
+    prompts = [f"{i:08d}" + "x" * 4000 for i in range(8192)]
+    # Pages of 64 rows (256 KB): the reader's own buffers stay small.
+    pq.write_table(pa.table({"prompt": prompts}), path, compression="zstd", write_batch_size=64)
+    env = {**cli_env(engine), "ARROW_DEFAULT_MEMORY_POOL": "system"}
+    done = subprocess.run(
+        [sys.executable, "-c", BATCH_PEAK, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows, longest, peak = (int(word) for word in done.stdout.split())
+    assert (rows, longest) == (8192, 4008)
+    assert peak < 16 << 20, peak
+
+
+def test_parquet_footer_over_the_bound_is_unreadable(engine: str, cli: Cli, tmp_path: Path) -> None:
+    # The footer is held whole, parsed (about ten times its bytes): one over
+    # MAX_PARQUET_FOOTER_BYTES is refused as an unreadable file, before it is parsed;
+    # one under it is read.
+    from agent_rollout._limits import MAX_PARQUET_FOOTER_BYTES
+
+    table = pa.table({"prompt": ["a"]})
+    under, over = tmp_path / "under.parquet", tmp_path / "over.parquet"
+    for path, pad in ((under, MAX_PARQUET_FOOTER_BYTES - 4096), (over, MAX_PARQUET_FOOTER_BYTES)):
+        with pq.ParquetWriter(path, table.schema, store_schema=False) as writer:
+            writer.write_table(table)
+            writer.add_key_value_metadata({"pad": "x" * pad})  # held in the footer
+    sizes = [pq.ParquetFile(path).metadata.serialized_size for path in (under, over)]
+    assert sizes[0] <= MAX_PARQUET_FOOTER_BYTES < sizes[1]
+    assert rollout_stats(str(under), LIMITS).rows == 1
+    result = cli("stats", str(over))
+    assert result.code == 1, result.err
+    assert re.fullmatch(
+        re.escape(str(over)) + r": not a readable Parquet file \([^\n]+\)\n", result.err
+    )
+    assert re.search(
+        facts("MAX_PARQUET_FOOTER_BYTES", f"{MAX_PARQUET_FOOTER_BYTES:,}", "row groups"), result.err
+    )
+
+
+def _text(values: list[Any]) -> pa.Array:
+    """A string array of ``values`` (bytes or None) as they are, UTF-8 or not, as another
+    writer's file may hold them (pyarrow checks no UTF-8 building it from binary)."""
+    return pa.array(values, pa.binary()).view(pa.string())
+
+
+def _messages(prompts: list[list[tuple[bytes, bytes]]]) -> pa.Array:
+    """A list<struct<role, content>> array of ``prompts``, (role, content) bytes as they are."""
+    pairs = [pair for prompt in prompts for pair in prompt]
+    offsets = [0]
+    for prompt in prompts:
+        offsets.append(offsets[-1] + len(prompt))
+    fields = pa.StructArray.from_arrays(
+        [_text([role for role, _ in pairs]), _text([content for _, content in pairs])],
+        names=["role", "content"],
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), fields)
+
+
+def _json_line(prompt: Any, answer: Any) -> bytes:
+    """A JSONL line of ``prompt`` (bytes, or (role, content) bytes pairs) and ``answer``
+    (bytes or None), their bytes as they are."""
+    if isinstance(prompt, bytes):
+        text = b'"' + prompt + b'"'
+    else:
+        messages = [b'{"role": "' + r + b'", "content": "' + c + b'"}' for r, c in prompt]
+        text = b"[" + b", ".join(messages) + b"]"
+    line = b'{"prompt": ' + text
+    return line + (b"}" if answer is None else b', "answer": "' + answer + b'"}')
+
+
+NOT_UTF8 = {
+    "text": (
+        [b"hello", b"caf\xc3\xa9", b"bad\xff", b"fine", b"ok"],
+        ["prompt: invalid UTF-8 at byte 4", "answer: invalid UTF-8 at byte 1"],
+    ),
+    "messages": (
+        [
+            [(b"user", b"hello")],
+            [(b"system", b"caf\xc3\xa9"), (b"user", b"q")],
+            [(b"user", b"ok"), (b"user", b"bad\xff")],
+            [(b"us\xffr", b"fine")],
+            [(b"user", b"ok")],
+        ],
+        [
+            "prompt[1].content: invalid UTF-8 at byte 4",
+            "prompt[0].role: invalid UTF-8 at byte 3",
+            "answer: invalid UTF-8 at byte 1",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_UTF8))
+@pytest.mark.parametrize("path", ["fast", "row by row"])
+def test_parquet_text_not_utf8_is_a_bad_row_as_in_jsonl(
+    engine: str, tmp_path: Path, kind: str, path: str
+) -> None:
+    # Another writer's Parquet may hold text that is not UTF-8: each such row is a bad
+    # row naming its column and byte, as JSONL names the line's, whether its batch is
+    # counted with pyarrow.compute (every row good otherwise) or row by row (an empty
+    # prompt in it); the other rows are counted as their JSONL's.
+    prompts, wheres = NOT_UTF8[kind]
+    answers = [b"world", None, b"x", b"a", b"\xe9t\xe9"]
+    if path == "row by row":
+        prompts = [*prompts, b"" if kind == "text" else []]
+        answers = [*answers, b"a"]
+    column = _text(prompts) if kind == "text" else _messages(prompts)
+    dest = tmp_path / "r.parquet"
+    pq.write_table(pa.table({"prompt": column, "answer": _text(answers)}), dest)
+    src = tmp_path / "r.jsonl"
+    src.write_bytes(
+        b"".join(_json_line(p, a) + b"\n" for p, a in zip(prompts, answers, strict=True))
+    )
+    got, want = rollout_stats(str(dest), LIMITS), jsonl_stats(str(src), LIMITS)
+    rows = [2, 3, 4] if kind == "messages" else [2, 4]
+    expected = [
+        f"{dest}: row {row}: {where} of the text" for row, where in zip(rows, wheres, strict=True)
+    ]
+    if path == "row by row":
+        rows.append(5)
+        expected.append(f"{dest}: row 5: prompt: " + ROW_MESSAGES["prompt_empty"])
+    assert [str(error) for error in got.bad] == expected
+    assert [error.line for error in want.bad] == [row + 1 for row in rows]  # type: ignore[attr-defined]
+    assert all(
+        re.fullmatch(r"\S+:\d+: invalid UTF-8 at byte \d+ of the line", str(error))
+        for error in want.bad[: len(wheres)]
+    )
+    got.bad = want.bad = ()
+    assert got.bad_rows == want.bad_rows == len(expected)
+    assert _without_file_counts(got) == _without_file_counts(want)
+
+
+def test_arrow_to_rows_names_text_that_is_not_utf8(engine: str) -> None:
+    table = pa.table(
+        {
+            "prompt": _messages([[(b"user", b"ok")], [(b"user", b"a"), (b"user", b"b\xc3")]]),
+            "answer": _text([b"fine", b"fine"]),
+        }
+    )
+    with pytest.raises(
+        RolloutRowError, match=r"^row 1: prompt\[1\]\.content: invalid UTF-8 at byte 2 of the text$"
+    ) as caught:
+        arrow_to_rows(table)
+    assert (caught.value.index, caught.value.path, caught.value.code) == (
+        1,
+        "prompt[1].content",
+        "text_utf8",
+    )
+    with pytest.raises(RolloutRowError, match=r"^row 2: answer: invalid UTF-8 at byte 1 "):
+        arrow_to_rows(pa.table({"prompt": ["a", "b", "c"], "answer": _text([b"x", None, b"\xff"])}))
 
 
 # ---- the report and the JSON -----------------------------------------------------------------
@@ -612,6 +888,7 @@ def test_counts_say_row_or_rows_with_thousands_separators(
         ("big.jsonl", "--max-rows", "2", "--max-rows N"),
         ("big.jsonl", "--max-bytes", "20", "--max-bytes B"),
         ("big.parquet", "--max-rows", "2", "--max-rows N"),
+        ("big.parquet", "--max-bytes", "20", "--max-bytes B"),
     ],
 )
 def test_limits_are_named_as_the_command_line_sets_them(

@@ -6,7 +6,9 @@ Real git is run here only by the tests, on repositories they made, to compare.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from agent_rollout._limits import MAX_IGNORE_FILE_BYTES
+from agent_rollout._limits import MAX_IGNORE_FILE_BYTES, MAX_IGNORE_GLOB_BYTES
 from agent_rollout.cli._gitfiles import read_index
 from agent_rollout.cli._ignore import repository_around
 from agent_rollout.cli._walk import config_files
@@ -363,7 +365,7 @@ def test_a_subfolder_given_reads_the_rules_above_it(tmp_path: Path, quiet_home: 
     )
     git("init", "-q", tmp_path)
     assert walked(tmp_path / "sub") == ["a.yaml", "keep.json"]
-    assert walked(tmp_path / "sub" / "x") == []
+    assert walked(tmp_path / "sub" / "x") == ["c.yaml"]  # named: the user's, ignored or not
     link = tmp_path.parent / f"{tmp_path.name}-link"
     try:
         link.symlink_to(tmp_path / "sub", target_is_directory=True)
@@ -436,10 +438,147 @@ def test_outside_a_work_tree_nothing_is_ignored(tmp_path: Path, quiet_home: Path
     assert walked(tmp_path) == ["a.yaml", "b/c.yaml"]
 
 
+# ---- what the walk reads ---------------------------------------------------------------------
+
+FIXABLE = "training:\n  rollout_backnd: nemo_gym\n"
+"""A config ``--fix`` rewrites (the key's typo)."""
+
+
+def reported(out: str) -> list[str]:
+    """The files a ``check`` report names an issue in (``path:line:column: ...``)."""
+    return [line.split(":")[0] for line in out.splitlines() if re.match(r"[^:]+:\d+:\d+: ", line)]
+
+
+@posix_only
+def test_symbolic_links_to_files_are_not_followed(
+    cli: Cli, engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link inside a folder leads anywhere (``/etc/passwd``, another user's file): the
+    walk neither reads nor fixes what it points to, as ripgrep does not by default; the
+    same link named on the command line is read, and fixed through."""
+    outside, repo = tmp_path / "outside", tmp_path / "repo"
+    write(outside, {"victim.yaml": FIXABLE, "secret.yaml": BAD})
+    write(repo, {"own.yaml": BAD})
+    (repo / "c.yaml").symlink_to(outside / "victim.yaml")
+    (repo / "d.yaml").symlink_to(outside / "secret.yaml")
+    (repo / "p.yaml").symlink_to("/etc/passwd")
+    monkeypatch.chdir(repo)
+    for args in (["--fix", "."], ["."]):
+        done = cli("check", *args)
+        assert done.code == 1, args
+        assert reported(done.out) == ["own.yaml"], args
+        assert done.out.splitlines()[-1].startswith("checked 1 file:"), args
+    diff = cli("check", "--diff", ".")
+    assert "would fix 0 issues in 0 files" in diff.out + diff.err
+    assert (outside / "victim.yaml").read_text("utf-8") == FIXABLE
+    assert walked(repo) == ["own.yaml"]
+    assert cli("check", "d.yaml").out.startswith("d.yaml:2:20:")  # named: read
+    fixed = cli("check", "--fix", "c.yaml")
+    assert "fixed 1 issue in 1 file" in fixed.out.splitlines()
+    assert (outside / "victim.yaml").read_text("utf-8") != FIXABLE
+    assert (repo / "c.yaml").is_symlink()
+
+
+@needs_git
+def test_a_folder_named_is_read_though_git_ignores_it(
+    cli: Cli, engine: str, tmp_path: Path, quiet_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ruff lints a folder named on its command line: the folder (or a folder above
+    it) being ignored does not count; below it the rules still apply, its own
+    ``.gitignore`` and the patterns above that match paths below it."""
+    write(
+        tmp_path,
+        {
+            ".gitignore": "out/\nbuild2/\nsub/*.yaml\n",
+            "out/a.yaml": BAD,
+            "out/deep/b.yaml": BAD,
+            "out/.gitignore": "skip.yaml\n",
+            "out/skip.yaml": BAD,
+            "build2/x/c.yaml": BAD,
+            "sub/d.yaml": BAD,
+            "sub/e.yml": BAD,
+            "top.yaml": BAD,
+        },
+    )
+    git("init", "-q", tmp_path)
+    monkeypatch.chdir(tmp_path)
+
+    def checked(*args: str) -> list[str]:
+        return reported(cli("check", *args).out)
+
+    assert checked(".") == ["top.yaml", "sub/e.yml"]
+    assert checked("out") == ["out/a.yaml", "out/deep/b.yaml"]
+    assert checked("build2/x") == ["build2/x/c.yaml"]
+    assert checked("sub") == ["sub/e.yml"]
+    assert checked("out/deep", "build2") == ["out/deep/b.yaml", "build2/x/c.yaml"]
+    assert walked(tmp_path / "out") == ["a.yaml", "deep/b.yaml"]
+
+
+def _hostile(size: int, *, distinct: bool) -> str:
+    """The review's ``.gitignore``, up to ``size`` bytes: lines of ``*a*a...*ab`` (63
+    stars; ``distinct``: each line its own, ``b0q``, ``b1q``..., else one line again
+    and again)."""
+    lines, total = [], 0
+    while True:
+        line = "*a" * 63 + (f"b{len(lines)}q" if distinct else "b") + "\n"
+        if total + len(line) > size:
+            return "".join(lines)
+        lines.append(line)
+        total += len(line)
+
+
+@needs_git
+def test_a_hostile_gitignore_is_bounded_and_keeps_gits_verdicts(
+    tmp_path: Path, quiet_home: Path
+) -> None:
+    """A 1 MiB ``.gitignore`` of star-heavy lines took 10 s a file name: a file past
+    ``MAX_IGNORE_GLOB_BYTES`` of them is not applied (named in ``not_applied``), one at
+    the limit, or of one line repeated, is, with git's verdicts. What each costs is
+    ``benches/bench_walk.py``'s to time, beside git."""
+    names = [f"{'a' * 200}{i}.yaml" for i in range(10)]
+    write(tmp_path, dict.fromkeys(names, BAD))
+    write(tmp_path, {f"{'a' * 70}b5q/x.yaml": BAD, "z.yaml": BAD})
+    git("init", "-q", tmp_path)
+    gitignore = tmp_path / ".gitignore"
+
+    gitignore.write_text(_hostile(MAX_IGNORE_FILE_BYTES, distinct=True), "utf-8")
+    found = config_files(str(tmp_path))
+    assert found.not_applied == [str(gitignore)]
+    assert len(found.files) == 12
+
+    for text in (
+        _hostile(MAX_IGNORE_GLOB_BYTES, distinct=True),  # at the limit: applied
+        _hostile(MAX_IGNORE_FILE_BYTES, distinct=False),  # the same line: matched once
+    ):
+        gitignore.write_text(text, "utf-8")
+        found = config_files(str(tmp_path))
+        assert found.not_applied == []
+        by_git = ignored_by_git(tmp_path, [*names, f"{'a' * 70}b5q", "z.yaml"])
+        assert by_git == ({f"{'a' * 70}b5q"} if "b5q" in text else set())
+        expected = sorted([*names, "z.yaml", *([] if by_git else [f"{'a' * 70}b5q/x.yaml"])])
+        assert sorted(walked(tmp_path)) == expected
+
+
+def test_the_walks_modules_keep_no_limit_of_their_own() -> None:
+    """Every limit lives in ``_limits`` (one home): the walk's modules define none."""
+    cli_folder = Path(__file__).resolve().parent.parent / "python" / "agent_rollout" / "cli"
+    found = []
+    for module in ("_walk.py", "_ignore.py", "_gitfiles.py", "_wildmatch.py"):
+        tree = ast.parse((cli_folder / module).read_text("utf-8"))
+        for node in tree.body:
+            if not isinstance(node, ast.Assign) or isinstance(node.value, ast.Call):
+                continue  # a number is a limit, not a table of bytes (``frozenset(...)``)
+            for target in node.targets:
+                name = target.id if isinstance(target, ast.Name) else ""
+                if "MAX" in name or name.endswith(("_BYTES", "_DEPTH")):
+                    found.append(f"{module}: {name}")
+    assert found == ["_gitfiles.py: _INDEX_BLOCK_BYTES"]  # how much one read asks for
+
+
 # ---- fidelity: the verdicts are git's --------------------------------------------------------
 
-DIRS = ["a", "d", "ab", "x"]
-FILES = ["x.yaml", "a.yaml", "ab.yml", "b.json", "c.toml", "b", "#x", "!a", "a b"]
+DIRS = ["a", "d", "ab", "x", "aba"]
+FILES = ["x.yaml", "a.yaml", "ab.yml", "b.json", "c.toml", "b", "#x", "!a", "a b", "abab.yaml"]
 TOKENS = [
     "a",
     "b",
@@ -483,7 +622,23 @@ def patterns(draw: st.DrawFn) -> str:
     return text + draw(st.sampled_from(["", "", "", " ", "  ", "\\ "]))
 
 
-rule_files = st.lists(st.one_of(patterns(), st.sampled_from(["", "#c", "*", "**"])), max_size=6)
+STARRY = ["*", "*", "**", "a", "b", "?", "[ab]", "[!b]", "y", ".", "\\*"]
+"""Parts of patterns made mostly of stars, where a matcher that backtracks goes wrong
+or slow: ``*a*b*``, ``a*/*b``, ``**/*a**``."""
+
+
+@st.composite
+def starry_patterns(draw: st.DrawFn) -> str:
+    names = draw(
+        st.lists(st.lists(st.sampled_from(STARRY), min_size=1, max_size=7), min_size=1, max_size=3)
+    )
+    text = "/".join("".join(parts) for parts in names)
+    return ("!" if draw(st.integers(0, 4)) == 0 else "") + text
+
+
+rule_files = st.lists(
+    st.one_of(patterns(), starry_patterns(), st.sampled_from(["", "#c", "*", "**"])), max_size=6
+)
 
 
 @st.composite
@@ -577,7 +732,12 @@ def test_verdicts_are_gits(
             and f.rpartition(".")[2] in ("yaml", "yml", "json", "toml")
             and "." in f.rpartition("/")[2]
         )
-        assert sorted(walked(repo / top)) == expected
+        found = sorted(walked(repo / top))
+        named = {top} | {folder for folder in folders if top.startswith(folder + "/")}
+        if named & by_git:  # a folder named is read, ignored or not: more may be found
+            assert set(found) >= set(expected)
+        else:
+            assert found == expected
 
 
 # ---- patterns against real git, one by one ---------------------------------------------------

@@ -7,10 +7,16 @@
   just before it is replaced; ``FileChanged`` when it is not;
 - ``give_owner``: the replacement gets the file's owner and group (and mode
   again: ``chown`` clears the set-id bits), where the system lets us;
-- ``write_in_place``: for a file with other hard links, or whose owner a new
-  file cannot be given, the bytes written into the file itself, keeping its
-  inode, after the same check, with Ctrl-C, SIGTERM and SIGHUP held back
-  between the write and the truncation.
+- ``give_attributes``: the replacement gets the file's extended attributes
+  (``user.*``, the POSIX ACLs in ``system.*``, ``security.*`` labels), no
+  more and no fewer, where the system lets us; one that carries access (an
+  ACL, a label) it refuses makes the edit a write in place (``made_like``:
+  both);
+- ``write_in_place``: for a file with other hard links, or whose owner or
+  access-carrying attributes a new file cannot be given, or beside which no
+  new file can be made (a folder this user may not write), the bytes written
+  into the file itself, keeping its inode, after the same check, with Ctrl-C,
+  SIGTERM and SIGHUP held back between the write and the truncation.
 
 Python only: no Rust code edits a user's file (``check --fix`` is the caller).
 """
@@ -24,15 +30,18 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
-from agent_rollout._errors import shown_path
+from agent_rollout._errors import EDIT_MESSAGES, shown_path
 from agent_rollout._exceptions import RolloutRuntimeError
 
 __all__ = [
+    "NO_FILE_BESIDE",
     "FileChanged",
     "Snapshot",
+    "give_attributes",
     "give_owner",
+    "made_like",
     "read_snapshot",
     "still_at",
     "write_in_place",
@@ -53,7 +62,7 @@ class FileChanged(RolloutRuntimeError):
     was written."""
 
     def __init__(self, shown: str) -> None:
-        super().__init__(f"{shown_path(shown)}: changed since it was read; not written")
+        super().__init__(EDIT_MESSAGES["file_changed"].format(path=shown_path(shown)))
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,99 @@ def give_owner(fd: int, info: os.stat_result) -> bool:
     return True
 
 
+_ACCESS_NAMESPACES = ("system.", "security.")
+"""Extended attributes that decide who may do what with the file: the POSIX ACLs
+(``system.posix_acl_access``; NFSv4 and rich ACLs are ``system.`` too) and the labels
+and capabilities of security modules (``security.selinux``, ``security.capability``).
+One of these the replacement cannot be given (or rid of) makes the edit a write in
+place: a rename would hand the file other access than it had. Any other (``user.*``,
+``trusted.*``) the system refuses is left off, as editors do."""
+
+_NO_ATTRIBUTES = frozenset(
+    getattr(errno, name) for name in ("ENOTSUP", "EOPNOTSUPP", "ENOSYS") if hasattr(errno, name)
+)
+"""What listing the attributes of a file on a filesystem that has none raises."""
+
+
+def _attributes(target: Union[str, int]) -> dict[str, bytes]:
+    """The extended attributes of ``target`` (a path, symlinks not followed, or a
+    descriptor), by name; one removed while they are read is left out."""
+    follow = isinstance(target, int)  # a descriptor takes no follow_symlinks=False
+    found = {}
+    for name in os.listxattr(target, follow_symlinks=follow):
+        try:
+            found[name] = os.getxattr(target, name, follow_symlinks=follow)
+        except OSError as err:
+            if err.errno != errno.ENODATA:
+                raise
+    return found
+
+
+def _carries_access(name: str) -> bool:
+    return name.startswith(_ACCESS_NAMESPACES)
+
+
+def give_attributes(fd: int, path: str, info: os.stat_result) -> bool:
+    """Give the new file open at ``fd`` the extended attributes of the file ``path`` (the
+    one it will replace, as ``info`` found it), and take from it those that file has not
+    (an ACL the folder's default ACL gave it); its mode is then ``info``'s again (an
+    ACL sets the group bits). False when one that carries access
+    (``_ACCESS_NAMESPACES``) cannot be set or removed, or the file's own cannot be
+    listed: the caller writes in place, which keeps them all. Another the system
+    refuses is left off. Where the platform has no extended attributes
+    (``os.listxattr`` missing), nothing is done."""
+    if not hasattr(os, "listxattr"):
+        return True
+    try:
+        wanted = _attributes(path)
+    except OSError as err:
+        return err.errno in _NO_ATTRIBUTES  # none on this filesystem; else unknown
+    try:
+        found = _attributes(fd)
+    except OSError:
+        return False  # what the new file carries is unknown
+    if wanted == found:
+        return True
+    kept = _set_attributes(fd, wanted, found)
+    if stat.S_IMODE(os.fstat(fd).st_mode) != stat.S_IMODE(info.st_mode):
+        os.fchmod(fd, stat.S_IMODE(info.st_mode))
+    return kept
+
+
+def _set_attributes(fd: int, wanted: dict[str, bytes], found: dict[str, bytes]) -> bool:
+    """Make the attributes of ``fd`` (now ``found``) ``wanted``: see ``give_attributes``."""
+    kept = True
+    for name in sorted(found.keys() - wanted.keys()):
+        try:
+            os.removexattr(fd, name)
+        except OSError as err:
+            if err.errno != errno.ENODATA and _carries_access(name):
+                kept = False
+    for name, value in sorted(wanted.items()):
+        if found.get(name) == value:
+            continue
+        try:
+            os.setxattr(fd, name, value)
+        except OSError:
+            if _carries_access(name):
+                kept = False
+    return kept
+
+
+def made_like(fd: int, path: str, info: os.stat_result) -> bool:
+    """Give the new file open at ``fd`` all that the file ``path`` it will replace (as
+    ``info`` found it) has but its bytes: owner, group and mode (``give_owner``),
+    extended attributes (``give_attributes``). False when the system refuses the owner
+    or an attribute that carries access: the caller writes in place instead."""
+    return give_owner(fd, info) and give_attributes(fd, path, info)
+
+
+NO_FILE_BESIDE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+"""Why no new file could be made beside the file an edit replaces (the folder may not
+be written) that need not stop a write into the file itself (which may be): the
+caller writes in place, and that write says why not if it cannot."""
+
+
 _HELD = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
@@ -182,11 +284,12 @@ def _write_over(fd: int, data: bytes) -> None:
 
 
 def write_in_place(path: str, data: bytes, expected: Snapshot, shown: str) -> None:
-    """Write ``data`` into the file ``path`` itself (its inode, names, owner and mode
-    kept) if it is still ``expected``, else ``FileChanged`` naming ``shown``. The file
-    is looked at before it is opened for writing (nothing but the file read is opened
-    so), and again once open. Not all or nothing against a crash of the machine, as
-    no write in place is; against our own signals it is (``_signals_held``)."""
+    """Write ``data`` into the file ``path`` itself (its inode, names, owner, mode and
+    extended attributes kept) if it is still ``expected``, else ``FileChanged`` naming
+    ``shown``. The file is looked at before it is opened for writing (nothing but the
+    file read is opened so), and again once open. Not all or nothing against a crash
+    of the machine, as no write in place is; against our own signals it is
+    (``_signals_held``)."""
     if not still_at(path, expected):
         raise FileChanged(shown)
     flags = os.O_RDWR | _NO_FOLLOW | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)

@@ -100,6 +100,8 @@ ROW_MESSAGES: dict[str, str] = {
     # parse, fact the reason. A value the schema of agent_rollout.ray.normalise_batch
     # has no place for, fact its Arrow type.
     "json_text": "must be null or JSON text: {fact}",
+    # A str of a table that is not UTF-8 (read by another writer), fact the 1-based byte.
+    "text_utf8": "invalid UTF-8 at byte {fact} of the text",
     "schema_mismatch": "a value of Arrow type {fact} has no place in the schema every block "
     "must share (give normalise_batch a schema= that holds it)",
 }
@@ -116,7 +118,7 @@ INPUT_MESSAGES: dict[str, str] = {
     "empty prompt set",
 }
 
-PYTHON_ONLY_CODES = frozenset({"json_text", "schema_mismatch"})
+PYTHON_ONLY_CODES = frozenset({"json_text", "text_utf8", "schema_mismatch"})
 """Row codes only the Python side raises (reading an Arrow table back, fitting a schema)."""
 IO_CODES = ("io_read", "io_write")
 """Codes the Rust engine raises for an ``OSError`` (the fact is the errno)."""
@@ -262,6 +264,14 @@ FILE_MESSAGES: dict[str, str] = {
     "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
     "prompt set",
 }
+
+PARQUET_MESSAGES: dict[str, str] = {
+    "unreadable": "not a readable Parquet file ({reason})",
+    "file_too_large": "its columns read hold more than {bytes} uncompressed, as its footer "
+    "counts them (max_bytes={max_bytes}; raise the limit with " + _BYTES_HINT + ")",
+}
+"""A Parquet file's faults as a whole, after its name (``agent-rollout stats``; pyarrow
+reads Parquet, never the Rust engine, so these codes are not the engine's)."""
 
 ROWS_AT_THE_MOST = "more than {rows} (max_rows={max_rows}, the most allowed: split the file)"
 """``file_too_many_rows`` when ``max_rows`` is already ``MAX_ROWS_LIMIT`` (the file
@@ -493,6 +503,19 @@ def from_native_file(
     return file_error(
         code, source, max_rows, max_bytes=max_bytes, fact=fact, line=line, column=column
     )
+
+
+# ---- edits of a user's file (``check --fix``) --------------------------------------------------
+
+EDIT_MESSAGES: dict[str, str] = {
+    "file_changed": "{path}: changed since it was read; not written",
+    "changed": "not fixed: the file changed while it was being fixed; run again",
+    "unwritable": "not fixed: cannot write file: {why}",
+}
+"""``file_changed``: ``_edit.FileChanged``, an edit refused because the file is no
+longer what was read (``path`` shown with ``shown_path``). The others: why ``check
+--fix`` left a file as it was, keyed by the kind of the issue that says so
+(``cli._fix.CHANGED``, ``cli._fix.UNWRITABLE``; ``why``: the system's reason)."""
 
 
 # ---- config files ----------------------------------------------------------------------------

@@ -32,11 +32,11 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Optional
 
-from agent_rollout._edit import FileChanged, Snapshot, give_owner, still_at, write_in_place
+from agent_rollout import _edit
 from agent_rollout._errors import Terminated, output_name_error, shown_path
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 
@@ -209,10 +209,8 @@ def release_reader(where: Destination) -> None:
 
 def remove_temp(path: str) -> None:
     """Remove one of our temporary files; one already gone is no error."""
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _private_opener(path: str, flags: int) -> int:
@@ -276,8 +274,8 @@ class Output:
 
     ``expected`` (``_edit.read_snapshot``): an edit of the file read so, written
     only if it is still that (else ``FileChanged``, from ``open`` or ``commit``),
-    its owner and group kept; where it has other hard links or its owner cannot
-    be kept, the bytes are held in memory and written into it (``_edit``).
+    with all but its bytes kept (``_edit.made_like``); else (hard links, an owner or
+    ACL not kept, no file beside it) the bytes are held and written into it.
     """
 
     def __init__(
@@ -286,7 +284,7 @@ class Output:
         shown: str,
         private: bool = False,
         gzip_level: Optional[int] = None,
-        expected: Optional[Snapshot] = None,
+        expected: Optional[_edit.Snapshot] = None,
     ) -> None:
         self.shown = shown
         self.where = where
@@ -327,29 +325,31 @@ class Output:
     def _sink(self) -> None:
         if self.where.kind != "file":
             if self.expected is not None:
-                raise FileChanged(self.shown)  # read as a regular file, now a stream
+                raise _edit.FileChanged(self.shown)  # read as a regular file, now a stream
             self.file = _open_in_place(self.where, self.shown)
             return
         info: Optional[os.stat_result] = None
-        if not self.private:
+        with suppress(OSError):
+            info = None if self.private else os.stat(self.dest)
+        edit = self.expected is not None
+        if edit and (info is None or not stat.S_ISREG(info.st_mode)):
+            raise _edit.FileChanged(self.shown)
+        in_place = edit and info is not None and info.st_nlink > 1  # a link of many: in place
+        if not in_place:
             try:
-                info = os.stat(self.dest)
-            except OSError:
-                pass
-        if self.expected is not None:
-            if info is None or not stat.S_ISREG(info.st_mode):
-                raise FileChanged(self.shown)
-            if info.st_nlink > 1:
-                self._in_place = self.file = io.BytesIO()
-                return
-        self._make_temp(info)
-        if self.expected is not None and info is not None:
+                self._make_temp(info)
+            except OSError as err:  # no file beside it, the file itself may be writable
+                if not edit or self.temp is not None or err.errno not in _edit.NO_FILE_BESIDE:
+                    raise
+                in_place = True
+        if not in_place and edit and info is not None:
             with naming(self.shown):
-                kept = give_owner(self.file.fileno(), info)
-            if not kept:  # only root gives a file away: written in place instead
+                in_place = not _edit.made_like(self.file.fileno(), self.dest, info)
+            if in_place:  # only root gives a file away or sets some attributes
                 self.abandon()
                 self.temp = None
-                self._in_place = self.file = io.BytesIO()
+        if in_place:
+            self._in_place = self.file = io.BytesIO()
 
     def _make_temp(self, info: Optional[os.stat_result]) -> None:
         mode = None if info is None else stat.S_IMODE(info.st_mode)
@@ -393,14 +393,15 @@ class Output:
             if self._in_place is not None and self.expected is not None:
                 if self.file is not self._in_place:
                     self.file.close()  # gzip: its last bytes go into the buffer
-                write_in_place(self.dest, self._in_place.getvalue(), self.expected, self.shown)
+                data = self._in_place.getvalue()
+                _edit.write_in_place(self.dest, data, self.expected, self.shown)
                 return
             self.file.close()
             if self._raw is not None:
                 self._raw.close()
             if self.temp is not None:
-                if self.expected is not None and not still_at(self.dest, self.expected):
-                    raise FileChanged(self.shown)
+                if self.expected is not None and not _edit.still_at(self.dest, self.expected):
+                    raise _edit.FileChanged(self.shown)
                 os.replace(self.temp, self.dest)
 
     def abandon(self) -> None:

@@ -115,6 +115,16 @@ took 89 ms, 31 would take hours): at 10, the worst such value takes about a
 millisecond. Real values nest far less deeply (a tool call's arguments are at
 level 5).
 """
+MAX_PARQUET_FOOTER_BYTES = 16 * 1024 * 1024
+"""The largest Parquet footer (the file's metadata) ``agent-rollout stats`` reads (16 MiB).
+
+The footer is read and held whole before any row, and pyarrow's parsed form of
+it takes about ten times its bytes (a 42 MB footer: 390 MB): it grows with row
+groups times columns, so a small file of many tiny row groups could take more
+memory than its rows ever would. A footer over this is refused as an unreadable
+file. Real files stay far below it: 1M rows of messages prompts and three more
+columns, in row groups of 1,000 rows, make a footer of 2.8 MB (pyarrow's writer).
+"""
 
 
 # ---- config keys -----------------------------------------------------------------------------
@@ -199,11 +209,32 @@ name; this repository's: 26 KB for 263 files), so this is some 2.5 million files
 It is read in blocks and only the names the walk may ask about are kept, so memory
 stays small; the limit bounds the time (300,000 entries, 31 MB, read in 0.9 s on
 a 2-core machine: some 8 s at the limit). Past it, no file counts as tracked."""
-MAX_GLOB_STARS = 64
-"""The most runs of ``*`` one ignore pattern may hold to be matched.
+MAX_IGNORE_GLOB_BYTES = 32 * 1024
+"""The most bytes of wildcard patterns (``*``, ``?``, ``[...]``; not plain names,
+plain paths nor ``*.suffix``) the ignore files that apply to one path may hold
+together: its ``.gitignore`` files up to the top, ``info/exclude`` and the global
+excludes file, each distinct pattern counted once.
 
-Matching recurses once per run (git's ``wildmatch``); real patterns hold one or
-two. A pattern with more matches nothing, instead of exhausting the stack."""
+Each such pattern is tried against each path the walk meets (and each folder
+above it, once), in time bounded by the path's length times the pattern's
+(``cli._wildmatch``): this bounds the work a path costs. GitHub's 312
+``.gitignore`` templates hold 11.8 KB of wildcard patterns all together, the
+largest 1.5 KB. At this limit the slowest file found (lines ``**/*/*/.../b``)
+costs some 40 ms a folder of a path (git: 10 ms); lines ``a/**/a/**/.../b`` cost
+10 ms, where git's own matcher runs for minutes (benches/bench_walk.py). A file
+that would take the total past it is not applied (the walk then checks what it
+would have left out) and is named (``cli._walk.Found.not_applied``)."""
+MAX_GIT_INDEX_NAME_BYTES = 64 * 1024
+"""The longest path an index entry may hold before the index is taken as corrupt, in
+bytes (a path is at most 4 KiB on Linux): a corrupt index with no NUL to end a
+name would otherwise be read to its end for that one name."""
+MAX_GIT_SMALL_FILE_BYTES = 4096
+"""The largest ``.git`` file, ``HEAD`` or ``commondir`` read, in bytes: each holds one
+path or ref. A larger one is not read: a ``HEAD`` that makes no repository, a
+``.git`` file that leads to none, a ``commondir`` not followed."""
+MAX_GIT_INCLUDE_DEPTH = 10
+"""How deeply git config files may include others (``include.path``), as git's own
+``MAX_INCLUDE_DEPTH``: past it, an include is not read (git stops with an error)."""
 
 # ---- the language server ---------------------------------------------------------------------
 

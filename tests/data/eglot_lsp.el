@@ -75,9 +75,8 @@ Emacs goes idle first (eglot sends the changes), and after (Flymake takes them).
                  (and (> ar-published since) (numberp published) (>= published version))))
              what))
   (when settled
-    ;; Diagnostics of the same version may come more than once (a change of
-    ;; settings: checked again at once, again once the server has asked
-    ;; eglot for them): the last counts, once the server has been quiet.
+    ;; After a change of settings the server may ask eglot for them before it
+    ;; publishes: the last diagnostics count, once the server has been quiet.
     (let ((count -1))
       (while (/= count ar-published)
         (setq count ar-published)
@@ -201,7 +200,8 @@ Emacs goes idle first (eglot sends the changes), and after (Flymake takes them).
       (goto-char (1+ (match-beginning 0)))
       (ar-put 'hover (ar-hover))))
 
-  ;; A TOML config: a second server (the set-up has one per format).
+  ;; A TOML config: the same server, which eglot 1.9 tells it is YAML (the set-up has
+  ;; one server for every format; the server reads the file's name).
   (let ((since ar-published))
     (with-current-buffer (ar-open (getenv "AR_TOML"))
       (ar-wait-diagnostics since "diagnostics of the TOML file")

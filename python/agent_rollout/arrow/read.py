@@ -1,4 +1,9 @@
-"""Rollout tables read back: JSON text and message decoders, ``iter_rows``, ``arrow_to_rows``."""
+"""Rollout tables read back: JSON text and message decoders, ``iter_rows``, ``arrow_to_rows``.
+
+Text that is not UTF-8 (Arrow's and Parquet's text must be; another writer's file
+may break it) is the ``text_utf8`` error of its row, naming the column and the
+byte, as a JSONL line's is: ``row 1: prompt[0].content: invalid UTF-8 at byte 4
+of the text``."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any, Optional
 import pyarrow as pa
 
 from agent_rollout import _engine, _json
-from agent_rollout._errors import JSON_REASONS, row_error
+from agent_rollout._errors import JSON_REASONS, PathSegment, row_error
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._limits import (
     MAX_ROLLOUT_ROWS,
@@ -175,6 +180,82 @@ def _prompt_decoder(prompt_type: pa.DataType) -> Optional[MessagesDecoder]:
     return decode_item_list
 
 
+def _list_like(arrow_type: pa.DataType) -> bool:
+    return bool(
+        _is_list(arrow_type)
+        or pa.types.is_fixed_size_list(arrow_type)
+        or pa.types.is_list_view(arrow_type)
+        or pa.types.is_large_list_view(arrow_type)
+        or pa.types.is_map(arrow_type)
+    )
+
+
+def _bad_text(value: pa.Scalar) -> Optional[tuple[tuple[PathSegment, ...], int]]:
+    """Where ``value`` holds text that is not UTF-8: the path below it and the 1-based
+    byte in that text; None when it reads back."""
+    try:
+        value.as_py()
+    except UnicodeDecodeError as exc:
+        byte = exc.start + 1
+    else:
+        return None
+    if _list_like(value.type) and value.is_valid:
+        for position, item in enumerate(value.values):
+            found = _bad_text(item)
+            if found is not None:
+                return (position, *found[0]), found[1]
+    elif pa.types.is_struct(value.type) and value.is_valid:
+        for at, field in enumerate(value.type):
+            found = _bad_text(value[at])
+            if found is not None:
+                return (field.name, *found[0]), found[1]
+    return (), byte
+
+
+def _not_utf8(
+    batch: pa.RecordBatch, columns: list[tuple[str, int]]
+) -> tuple[int, tuple[PathSegment, ...], int]:
+    """The first row of ``batch`` whose ``columns`` hold text that is not UTF-8 (their
+    ``to_pylist`` raised ``UnicodeDecodeError``): its index, the path to that text and
+    the 1-based byte in it."""
+    for row in range(batch.num_rows):
+        for name, at in columns:
+            found = _bad_text(batch.column(at)[row])
+            if found is not None:
+                return row, (name, *found[0]), found[1]
+    raise RolloutValueError("text that is not UTF-8, at no row found")  # to_pylist said so
+
+
+def _batch_rows(
+    batch: pa.RecordBatch,
+    prompt_at: int,
+    answer_at: Optional[int],
+    decode: Optional[MessagesDecoder],
+    first: int,
+) -> Iterator[dict]:
+    """The rows of ``batch``, decoded, its first the table's row ``first``. Text that is
+    not UTF-8 (a file of another writer) is the ``text_utf8`` error of its row, raised
+    after the rows before it."""
+    try:
+        prompts = batch.column(prompt_at).to_pylist()
+        answers: Iterable[Any] = (
+            batch.column(answer_at).to_pylist() if answer_at is not None else [None] * len(prompts)
+        )
+    except UnicodeDecodeError:
+        columns = [("prompt", prompt_at)] + (
+            [("answer", answer_at)] if answer_at is not None else []
+        )
+        row, path, byte = _not_utf8(batch, columns)
+        yield from _batch_rows(batch.slice(0, row), prompt_at, answer_at, decode, first)
+        raise row_error("text_utf8", first + row, path, str(byte)) from None
+    index = first
+    for prompt, answer in zip(prompts, answers, strict=True):
+        if decode is not None and prompt is not None:
+            prompt = decode(prompt, index)
+        yield {"prompt": prompt} if answer is None else {"prompt": prompt, "answer": answer}
+        index += 1
+
+
 def iter_rows(data: Any) -> Iterator[dict]:
     """The rows of a rollout table, decoded (not yet checked)."""
     table = _as_table(data)
@@ -193,15 +274,8 @@ def iter_rows(data: Any) -> Iterator[dict]:
     decode = _prompt_decoder(table.schema.field(prompt_at).type)
     index = 0
     for batch in table.to_batches():
-        prompts = batch.column(prompt_at).to_pylist()
-        answers: Iterable[Any] = (
-            batch.column(answer_at).to_pylist() if answer_at is not None else [None] * len(prompts)
-        )
-        for prompt, answer in zip(prompts, answers, strict=True):
-            if decode is not None and prompt is not None:
-                prompt = decode(prompt, index)
-            yield {"prompt": prompt} if answer is None else {"prompt": prompt, "answer": answer}
-            index += 1
+        yield from _batch_rows(batch, prompt_at, answer_at, decode, index)
+        index += batch.num_rows
 
 
 def arrow_to_rows(

@@ -34,7 +34,13 @@ import stat
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 
-from agent_rollout._limits import MAX_GIT_INDEX_BYTES, MAX_IGNORE_FILE_BYTES
+from agent_rollout._limits import (
+    MAX_GIT_INCLUDE_DEPTH,
+    MAX_GIT_INDEX_BYTES,
+    MAX_GIT_INDEX_NAME_BYTES,
+    MAX_GIT_SMALL_FILE_BYTES,
+    MAX_IGNORE_FILE_BYTES,
+)
 
 __all__ = [
     "NotARepository",
@@ -60,12 +66,6 @@ _OPEN_FLAGS = (
     | getattr(os, "O_BINARY", 0)
 )
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_SMALL_FILE_BYTES = 4096
-"""A ``.git`` file, ``HEAD``, ``commondir``: a path or a ref, never longer than this here."""
-_MAX_INCLUDE_DEPTH = 10
-"""How deeply config files may include others (git's ``MAX_INCLUDE_DEPTH``)."""
-_MAX_INDEX_NAME_BYTES = 64 * 1024
-"""The longest path an index entry may hold before the index is taken as corrupt."""
 _INDEX_BLOCK_BYTES = 1024 * 1024
 _OPEN, _CLOSE, _BACKSLASH = ord("["), ord("]"), ord("\\")
 
@@ -261,7 +261,7 @@ def read_config(path: str, into: dict[str, bytes | None], depth: int = 0) -> Non
         for key, value in _ConfigText(data).entries():
             if key == "include.path":
                 included = expand_path(value)
-                if included is not None and depth < _MAX_INCLUDE_DEPTH:
+                if included is not None and depth < MAX_GIT_INCLUDE_DEPTH:
                     where = os.path.join(os.path.dirname(path), included)
                     read_config(where, into, depth + 1)
             else:
@@ -422,7 +422,7 @@ class _IndexReader:
                 self.at = end + 1
                 return name
             searched = len(self.block) - self.at
-            if searched > _MAX_INDEX_NAME_BYTES or not self._fill(searched + 1):
+            if searched > MAX_GIT_INDEX_NAME_BYTES or not self._fill(searched + 1):
                 raise _BadIndex
 
     def varint(self) -> int:
@@ -526,7 +526,7 @@ def _valid_head(path: str) -> bool:
             return os.readlink(path).startswith("refs/")
     except (OSError, ValueError):
         return False
-    data = read_regular(path, _SMALL_FILE_BYTES)
+    data = read_regular(path, MAX_GIT_SMALL_FILE_BYTES)
     if data is None:
         return False
     if data.startswith(b"ref:") and data[4:].lstrip(b" \t\n\r").startswith(b"refs/"):
@@ -536,7 +536,7 @@ def _valid_head(path: str) -> bool:
 
 def common_dir(git_dir: str) -> str:
     """Where a git folder's shared parts are (``commondir``, in a linked work tree's)."""
-    data = read_regular(os.path.join(git_dir, "commondir"), _SMALL_FILE_BYTES)
+    data = read_regular(os.path.join(git_dir, "commondir"), MAX_GIT_SMALL_FILE_BYTES)
     if not data:
         return git_dir
     return os.path.join(git_dir, os.fsdecode(data.rstrip(b"\r\n")))
@@ -568,7 +568,7 @@ def git_dir_of(dot_git: str) -> str | NotARepository | None:
         return dot_git if is_git_dir(dot_git) else _NOT_HERE
     if not stat.S_ISREG(info.st_mode):
         return _NOT_HERE
-    data = read_regular(dot_git, _SMALL_FILE_BYTES)
+    data = read_regular(dot_git, MAX_GIT_SMALL_FILE_BYTES)
     if data is None or not data.startswith(b"gitdir: "):
         return None
     target = os.fsdecode(data[8:].rstrip(b"\r\n"))

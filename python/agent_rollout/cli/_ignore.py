@@ -24,7 +24,11 @@ As ``man gitignore`` says and git 2.47 does:
   ``~/.config/git/ignore``). The deepest ``.gitignore`` decides first, and in
   a file its last matching line; below a folder that is ignored everything
   is, whatever a ``!`` line says (git does not look inside, nor read the
-  ``.gitignore`` files there);
+  ``.gitignore`` files there), except above and at the folder the user named
+  (``Repository.mark_named``). The files that apply to a path may hold at most
+  ``MAX_IGNORE_GLOB_BYTES`` of wildcard patterns together, the bound on what
+  matching a path costs (a pattern repeated counts once): one that would pass
+  it is not applied (``Repository.not_applied``);
 - a tracked file is never ignored: a path is tracked if the index holds it or
   a path under it (a submodule, a sparse index's folder). An index that cannot
   be read (corrupt, another version, a split index, past
@@ -58,7 +62,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent_rollout._limits import MAX_GLOB_STARS, MAX_IGNORE_FILE_BYTES
+from agent_rollout._limits import MAX_IGNORE_FILE_BYTES, MAX_IGNORE_GLOB_BYTES
 from agent_rollout.cli._gitfiles import (
     NotARepository,
     Tracked,
@@ -75,12 +79,11 @@ from agent_rollout.cli._gitfiles import (
     user_config_files,
     xdg_config,
 )
-from agent_rollout.cli._wildmatch import wildmatch
+from agent_rollout.cli._wildmatch import Glob, compile_glob
 
 __all__ = ["Repository", "nested_repository", "repository_around"]
 
 _SPECIAL = re.compile(rb"[*?\[\\]")
-_STAR_RUN = re.compile(rb"\*+")
 _SLASH = ord("/")
 _BACKSLASH = ord("\\")
 
@@ -105,33 +108,24 @@ class _Pattern:
     base: bytes
     """The folder of the file it comes from, in the work tree (``b""``: the top)."""
 
-    def matches(self, path: bytes, name: bytes) -> bool:
-        """Whether ``path`` (``name`` its last part) matches; ``folders_only`` is the caller's."""
+    @property
+    def wild(self) -> bytes:
+        """What ``cli._wildmatch`` matches: the name's pattern, or the path's after its
+        literal part (git's ``match_pathname`` compares that part first, then matches
+        the rest as a pattern of its own: ``d/a**`` matches ``d/a/x/y``); ``b""`` for a
+        plain name or path, or a suffix."""
         if self.anywhere:
-            if self.literal == len(self.text):
-                return name == self.text
-            if self.ends_with:
-                return name.endswith(self.text[1:])
-            return wildmatch(self.text, name, pathname=False)
-        return self._matches_path(path)
+            plain = self.literal == len(self.text) or self.ends_with
+            return b"" if plain else self.text
+        return self.text[self.literal :]
 
-    def _matches_path(self, path: bytes) -> bool:
-        """git's ``match_pathname``: the path under ``base``, the literal part first."""
+    @property
+    def start(self) -> bytes:
+        """What a path must begin with: the folder of the file, then the literal part."""
         text, literal = self.text, self.literal
         if text[:1] == b"/":
             text, literal = text[1:], literal - 1
-        base = self.base
-        if base:
-            if len(path) <= len(base) or path[len(base)] != _SLASH or not path.startswith(base):
-                return False
-            path = path[len(base) + 1 :]
-        if literal:
-            if literal > len(path) or path[:literal] != text[:literal]:
-                return False
-            text, path = text[literal:], path[literal:]
-            if not text and not path:
-                return True
-        return wildmatch(text, path, pathname=True)
+        return (self.base + b"/" if self.base else b"") + text[:literal]
 
 
 def _trim_trailing_spaces(line: bytes) -> bytes:
@@ -172,9 +166,6 @@ def _pattern(line: bytes, base: bytes) -> _Pattern | None:
     rest = _SPECIAL.search(body, 1)
     ends_with = body[:1] == b"*" and rest is None
     anywhere = b"/" not in text
-    plain = anywhere and (literal == length or ends_with)
-    if not plain and len(_STAR_RUN.findall(text)) > MAX_GLOB_STARS:
-        return None
     return _Pattern(text, negative, folders_only, anywhere, literal, ends_with, base)
 
 
@@ -195,18 +186,51 @@ def _patterns(data: bytes, base: bytes) -> list[_Pattern]:
 
 
 class _Rules:
-    """The patterns of one file: which of them matches a path last."""
+    """The patterns of one file: which of them matches a path last.
+
+    A pattern that comes again later in the file can never be the last to match:
+    only its last copy is kept. Plain names and plain paths are looked up; the
+    others are tried from the last up, each wildcard pattern compiled once
+    (``compile``), when the file is applied."""
 
     def __init__(self, patterns: list[_Pattern]) -> None:
         self.patterns = patterns
         self.by_name: dict[bytes, list[int]] = {}
         """Patterns that are a plain name, by that name (a long generated file is mostly these)."""
+        self.by_path: dict[bytes, list[int]] = {}
+        """Patterns that are a plain path (``/a/b``, ``a/b``), by that path in the work tree."""
         self.others: list[int] = []
+        last = {(p.text, p.negative, p.folders_only): i for i, p in enumerate(patterns)}
         for index, pattern in enumerate(patterns):
+            if last[(pattern.text, pattern.negative, pattern.folders_only)] != index:
+                continue
             if pattern.anywhere and pattern.literal == len(pattern.text):
                 self.by_name.setdefault(pattern.text, []).append(index)
+            elif not pattern.anywhere and not pattern.wild:
+                self.by_path.setdefault(pattern.start, []).append(index)
             else:
                 self.others.append(index)
+        self.glob_bytes = sum(len(patterns[index].wild) for index in self.others)
+        """The bytes of its wildcard patterns: what matching a path against it costs."""
+        self._checks: list[tuple[int, bool, bool, Glob]] = []
+
+    def compile(self) -> None:
+        """Make the wildcard patterns ready to match (``cli._wildmatch``), the last first."""
+        if self._checks:
+            return
+        globs: dict[tuple[bool, bytes, bytes], Glob] = {}
+        for index in reversed(self.others):
+            pattern = self.patterns[index]
+            if pattern.anywhere and pattern.ends_with:
+                glob = _suffix(pattern.text[1:])
+            else:
+                start = b"" if pattern.anywhere else pattern.start
+                key = (pattern.anywhere, start, pattern.wild)
+                glob = globs.get(key) or compile_glob(
+                    pattern.wild, pathname=not pattern.anywhere, prefix=start
+                )
+                globs[key] = glob
+            self._checks.append((index, pattern.folders_only, not pattern.anywhere, glob))
 
     def last_match(self, path: bytes, name: bytes, is_dir: bool) -> _Pattern | None:
         """The last pattern matching ``path``, or None."""
@@ -216,13 +240,21 @@ class _Rules:
             if is_dir or not patterns[index].folders_only:
                 best = index
                 break
-        for index in reversed(self.others):
+        for index in reversed(self.by_path.get(path, ())):
+            if is_dir or not patterns[index].folders_only:
+                best = max(best, index)
+                break
+        for index, folders_only, whole_path, glob in self._checks:
             if index < best:
                 break
-            pattern = patterns[index]
-            if (is_dir or not pattern.folders_only) and pattern.matches(path, name):
-                return pattern
+            if (is_dir or not folders_only) and glob(path if whole_path else name):
+                return patterns[index]
         return patterns[best] if best >= 0 else None
+
+
+def _suffix(suffix: bytes) -> Glob:
+    """A name's test for a pattern ``*`` then plain bytes (git's ``PATTERN_FLAG_ENDSWITH``)."""
+    return lambda name: name.endswith(suffix)
 
 
 def _rules_of(path: str, base: bytes, *, follow: bool) -> _Rules | None:
@@ -240,6 +272,8 @@ class _Folder:
 
     ignored: bool
     rules: tuple[_Rules, ...]
+    glob_bytes: int = 0
+    """The bytes of wildcard patterns in ``rules``, all files together."""
 
     def verdict(self, path: bytes, name: bytes, is_dir: bool) -> bool:
         for rules in self.rules:
@@ -259,8 +293,18 @@ class Repository:
         """Its git folder; None when its ``.git`` leads nowhere (nothing is ignored)."""
         self._keep = keep
         self._folders: dict[bytes, _Folder] = {}
+        self._named = b""
+        self.not_applied: list[str] = []
+        """The rule files left out for holding too many wildcard patterns (``apply``)."""
         self._tracked: Tracked | bool | None = False  # False: not read yet
         self._config: dict[str, bytes | None] | None = None
+
+    def mark_named(self, folder: bytes) -> None:
+        """``folder`` (a path in the work tree) was named on the command line: it is the
+        user's to check, so neither it nor a folder above it counts as ignored (ruff
+        lints a folder named so, ``.gitignore`` or not). Below it the rules apply: its
+        own ``.gitignore`` files and, for the paths under it, the rules above it."""
+        self._named = folder
 
     def ignored(self, path: bytes, *, is_dir: bool) -> bool:
         """What ``git check-ignore`` says of ``path`` (in the work tree, ``/`` between
@@ -294,39 +338,55 @@ class Repository:
         missing = [folder]  # folder, its parent... up to the first one known (or the top)
         while missing[-1] and missing[-1].rpartition(b"/")[0] not in self._folders:
             missing.append(missing[-1].rpartition(b"/")[0])
+        named = self._named + b"/"
         for path in reversed(missing):
             parent, _, name = path.rpartition(b"/")
             if not path:
-                state = _Folder(False, self._top_rules())
+                state = self._top()
             else:
                 above = self._folders[parent]
-                if above.ignored or above.verdict(path, name, True):
+                if not named.startswith(path + b"/") and (
+                    above.ignored or above.verdict(path, name, True)
+                ):
                     state = _Folder(True, ())  # and git reads no .gitignore below
                 else:
-                    own = self._gitignore(path)
-                    state = _Folder(False, above.rules if own is None else (own, *above.rules))
+                    state = self._add(above, self._gitignore(path))
             self._folders[path] = state
         return state
 
-    def _gitignore(self, folder: bytes) -> _Rules | None:
-        where = os.path.join(self.top, os.fsdecode(folder), ".gitignore")
-        return _rules_of(where, folder, follow=False)
+    def _add(self, above: _Folder, rules: tuple[str, _Rules | None]) -> _Folder:
+        """``above`` with the rules of one more file (``where``, its ``rules``), unless the
+        wildcard patterns of all of them would pass ``MAX_IGNORE_GLOB_BYTES``."""
+        where, found = rules
+        if found is None:
+            return above
+        total = above.glob_bytes + found.glob_bytes
+        if total > MAX_IGNORE_GLOB_BYTES:
+            self.not_applied.append(where)
+            return above
+        found.compile()
+        return _Folder(above.ignored, (found, *above.rules), total)
 
-    def _top_rules(self) -> tuple[_Rules, ...]:
-        """The top folder's ``.gitignore``, ``info/exclude``, the global excludes file."""
+    def _gitignore(self, folder: bytes) -> tuple[str, _Rules | None]:
+        where = os.path.join(self.top, os.fsdecode(folder), ".gitignore")
+        return where, _rules_of(where, folder, follow=False)
+
+    def _top(self) -> _Folder:
+        """The top folder's rules: the global excludes file, ``info/exclude``, the top's
+        ``.gitignore`` (in the order they decide from last to first)."""
         assert self.git_dir is not None
-        found = [
-            self._gitignore(b""),
-            _rules_of(os.path.join(common_dir(self.git_dir), "info", "exclude"), b"", follow=True),
-        ]
         settings = self._settings()
         if "core.excludesfile" in settings:
             chosen = expand_path(settings["core.excludesfile"])
         else:
             chosen = xdg_config("ignore")
+        state = _Folder(False, ())
         if chosen is not None:
-            found.append(_rules_of(os.path.join(self.top, chosen), b"", follow=True))
-        return tuple(rules for rules in found if rules is not None)
+            where = os.path.join(self.top, chosen)
+            state = self._add(state, (where, _rules_of(where, b"", follow=True)))
+        where = os.path.join(common_dir(self.git_dir), "info", "exclude")
+        state = self._add(state, (where, _rules_of(where, b"", follow=True)))
+        return self._add(state, self._gitignore(b""))
 
     def _index(self) -> Tracked | None:
         if self._tracked is False:

@@ -21,12 +21,22 @@ folder's files before its subfolders. Left out:
   git has them, the others the rules of the one around them; a nested
   repository the one holding it ignores is ignored whole. A folder git
   ignores is not walked into, unless the index tracks a config file (or a
-  submodule) below it. Outside a work tree nothing is ignored (``git
-  check-ignore`` ignores nothing there, and no ``.gitignore`` is read). A
-  tracked file is never ignored, as git has it: the index says which are (an
-  index that cannot be read tracks nothing; see ``cli._ignore``);
-- symbolic links to folders (not followed: no loops), and anything that is not
-  a regular file (a FIFO named ``x.yaml``).
+  submodule) below it. The folder given is the user's to check, as ruff has
+  a folder named on its command line: neither it nor a folder above it
+  counts as ignored; below it the rules apply (its own ``.gitignore``, and
+  the patterns above that match paths below, ``out/*.yaml``). Outside a work
+  tree nothing is ignored (``git check-ignore`` ignores nothing there, and
+  no ``.gitignore`` is read). A tracked file is never ignored, as git has
+  it: the index says which are (an index that cannot be read tracks
+  nothing; see ``cli._ignore``). An ignore file whose wildcard patterns are
+  too many to match in bounded time is not applied, and is named in
+  ``Found.not_applied`` (``MAX_IGNORE_GLOB_BYTES``);
+- symbolic links, to folders (no loops) and to files alike: not followed, as
+  ripgrep does by default. A link inside the folder can lead anywhere
+  (``/etc/passwd``, another user's config), and ``check --fix`` would write
+  there. A link named on the command line is the user's choice: a folder's
+  is walked, a file's is read (``cli.check``; ``--fix`` writes through it);
+- anything that is not a regular file (a FIFO named ``x.yaml``).
 
 A subfolder that cannot be read is reported (``unreadable``), not passed over.
 """
@@ -82,6 +92,9 @@ class Found:
     files: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     """``(folder, why)`` of each subfolder that could not be listed."""
+    not_applied: list[str] = field(default_factory=list)
+    """Ignore files whose rules were not applied: with the others that apply to the
+    same paths, more wildcard patterns than ``MAX_IGNORE_GLOB_BYTES``."""
 
 
 def _shown(folder: str, relative: str) -> str:
@@ -106,6 +119,9 @@ def config_files(folder: str) -> Found:
     found = Found()
     around = repository_around(folder, _wanted)
     repository, rule = around if around is not None else (None, b"")
+    if repository is not None:
+        repository.mark_named(rule)
+    repositories = [repository]
     # Each folder to list: where it is (under ``folder``), its repository (None: no
     # rules apply) and its path in that repository's work tree.
     todo: list[tuple[str, Repository | None, bytes]] = [("", repository, rule)]
@@ -122,6 +138,7 @@ def config_files(folder: str) -> Found:
             nested = nested_repository(where, _wanted)
             if nested is not None:
                 repository, rule = nested, b""
+                repositories.append(nested)
         folders = []
         for entry in entries:
             if entry.name == ".git":
@@ -134,10 +151,15 @@ def config_files(folder: str) -> Found:
                         continue
                     if repository is None or not repository.ignored(inner, is_dir=True):
                         folders.append((path, repository, inner))
-                elif format_for_suffix(entry.name) is not None and entry.is_file():
+                elif format_for_suffix(entry.name) is not None and entry.is_file(
+                    follow_symlinks=False
+                ):
                     if repository is None or not repository.ignored(inner, is_dir=False):
                         found.files.append(_shown(folder, path))
             except OSError:
-                continue  # gone, or a link we may not follow: not a config to read
+                continue  # gone since the listing: not a config to read
         todo.extend(reversed(folders))
+    for each in repositories:
+        if each is not None:
+            found.not_applied.extend(each.not_applied)
     return found

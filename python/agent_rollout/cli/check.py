@@ -28,7 +28,6 @@ from agent_rollout._errors import (
     plural,
     printable,
     printable_json,
-    printable_lines,
 )
 from agent_rollout._limits import MAX_CONFIG_BYTES
 from agent_rollout._printable import found_path
@@ -467,14 +466,38 @@ def _report_fixes(fixed: list[Fixed], out: TextIO) -> None:
     out.write(summary + _held_back(fixed, "applies") + "\n")
 
 
-def _report_diff(fixed: list[Fixed], out: TextIO) -> int:
-    for entry in fixed:
-        if entry.diff:  # the file's own lines and its name: escaped like any user text
-            out.write(printable_lines(entry.diff.removesuffix("\n")) + "\n")
+def _commands_stopped(diff: bytes) -> bytes:
+    """``diff`` between GitHub Actions' ``::stop-commands::TOKEN`` and ``::TOKEN::`` (a
+    fresh random token) when run there (``GITHUB_ACTIONS=true``), else as it is.
+
+    A diff holds the file's lines as they are (escaped, they would no longer apply),
+    and GitHub's runner reads a line of a step's output that starts with ``::``
+    after white space, or holds ``##[``, as a workflow command: a context line of
+    a config a pull request wrote could be one. Between these two lines the runner
+    reads none; ``git apply`` and ``patch`` pass over them as they pass over any
+    text around a diff."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return diff
+    token = os.urandom(16).hex()
+    return b"::stop-commands::%s\n%s::%s::\n" % (token.encode(), diff, token.encode())
+
+
+def _report_diff(fixed: list[Fixed], out: TextIO, err: TextIO) -> int:
+    """Each file's diff on ``out`` as bytes, as ``unified_diff`` made it (what ``git
+    apply`` and ``patch`` take), and nothing else: the summary goes to ``err``."""
+    diff = b"".join(entry.diff for entry in fixed)
+    diff = _commands_stopped(diff) if diff else diff
+    sink = getattr(out, "buffer", None)
+    if sink is None:  # a text stream alone (contextlib.redirect_stdout): the diff is UTF-8
+        out.write(diff.decode("utf-8"))
+    elif diff:
+        out.flush()
+        sink.write(diff)
+        sink.flush()
     count = sum(len(entry.fixes) for entry in fixed)
     files = sum(1 for entry in fixed if entry.fixes)
     summary = f"would fix {plural(count, 'issue')} in {plural(files, 'file')}"
-    out.write(summary + _held_back(fixed, "shows") + "\n")
+    err.write(summary + _held_back(fixed, "shows") + "\n")
     return 1 if count else 0
 
 
@@ -492,11 +515,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = _check_all(args)
         if args.diff:
-            code = _report_diff(args.fixed, sys.stdout)
-            # What could not be read is named on stderr (stdout holds the diff): exit 2.
+            # What could not be read is named on stderr (stdout holds the diff alone),
+            # before the summary: exit 2.
             unreadable = [i for r in results for i in r.issues if i.kind == "unreadable"]
             for issue in unreadable:
                 sys.stderr.write(issue.format() + "\n")
+            code = _report_diff(args.fixed, sys.stdout, sys.stderr)
             return 2 if unreadable else code
         if args.fix and args.format != "json":
             _report_fixes(args.fixed, sys.stdout)

@@ -8,13 +8,16 @@ where the cursor is (completion). Settings come from ``[tool.agent-rollout]``
 in the nearest ``pyproject.toml``, with the client's own on top.
 
 Needs pygls (the ``lsp`` extra: ``pip install 'pygls>=2,<3'
-'lsprotocol>=2025.0.0'``); nothing here imports it until the server starts,
-so ``import agent_rollout`` and the other commands stay free of it. The
-modules of this package: ``_wire`` (framed messages in and out, and what a
-message must be), ``_text`` (positions, encodings and edits), ``_documents``
-(open documents and when they are checked), ``_diagnostics``, ``_start`` (the
-first answers, before pygls is loaded), ``_actions`` (code actions),
-``_help`` (hover and completion), ``_server`` (the handlers).
+'lsprotocol>=2025.0.0'``); nothing here imports it until the server has
+answered its first messages, so ``import agent_rollout`` and the other
+commands stay free of it, and no answer waits for it but a code action's.
+The modules of this package: ``_wire`` (framed messages in and out, and
+what a message must be), ``_text`` (positions, encodings and edits),
+``_documents`` (open documents and when they are checked),
+``_diagnostics``, ``_start`` (``initialize`` read and answered),
+``_help`` (hover and completion), ``_session`` (every message, and the
+answers that need no pygls), ``_actions`` (code actions), ``_server``
+(pygls's part, loaded on a thread).
 """
 
 from __future__ import annotations
@@ -22,10 +25,16 @@ from __future__ import annotations
 import importlib.util
 import io
 import sys
-from typing import BinaryIO, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
 from agent_rollout._exceptions import MissingPackageError
 from agent_rollout._extras import install_hint
+
+if TYPE_CHECKING:
+    from agent_rollout.lsp._documents import Documents
+    from agent_rollout.lsp._session import Delegate
+    from agent_rollout.lsp._start import Client
 
 __all__ = ["MISSING_PYGLS", "serve"]
 
@@ -38,22 +47,31 @@ def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -
     for an ``exit`` that no ``shutdown`` came before (as the protocol says). Raises
     ``ImportError`` (with ``MISSING_PYGLS``) when pygls is not installed.
 
-    The first answers (``initialize``, the first diagnostics) are given before
-    pygls is loaded (``_start``): loading it is most of the server's start.
+    The session (``_session``) answers every message that needs no pygls; pygls
+    (``_server``) is loaded on a thread of its own meanwhile, for the rest.
     """
     if importlib.util.find_spec("pygls") is None:
         raise MissingPackageError(MISSING_PYGLS)
     from agent_rollout import __version__
-    from agent_rollout.lsp._start import answer_first
+    from agent_rollout.lsp._session import Session
 
+    own_process = stdin is None and stdout is None
     stdin = stdin or _own_stdin()
     stdout = stdout or sys.stdout.buffer
-    early = answer_first(stdin, stdout, __version__)
-    if early.ended:
-        return 0
+    return Session(__version__, stdout, _load_pygls, own_process).run(stdin)
+
+
+def _load_pygls(
+    version: str,
+    documents: Documents,
+    client: Client,
+    initialize: dict[str, Any],
+    write: Callable[[bytes], None],
+) -> Delegate:
+    """pygls's part of the server (``_session.Loader``: run on the loader thread)."""
     from agent_rollout.lsp._server import build_server
 
-    return build_server(__version__, early.documents).run_after(early, stdin, stdout)
+    return build_server(version, documents, client, initialize, write)
 
 
 def _own_stdin() -> BinaryIO:

@@ -3,31 +3,98 @@
 One diagnostic per issue, in ``check``'s order (by position): severity
 error (1) or warning (2) (``strict`` makes warnings errors, as ``check
 --strict`` fails on them), ``code`` the issue's kind (``unknown_key``,
-``cross_field``, ``yaml_version`` ...), ``source`` ``agent-rollout``, and
-the message ``check`` prints after the position: ``location: message``.
-The range runs from the issue's start to its end (``ConfigIssue.end_line``,
-``end_col``), in the client's position encoding. The values are the
-protocol's JSON, so the first diagnostics go out before pygls is loaded
-(``_start``); the server's handlers make lsprotocol objects of them.
+``cross_field``, ``yaml_version`` ...), ``source`` ``agent-rollout``. The
+range runs from the issue's start to its end (``ConfigIssue.end_line``,
+``end_col``), in the client's position encoding.
+
+The message is written for a line of an editor (Neovim's virtual text,
+Flymake's echo area): ``check``'s message without the key path, which the
+range already shows, and cut short (``short_message``) when it runs past
+``MESSAGE_CHARS``. The full text, as ``check`` prints it (``location:
+message``), goes in ``relatedInformation`` to a client that takes it, and
+in the hover over the range (``cut_messages``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
 from agent_rollout.config import ConfigIssue
 from agent_rollout.lsp._documents import Checked
 from agent_rollout.lsp._text import Lines
 
-__all__ = ["SOURCE", "diagnostic", "diagnostics", "issue_range", "message_of", "overlaps"]
+__all__ = [
+    "MESSAGE_CHARS",
+    "SOURCE",
+    "cut_messages",
+    "diagnostic",
+    "diagnostics",
+    "full_message",
+    "issue_range",
+    "message_of",
+    "overlaps",
+    "short_message",
+]
 
 SOURCE = "agent-rollout"
 ERROR, WARNING = 1, 2
 
+MESSAGE_CHARS = 100
+"""The longest message a diagnostic carries; a longer one is cut (``short_message``)."""
 
-def message_of(issue: ConfigIssue) -> str:
+_ASIDE = re.compile(r" \([^()]*\)")
+
+
+def full_message(issue: ConfigIssue) -> str:
     """What ``check`` prints after ``path:line:col: [warning: ]``."""
     return f"{issue.location}: {issue.message}" if issue.location else issue.message
+
+
+def message_of(issue: ConfigIssue) -> str:
+    """The diagnostic's message: ``check``'s, without the key path, cut short."""
+    return short_message(issue.message)
+
+
+def short_message(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """``message`` in at most ``limit`` characters, cut where its sentence breaks.
+
+    First the asides in parentheses go. Then, of the clauses (between ``; ``),
+    the first stays; the last (most often what to do: "did you mean ...",
+    "quote it ...") is kept whole, or up to a comma with an ellipsis; those
+    between are kept whole where room is left (never a list cut short). A first
+    clause too long on its own is cut after a word, with an ellipsis.
+    """
+    if len(message) <= limit:
+        return message
+    text = _ASIDE.sub("", message)
+    if len(text) <= limit:
+        return text
+    first, *rest = text.split("; ")
+    if len(first) > limit - 1:
+        space = first.rfind(" ", 0, limit - 1)
+        return first[: space if space > 0 else limit - 1] + "…"
+    kept = {0: first}
+    room = limit - len(first)
+    if rest:
+        last = _fit(rest[-1], room - 2)
+        if last:
+            kept[len(rest)] = last
+            room -= len(last) + 2
+    for index, clause in enumerate(rest[:-1], start=1):
+        if len(clause) + 2 <= room:
+            kept[index] = clause
+            room -= len(clause) + 2
+    return "; ".join(kept[index] for index in sorted(kept))
+
+
+def _fit(clause: str, room: int) -> str:
+    """``clause`` in ``room`` characters: whole, or up to a comma with an ellipsis;
+    ``""`` when neither fits."""
+    if len(clause) <= room:
+        return clause
+    comma = clause.rfind(", ", 0, room)
+    return clause[:comma] + "…" if comma > 0 else ""
 
 
 def issue_range(
@@ -44,23 +111,51 @@ def issue_range(
     }
 
 
-def diagnostic(issue: ConfigIssue, lines: Lines, strict: bool) -> dict[str, Any]:
-    return {
-        "range": issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col),
-        "message": message_of(issue),
+def diagnostic(
+    issue: ConfigIssue, lines: Lines, strict: bool, uri: Optional[str] = None
+) -> dict[str, Any]:
+    """One issue as a diagnostic; with ``uri`` (a client that takes
+    ``relatedInformation``), a message cut short carries the full text there."""
+    where = issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col)
+    message = message_of(issue)
+    found: dict[str, Any] = {
+        "range": where,
+        "message": message,
         "severity": ERROR if issue.severity == "error" or strict else WARNING,
         "code": issue.kind,
         "source": SOURCE,
     }
+    if uri is not None and message != issue.message:
+        found["relatedInformation"] = [
+            {"location": {"uri": uri, "range": where}, "message": full_message(issue)}
+        ]
+    return found
 
 
-def diagnostics(checked: Checked, lines: Lines) -> list[dict[str, Any]]:
-    """The diagnostics of one check (none for a document that is not a training config)."""
+def _issues(checked: Checked) -> list[ConfigIssue]:
     result = checked.result
     if result.skipped:
         return []
-    issues = sorted([*result.issues, *result.warnings], key=lambda issue: (issue.line, issue.col))
-    return [diagnostic(issue, lines, checked.settings.strict) for issue in issues]
+    return sorted([*result.issues, *result.warnings], key=lambda issue: (issue.line, issue.col))
+
+
+def diagnostics(checked: Checked, lines: Lines, uri: Optional[str] = None) -> list[dict[str, Any]]:
+    """The diagnostics of one check (none for a document that is not a training config);
+    ``uri``: as ``diagnostic`` takes it."""
+    return [diagnostic(issue, lines, checked.settings.strict, uri) for issue in _issues(checked)]
+
+
+def cut_messages(checked: Checked, lines: Lines, line: int, character: int) -> list[str]:
+    """The full text of each diagnostic at the client's position whose message was cut."""
+    at = {"line": line, "character": character}
+    found = []
+    for issue in _issues(checked):
+        if message_of(issue) == issue.message:
+            continue
+        where = issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col)
+        if overlaps(where, {"start": at, "end": at}):
+            found.append(full_message(issue))
+    return found
 
 
 def _point(position: dict[str, int]) -> tuple[int, int]:

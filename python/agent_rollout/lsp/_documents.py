@@ -15,16 +15,25 @@ not read keeps no text at all, and its edits cost nothing. One larger than
 or skip it as unrelated) is checked when opened, saved or pulled, not at
 each edit, unless the edit takes it across the limit.
 
-Checks run on worker threads (``executor``), never on the event loop, so a
-long check holds up no other document and no message; a document has at
-most one check in flight. While it runs, edits only record the newest
-version, and when it ends a result for an older version than the
-document's is dropped and the newest is checked. So a burst of edits to a
-large file costs one check in flight and one after it, never a queue.
-Without an executor (the first answers, before pygls is loaded) a check
-runs at once. ``check`` never raises for bad text; should it raise anyway
-(a bug of ours), the document gets no diagnostics and the server goes on
-(``on_error``, called on the event loop).
+Where a check runs: a document of at most ``INLINE_CHARS`` characters is
+checked on the thread that handles messages, once no message waits
+(``deferred``: the session calls ``run_due`` when its queue is empty, so a
+burst of edits costs one check, of the last): measured over stdio, as fast
+as on a worker thread for 5% less CPU, and no other thread of ours wants
+the interpreter meanwhile. A larger one is
+checked on a worker thread (``executor``), so its check holds up no other
+document and no message; it has at most one check in flight, edits
+meanwhile only record the newest version, and a result for an older
+version than the document's is dropped and the newest checked. Without an
+executor, and unless ``deferred``, every check runs at once. ``check`` never
+raises for bad text; should it raise anyway (a bug of ours), the document
+gets no diagnostics and the server goes on (``on_error``).
+
+Each check is published once per version and settings (``publish``): a
+check again with settings that read it alike (a ``pyproject.toml`` saved,
+the client's settings sent again) publishes nothing. While ``holding`` (the
+client's settings are still being asked for), results are kept, and
+published by ``release``.
 """
 
 from __future__ import annotations
@@ -53,11 +62,11 @@ SETTINGS_SECTION = "agent-rollout"
 """The section a client keeps our settings under (``workspace/configuration``, and
 optionally in ``initializationOptions``)."""
 
-INLINE_CHARS = 64 * 1024
-"""The largest document (in characters) checked before pygls is loaded (``_start``,
-which reads nothing else meanwhile), and whose code actions are computed on the event
-loop; a larger one waits for the full server, and its code actions are computed on a
-worker thread."""
+INLINE_CHARS = 16 * 1024
+"""The largest document (in characters) checked, and whose code actions are computed,
+on the thread that handles messages: its check takes about 7 ms of CPU (0.45 ms a
+kilobyte), which is as long as any other message waits for it. A larger one is checked
+on a worker thread."""
 
 
 def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
@@ -102,6 +111,8 @@ class Document:
     settings_epoch: int = 0
     """Bumped when the settings change: a check begun before is as outdated as one of an
     older version."""
+    published: Optional[tuple[Any, ...]] = None
+    """The version and settings of the last diagnostics published (``Documents._publish``)."""
 
     @property
     def readable(self) -> bool:
@@ -132,6 +143,10 @@ class Documents:
         self.open: dict[str, Document] = {}
         self.client_values: Mapping[str, Any] = {}
         self.root: Optional[str] = None
+        self.deferred = False
+        self.due: dict[str, Document] = {}
+        """Documents to check on the message thread, in order, once no message waits."""
+        self.holding = False
 
     # ---- settings
 
@@ -163,7 +178,7 @@ class Documents:
             text = ""  # never checked, never read: nothing to keep
         known = self.open.get(uri)
         if known is not None and (known.text, known.version) == (text, version):
-            return  # opened already (the message read before pygls was loaded, handed on)
+            return  # opened again as it is: nothing to check
         document = Document(uri, fmt, text, version)
         self.open[uri] = document
         self.schedule(document)
@@ -192,6 +207,7 @@ class Documents:
 
     def closed(self, uri: str) -> None:
         document = self.open.pop(uri, None)
+        self.due.pop(uri, None)
         if document is not None:
             self._wake(document, None)
 
@@ -210,6 +226,15 @@ class Documents:
         return lines
 
     # ---- checking
+
+    def warm_up(self) -> None:
+        """Check a two-line config, for what ``check`` loads at its first use (PyYAML's
+        import and its patterns: 15-50 ms of CPU), so the first document's check, and an
+        edit right behind it, do not pay for it."""
+        try:
+            check_bytes("training:\n  rollout_backend: art\n", format="yaml")
+        except Exception:  # a bug of ours: the first document's check reports it
+            pass
 
     def check(self, document: Document, text: str, version: Optional[int]) -> Optional[Checked]:
         """One check of ``text`` (``version`` of ``document``); ``None`` for a format we do
@@ -238,17 +263,29 @@ class Documents:
         return Checked(version, text, document.format, settings, result), problems
 
     def schedule(self, document: Document) -> None:
-        """Check the document's current version: on a worker thread, or at once without one."""
+        """Check the document's current version: on a worker thread when it is large,
+        else once no message waits (``deferred``) or at once."""
         if document.running:
             return  # the check in flight looks at the newest version when it ends
-        if self.executor is None:
+        if self.executor is not None and len(document.text) > INLINE_CHARS:
+            self.due.pop(document.uri, None)
+            document.running = True
+            text, version, epoch = document.text, document.version, document.settings_epoch
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(self.executor, self._check, document, text, version)
+            future.add_done_callback(lambda done: self._ended(document, (version, epoch), done))
+        elif self.deferred:
+            self.due[document.uri] = document
+        else:
             self._finish(document, self.check(document, document.text, document.version))
-            return
-        document.running = True
-        text, version, epoch = document.text, document.version, document.settings_epoch
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, self._check, document, text, version)
-        future.add_done_callback(lambda done: self._ended(document, (version, epoch), done))
+
+    def run_due(self) -> None:
+        """Check the first document waiting for a check on this thread (``due``)."""
+        if self.due:
+            uri = next(iter(self.due))
+            document = self.due.pop(uri)
+            if self.open.get(uri) is document:
+                self._finish(document, self.check(document, document.text, document.version))
 
     def _ended(
         self,
@@ -276,12 +313,29 @@ class Documents:
     def _finish(self, document: Document, checked: Optional[Checked]) -> None:
         if checked is None:
             if document.format is not None:
+                document.published = None
                 self.publish(document, None)
             self._wake(document, None)
             return
         document.checked = checked
-        self.publish(document, checked)
+        if not self.holding:
+            self._publish(document, checked)
         self._wake(document, checked)
+
+    def _publish(self, document: Document, checked: Checked) -> None:
+        """Publish a check unless the last one published read the same version alike."""
+        key = (checked.version, checked.settings.check_options(), checked.settings.strict)
+        if document.published != key:
+            document.published = key
+            self.publish(document, checked)
+
+    def release(self) -> None:
+        """Stop ``holding``: publish each document's current check not yet published."""
+        self.holding = False
+        for document in list(self.open.values()):
+            checked = document.checked
+            if checked is not None and checked.version == document.version:
+                self._publish(document, checked)
 
     def _wake(self, document: Document, checked: Optional[Checked]) -> None:
         waiters, document.waiters = document.waiters, []
@@ -296,6 +350,11 @@ class Documents:
             return None
         checked = document.checked
         if checked is not None and checked.version == document.version:
+            return checked
+        if self.due.get(uri) is document:  # asked for now: checked now
+            del self.due[uri]
+            checked = self.check(document, document.text, document.version)
+            self._finish(document, checked)
             return checked
         waiter: asyncio.Future[Optional[Checked]] = asyncio.get_running_loop().create_future()
         document.waiters.append(waiter)

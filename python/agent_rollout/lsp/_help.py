@@ -1,7 +1,11 @@
 """Hover and completion: what a rollout key means, and which keys and backends fit here.
 
 Both read the document's text around the cursor, never its parse, so they
-answer in a half-typed document too. The words come from where the schema
+answer in a half-typed document too, and are built here as the protocol's
+JSON (``hover_reply``, ``completion_items``) in the markup the client takes
+(``markup``). A hover over a diagnostic whose message was cut shows its
+full text first; a key that is an error beside the document's backend is
+completed last, marked. The words come from where the schema
 takes them: each key's help text (``agent_rollout.config._fields``, the
 schema's ``markdownDescription``, example included), its type and range from
 the JSON Schema of ``RolloutSettings``, its default from ``ROLLOUT_DEFAULTS``,
@@ -29,14 +33,18 @@ from agent_rollout.backends import (
     key_backends,
 )
 from agent_rollout.config import AUTO_SECTION, RolloutSettings, Section, section_path
+from agent_rollout.lsp._text import Lines
 
 __all__ = [
     "Completion",
     "backend_help",
+    "completion_items",
     "completion_sections",
     "completions",
     "hover_at",
+    "hover_reply",
     "key_help",
+    "markup",
 ]
 
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
@@ -121,6 +129,35 @@ def _word_at(line: str, col: int) -> Optional[tuple[int, int, str]]:
     return None
 
 
+def hover_reply(
+    lines: Lines,
+    line: int,
+    character: int,
+    notes: Sequence[str],
+    formats: Optional[Sequence[str]],
+) -> Optional[dict[str, Any]]:
+    """The protocol's ``Hover`` (JSON) at the client's ``(line, character)``: ``notes``
+    (the full text of each diagnostic there whose message was cut), then the help of
+    the key or backend name under it (and its range); ``None`` when there is neither."""
+    at_line, col = lines.from_client(line, character)
+    found = hover_at(lines.line_text(at_line), col - 1)
+    if found is None and not notes:
+        return None
+    parts = list(notes)
+    hover: dict[str, Any] = {}
+    if found is not None:
+        start, end, markdown = found
+        parts.append(markdown)
+        first = lines.to_client(at_line, start + 1)
+        last = lines.to_client(at_line, end + 1)
+        hover["range"] = {
+            "start": {"line": first[0], "character": first[1]},
+            "end": {"line": last[0], "character": last[1]},
+        }
+    hover["contents"] = markup("\n\n---\n\n".join(parts), formats)
+    return hover
+
+
 def hover_at(line: str, col: int) -> Optional[tuple[int, int, str]]:
     """``(start, end, markdown)`` for the key or backend name at ``col`` of ``line``."""
     word = _word_at(line, col)
@@ -139,7 +176,9 @@ def hover_at(line: str, col: int) -> Optional[tuple[int, int, str]]:
 
 @dataclass(frozen=True)
 class Completion:
-    """One completion item: the label, what it inserts, a detail line, markdown help, order."""
+    """One completion item: the label, what it inserts, a detail line, markdown help, order;
+    ``wrong``: a key that is an error beside the backend the document chose (ranked last,
+    its detail saying why)."""
 
     label: str
     insert: str
@@ -147,6 +186,7 @@ class Completion:
     documentation: str
     sort: str
     is_key: bool
+    wrong: bool = False
 
 
 def _yaml_path(lines: list[str], row: int, indent: int) -> Optional[tuple[str, ...]]:
@@ -227,8 +267,9 @@ def completions(
     text: str,
 ) -> list[Completion]:
     """What fits at ``(row, col)`` (0-based line, characters): backend names after
-    ``rollout_backend:``, or, in one of ``sections``, the rollout keys the section lacks
-    (the chosen backend's first)."""
+    ``rollout_backend:``, or, in one of ``sections``, the rollout keys the section lacks:
+    those the chosen backend takes first, then, marked ``wrong``, those that are an
+    error beside it (a key of another backend, as the backend table says)."""
     before = lines[row][:col] if row < len(lines) else ""
     value = _BACKEND_VALUE.match(before)
     if value is not None:
@@ -264,11 +305,60 @@ def completions(
     for order, key in enumerate(ROLLOUT_KEYS):
         if key in present:
             continue
-        taken = backend is None or backend in key_backends(key)
         insert = {"yaml": f"{key}: ", "toml": f"{key} = ", "json": key}[fmt]
+        allowed = key_backends(key)
+        if backend is None or backend in allowed:
+            items.append(
+                Completion(key, insert, _type_of(key), key_help(key), f"0{order:02d}", True)
+            )
+            continue
+        # The backend table's rule (config._rules reads the same table): an error here.
+        needs = " or ".join(repr(name) for name in allowed)
+        why = f"not for {backend!r}: needs rollout_backend {needs}"
         items.append(
             Completion(
-                key, insert, _type_of(key), key_help(key), f"{0 if taken else 1}{order:02d}", True
+                key,
+                insert,
+                why,
+                f"**Not for `{backend}`**: set beside rollout_backend {backend!r}, it is an error "
+                f"(it needs rollout_backend {needs}).\n\n{key_help(key)}",
+                f"9{order:02d}",
+                True,
+                wrong=True,
             )
         )
+    return items
+
+
+def markup(markdown: str, formats: Optional[Sequence[str]]) -> Any:
+    """Markdown where the client takes it, else the same words as plain text (a plain
+    string where the client names no format at all)."""
+    if formats and "markdown" in formats:
+        return {"kind": "markdown", "value": markdown}
+    plain = markdown.replace("**", "").replace("```yaml\n", "").replace("```", "")
+    plain = plain.replace("`", "").replace("  \n", "\n")
+    if formats and "plaintext" in formats:
+        return {"kind": "plaintext", "value": plain}
+    return plain
+
+
+def completion_items(
+    found: Sequence[Completion], formats: Optional[Sequence[str]], tags: Sequence[int]
+) -> list[dict[str, Any]]:
+    """``completions`` as the protocol's ``CompletionItem`` (JSON): ``formats``, the
+    documentation formats the client takes; ``tags``, the item tags it shows (a key
+    ``wrong`` here is tagged deprecated, drawn struck through, where it shows that)."""
+    items = []
+    for item in found:
+        entry: dict[str, Any] = {
+            "label": item.label,
+            "kind": 10 if item.is_key else 20,  # Property, EnumMember
+            "detail": item.detail,
+            "documentation": markup(item.documentation, formats),
+            "sortText": item.sort,
+            "insertText": item.insert,
+        }
+        if item.wrong and 1 in tags:
+            entry["tags"] = [1]
+        items.append(entry)
     return items

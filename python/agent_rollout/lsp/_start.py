@@ -1,57 +1,37 @@
-"""The first answers, given before pygls is loaded.
+"""``initialize``: what the client says it can do, and the server's reply.
 
-pygls is built on lsprotocol, and importing ``lsprotocol.types`` (about a
-thousand attrs classes) takes most of the server's start: 0.25-0.3 s of CPU
-on the machines measured, more than the config layer and the first check
-together. The first answers need none of it: the reply to ``initialize`` is
-the same for every client but the position encoding, and the first
-diagnostics are ``check``'s. So ``answer_first`` reads the first messages
-itself (``_wire.receive``): it answers ``initialize``, then checks and
-publishes each document opened (or answers a pull of its diagnostics),
-until the first diagnostics are out or a message comes that only the full
-server handles (one ``_wire`` refused among them, or a document larger
-than ``INLINE_CHARS``, whose check here would hold up what follows). Then
-pygls is loaded and given every message read so far, in order
-(``Early.messages``): its replies to the ones answered here are not sent
-again, and a document already checked for the version it is given is not
-checked again.
+The reply is the same for every client but the position encoding (the
+client's first choice among UTF-8, UTF-16 and UTF-32; UTF-16 when it names
+none) and ``willSave``. ``Client`` is what the server reads of the params:
+the encoding, pull or push diagnostics, what the client's messages and
+items can carry, its root and settings.
 
 Every part of ``initialize``'s params is read for what it must be (a
 mapping, a list, a string): one of another type counts as absent, so no
-client's params end the server. pygls reads them more strictly (cattrs
-refuses the whole message for one wrong type); ``readable_initialize`` is
-what it is given then, built from what was read here, so its server agrees
-with the reply already sent.
+client's params end the server. pygls, loaded later for what the session
+leaves to it (``_server``), reads them more strictly (cattrs refuses the
+whole message for one wrong type); ``readable_initialize`` is what it is
+given then, built from what was read here, so its state agrees with the
+reply already sent.
 
-``CAPABILITIES`` must be what pygls computes for the server's features;
-``tests/test_lsp_units.py`` compares them.
+``CAPABILITIES`` must name only methods the server answers;
+``tests/test_lsp_units.py`` checks them against the session's and pygls's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Optional
 from urllib.parse import urlparse
-
-from agent_rollout.lsp._diagnostics import diagnostics
-from agent_rollout.lsp._documents import (
-    INLINE_CHARS,
-    Checked,
-    Document,
-    Documents,
-    client_values,
-)
-from agent_rollout.lsp._text import Lines, uri_path
-from agent_rollout.lsp._wire import Incoming, Refused, receive, write
 
 __all__ = [
     "CAPABILITIES",
     "ENCODINGS",
-    "Early",
-    "answer_first",
+    "Client",
     "capabilities",
     "position_encoding",
     "pygls_initialize",
+    "read_client",
     "readable_initialize",
 ]
 
@@ -157,99 +137,74 @@ def _get(root: Any, *path: str) -> Any:
     return root
 
 
-@dataclass
-class Early:
-    """What ``answer_first`` read and did: the messages (in order, as ``_wire.receive``
-    gave them), the ids of the requests it answered, the documents it opened, the
-    settled encoding."""
+@dataclass(frozen=True)
+class Client:
+    """What the server reads of ``initialize``'s params."""
 
-    messages: list[Incoming] = field(default_factory=list)
-    answered: set[Union[int, str]] = field(default_factory=set)
-    documents: Optional[Documents] = None
     encoding: str = "utf-16"
-    problems: list[str] = field(default_factory=list)
-    """What the server is to show the client once it can (a bad setting)."""
-    ended: bool = False
-    """The input ended (the client went away) before the full server was needed."""
+    pulls: bool = False
+    """It pulls diagnostics (``textDocument.diagnostic``): they are answered, not pushed."""
+    refresh: bool = False
+    """It takes ``workspace/diagnostic/refresh`` (a pulling client, told settings changed)."""
+    configuration: bool = False
+    """It answers ``workspace/configuration``."""
+    versioned_edits: bool = False
+    """Its workspace edits may name the version they were made for (``documentChanges``)."""
+    related_information: bool = False
+    """Its diagnostics take ``relatedInformation`` (where a cut message's full text goes)."""
+    hover_formats: Optional[tuple[str, ...]] = None
+    item_formats: Optional[tuple[str, ...]] = None
+    item_tags: tuple[int, ...] = ()
+    """The completion item tags it shows (1: deprecated, drawn struck through)."""
+    root: Optional[str] = None
+    """The workspace's root URI: ``rootUri``, else the first workspace folder's."""
+    options: Any = None
+    """``initializationOptions``, as sent."""
 
 
-def answer_first(stdin: BinaryIO, stdout: BinaryIO, version: str) -> Early:
-    """Answer the first messages (see the module's docstring) and return what was read."""
-    early = Early()
-    done = False
-    pulls = False
+def read_client(params: Any) -> Client:
+    """``Client`` from ``initialize``'s params, whatever their types."""
 
-    def lines(checked: Checked) -> Lines:
-        return Lines(checked.text, early.encoding, checked.format)
+    def flag(*path: str) -> bool:
+        return bool(_get(params, "capabilities", *path))
 
-    def publish(document: Document, checked: Optional[Checked]) -> None:
-        nonlocal done
-        if pulls:
-            return
-        found = [] if checked is None else diagnostics(checked, lines(checked))
-        params = {"uri": document.uri, "diagnostics": found, "version": document.version}
-        write(stdout, {"method": "textDocument/publishDiagnostics", "params": params})
-        done = True
+    def strings(*path: str) -> Optional[tuple[str, ...]]:
+        found = _get(params, "capabilities", *path)
+        if not isinstance(found, list):
+            return None
+        return tuple(name for name in found if isinstance(name, str))
 
-    while not done:
-        message = receive(stdin)
-        if message is None:
-            early.ended = True
-            return early
-        early.messages.append(message)
-        if isinstance(message, Refused):
-            return early  # the full server logs it, and answers it where it can
-        method, params, ident = message.get("method"), message.get("params"), message.get("id")
-        documents = early.documents
-        if method == "initialize" and documents is None and ident is not None:
-            early.encoding = position_encoding(params)
-            pulls = _pulls(params)
-            result = {
-                "capabilities": capabilities(params, early.encoding),
-                "serverInfo": {"name": "agent-rollout", "version": version},
-            }
-            write(stdout, {"id": ident, "result": result})
-            early.answered.add(ident)
-            documents = early.documents = Documents(publish, early.problems.append)
-            values, problems = client_values(_get(params, "initializationOptions"))
-            documents.client_values = values
-            early.problems.extend(f"agent-rollout: client setting ignored: {p}" for p in problems)
-            root = _root(params)
-            documents.root = uri_path(root) if root is not None else None
-        elif method == "initialized" and documents is not None and ident is None:
-            continue
-        elif method == "textDocument/didOpen" and documents is not None and ident is None:
-            item = _get(params, "textDocument")
-            if not (isinstance(item, dict) and _is_document(item)):
-                return early
-            if len(item["text"]) > INLINE_CHARS:
-                return early  # checked on a worker thread, by the full server
-            language = item.get("languageId")
-            documents.opened(
-                item["uri"],
-                item["text"],
-                item["version"],
-                language if isinstance(language, str) else None,
-            )
-        elif method == "textDocument/diagnostic" and documents is not None and ident is not None:
-            uri = _get(params, "textDocument", "uri")
-            document = documents.open.get(uri) if isinstance(uri, str) else None
-            checked = None if document is None else document.checked
-            if document is None or checked is None or checked.version != document.version:
-                return early
-            items = diagnostics(checked, lines(checked))
-            write(stdout, {"id": ident, "result": {"kind": "full", "items": items}})
-            early.answered.add(ident)
-            done = True
-        else:
-            return early  # the full server's from here
-    return early
-
-
-def _is_document(item: dict[str, Any]) -> bool:
-    return (
-        isinstance(item.get("uri"), str)
-        and isinstance(item.get("text"), str)
-        and isinstance(item.get("version"), int)
-        and not isinstance(item.get("version"), bool)
+    tags = _get(params, "capabilities", "textDocument", "completion", "completionItem")
+    tags = _get(tags, "tagSupport", "valueSet")
+    related = flag("textDocument", "publishDiagnostics", "relatedInformation") or flag(
+        "textDocument", "diagnostic", "relatedInformation"
     )
+    return Client(
+        encoding=position_encoding(params),
+        pulls=_pulls(params),
+        refresh=flag("workspace", "diagnostics", "refreshSupport"),
+        configuration=flag("workspace", "configuration"),
+        versioned_edits=flag("workspace", "workspaceEdit", "documentChanges"),
+        related_information=related,
+        hover_formats=strings("textDocument", "hover", "contentFormat"),
+        item_formats=strings("textDocument", "completion", "completionItem", "documentationFormat"),
+        item_tags=tuple(
+            tag for tag in (tags if isinstance(tags, list) else ()) if isinstance(tag, int)
+        ),
+        root=_root(params) or _first_folder(params),
+        options=_get(params, "initializationOptions"),
+    )
+
+
+def _first_folder(params: Any) -> Optional[str]:
+    folders = _get(params, "workspaceFolders")
+    if not isinstance(folders, list) or not folders:
+        return None
+    uri = _get(folders[0], "uri")
+    if not isinstance(uri, str):
+        return None
+    try:
+        urlparse(uri)
+    except ValueError:
+        return None
+    return uri

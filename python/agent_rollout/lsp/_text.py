@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import unquote, urlparse
 
-from agent_rollout.config import split_lines
+from agent_rollout.config import format_for_suffix, split_lines
 
 __all__ = ["Change", "Lines", "apply_changes", "document_format", "line_starts", "uri_path"]
 
@@ -37,7 +37,6 @@ _ODD_BREAKS = re.compile(
     "\r(?!\n)|[\x85\u2028\u2029]"
 )  # where check's lines may not be the client's
 _FORMATS = {"yaml": "yaml", "json": "json", "jsonc": "json", "toml": "toml"}
-_SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".toml": "toml"}
 _UTF8_FOLLOWERS = bytes(range(0x80, 0xC0))
 _LOW_SURROGATE_HIGH_BYTES = bytes(range(0xDC, 0xE0))
 
@@ -282,13 +281,20 @@ def uri_path(uri: str) -> Optional[str]:
 
 
 def document_format(uri: str, language_id: Optional[str]) -> Optional[str]:
-    """``yaml``, ``json`` or ``toml`` for a document, from its language or its name."""
-    if language_id:
-        found = _FORMATS.get(language_id.lower())
-        if found is not None:
-            return found
+    """``yaml``, ``json`` or ``toml`` for a document: from its name when its suffix is
+    one ``check`` reads (``.yaml``, ``.yml``, ``.json``, ``.toml``), else from its
+    language (an unsaved buffer, ``.jsonc``).
+
+    The name comes first because a client may send one language for every
+    document a server serves: eglot 1.9 sends the language of the mode that
+    started the server, so a ``train.toml`` it shares with a YAML buffer
+    arrives as ``yaml``.
+    """
     try:
         path = urlparse(uri).path
     except ValueError:
         path = uri
-    return _SUFFIXES.get(os.path.splitext(unquote(path))[1].lower())
+    found = format_for_suffix(unquote(path))
+    if found is None and language_id:
+        found = _FORMATS.get(language_id.lower())
+    return found

@@ -1,9 +1,9 @@
 """The wire under the language server: framed JSON-RPC messages in and out.
 
-One reader serves both phases of the server (``_start``, before pygls is
-loaded, and ``_server`` after): ``receive`` reads one ``Content-Length``
-frame and parses it. Nothing a client sends ends the reader or makes it
-hold more than ``MAX_LSP_MESSAGE_BYTES`` of one message:
+``receive`` reads one ``Content-Length`` frame and parses it; ``read_into``
+runs it on the reader thread, feeding the session's event loop. Nothing a
+client sends ends the reader or makes it hold more than
+``MAX_LSP_MESSAGE_BYTES`` of one message:
 
 - a header line is read at most ``_HEADER_LINE_BYTES`` at a time;
 - a frame longer than the limit is read in ``_CHUNK_BYTES`` pieces and
@@ -25,9 +25,12 @@ which some clients cannot take).
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import reprlib
+import threading
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional, Union
 
@@ -38,21 +41,28 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "REQUEST_FAILED",
     "SERVER_NOT_INITIALIZED",
     "Incoming",
     "Refused",
     "error_reply",
     "frame",
     "is_id",
+    "read_into",
     "receive",
     "write",
 ]
+
+logger = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+REQUEST_FAILED = -32803
 
 _HEADER_LINE_BYTES = 8 * 1024
 _CHUNK_BYTES = 64 * 1024
@@ -250,3 +260,30 @@ def _parse(body: bytes) -> Incoming:
 
 def _shown(value: Any) -> str:
     return reprlib.repr(value)  # bounded, whatever the value holds
+
+
+def read_into(
+    stdin: BinaryIO,
+    loop: asyncio.AbstractEventLoop,
+    queue: asyncio.Queue[Optional[Incoming]],
+    room: threading.Semaphore,
+) -> None:
+    """The reader thread's work: each message ``receive`` gives, onto ``queue`` of the
+    event loop ``loop`` (while it has ``room``: a semaphore the loop releases as it takes
+    each one), then ``None`` at the end of input. Run it on a daemon thread: one waiting
+    on a client that keeps its end open does not keep the process alive."""
+    while True:
+        try:
+            item = receive(stdin)
+        except Exception as exc:  # the input failed (or a bug of ours): as if it ended
+            logger.error("agent-rollout lsp: reading the input failed: %s", exc)
+            item = None
+        while not room.acquire(timeout=0.5):
+            if loop.is_closed():
+                return
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:
+            return  # the loop has ended
+        if item is None:
+            return
