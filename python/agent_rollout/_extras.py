@@ -22,6 +22,7 @@ says of a missing one.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from collections.abc import Mapping
@@ -100,6 +101,20 @@ def missing_text(exc: BaseException) -> Optional[str]:
     return None
 
 
+def first_missing(extra: str) -> Optional[str]:
+    """The first module of ``extra`` that cannot be imported (``"lsprotocol"`` where
+    pygls is installed without it), or ``None`` when all are there: looked for, not
+    imported, so that a command says what is missing before it starts anything."""
+    for module in EXTRAS[extra].imports:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):  # a parent missing, or a module without a spec
+            found = None
+        if found is None:
+            return module
+    return None
+
+
 def extra_for_module(module: Optional[str]) -> Optional[str]:
     """The extra that installs the top-level package of ``module`` (``'pyarrow.parquet'``:
     ``'arrow'``), or ``None`` when no extra does."""
@@ -114,6 +129,7 @@ __all__ = [
     "EXTRAS",
     "Extra",
     "extra_for_module",
+    "first_missing",
     "install_hint",
     "missing_text",
     "pip_command",

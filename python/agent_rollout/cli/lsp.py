@@ -10,10 +10,9 @@ pygls is not installed (``agent-rollout lsp: pygls is not installed: pip install
 from __future__ import annotations
 
 import argparse
-import importlib.util
 
 from agent_rollout._exceptions import MissingPackageError
-from agent_rollout._extras import install_hint
+from agent_rollout._extras import first_missing, install_hint
 
 __all__ = ["add_arguments", "run"]
 
@@ -35,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # Looked for here, so that the line names the module (``name``) and main words it as
     # for every missing package; ``serve`` looks again, for its callers in Python.
-    if importlib.util.find_spec("pygls") is None:
-        raise MissingPackageError("pygls is not installed", name="pygls")
+    missing = first_missing("lsp")  # pygls, or its lsprotocol (the server loads them late)
+    if missing is not None:
+        raise MissingPackageError(f"{missing} is not installed", name=missing)
     from agent_rollout.lsp import serve
 
-    return serve()  # pygls without lsprotocol: the import fails, main names what to install
+    return serve()
