@@ -369,6 +369,7 @@ BAD_ROW_KINDS: dict[str, str] = {
     "not_utf8": "lone surrogate",
     "int_too_long": "int too long for Arrow",
     "json_text": "bad JSON text",
+    "text_utf8": "text not UTF-8",
     "schema_mismatch": "value outside the schema",
 }
 """What the summary of a read past bad rows calls each kind of bad row, by its code
