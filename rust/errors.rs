@@ -141,6 +141,11 @@ string_codes! {
         /// rule `Code::TooDeep`).
         TooDeep = "too_deep",
         Bom = "byte_order_mark",
+        /// The line ends before an object or an array it opened is closed (a
+        /// line cut short), where the reason would otherwise name what was
+        /// expected next (`json::cut_short`).
+        EndsInObject = "ends_in_object",
+        EndsInArray = "ends_in_array",
     }
 }
 
@@ -349,7 +354,7 @@ mod tests {
         "io_write",
     ];
 
-    const REASON_STRINGS: [&str; 16] = [
+    const REASON_STRINGS: [&str; 18] = [
         "expected_value",
         "expected_array_sep",
         "expected_object_sep",
@@ -366,6 +371,8 @@ mod tests {
         "trailing_data",
         "too_deep",
         "byte_order_mark",
+        "ends_in_object",
+        "ends_in_array",
     ];
 
     /// Where a code is in `ALL`. An exhaustive match: a new variant does not
@@ -424,6 +431,8 @@ mod tests {
             Reason::Trailing => 13,
             Reason::TooDeep => 14,
             Reason::Bom => 15,
+            Reason::EndsInObject => 16,
+            Reason::EndsInArray => 17,
         }
     }
 

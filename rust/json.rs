@@ -86,12 +86,42 @@ fn parse(text: &str, limits: JsonLimits, skip_extras: bool) -> Result<J<'_>, Syn
         return fail(Reason::Bom, 0);
     }
     parser.skip_ws();
-    let value = parser.value(0)?;
+    let value = parser
+        .value(0)
+        .map_err(|err| cut_short(text.as_bytes(), err))?;
     parser.skip_ws();
     if parser.pos != parser.bytes.len() {
         return fail(Reason::Trailing, parser.pos);
     }
     Ok(value)
+}
+
+/// An error at the end of the line, where the line ends inside an object or an
+/// array (a line cut short): that is its reason, not what the grammar expected
+/// next (`',' or '}'`). Which one is open: the reason says it, or, for a value
+/// expected, the byte before (`:` in an object; `[` or `,` in an array, since
+/// an object expects a key after `,`). The twin does the same (`_json.py`).
+fn cut_short(bytes: &[u8], err: SyntaxError) -> SyntaxError {
+    if err.offset != bytes.len() {
+        return err;
+    }
+    let before = bytes[..err.offset]
+        .iter()
+        .rev()
+        .copied()
+        .find(|b| !matches!(*b, b' ' | b'\t' | b'\n' | b'\r'));
+    let reason = match (err.reason, before) {
+        (Reason::ExpectedObjectSep | Reason::ExpectedColon | Reason::ExpectedKey, _)
+        | (Reason::ExpectedValue, Some(b':')) => Reason::EndsInObject,
+        (Reason::ExpectedArraySep, _) | (Reason::ExpectedValue, Some(b'[' | b',')) => {
+            Reason::EndsInArray
+        }
+        _ => return err,
+    };
+    SyntaxError {
+        reason,
+        offset: err.offset,
+    }
 }
 
 impl<'a> Parser<'a> {
@@ -987,6 +1017,17 @@ mod tests {
             ("01", Reason::Trailing, 1),
             ("1.", Reason::BadNumber, 0),
             ("{} x", Reason::Trailing, 3),
+            // A line cut short: what it ends inside, at its end.
+            ("{\"a\":1", Reason::EndsInObject, 6),
+            ("{\"a\": ", Reason::EndsInObject, 6),
+            ("{\"a\"", Reason::EndsInObject, 4),
+            ("{\"a\":1,", Reason::EndsInObject, 7),
+            ("{", Reason::EndsInObject, 1),
+            ("[1", Reason::EndsInArray, 2),
+            ("[1, \r", Reason::EndsInArray, 5),
+            ("[", Reason::EndsInArray, 1),
+            ("{\"a\":[", Reason::EndsInArray, 6),
+            ("[{}", Reason::EndsInArray, 3),
         ];
         for (text, reason, offset) in cases {
             match parse_line(text, LIMITS) {

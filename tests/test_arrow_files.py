@@ -517,9 +517,7 @@ def test_parquet_into_a_named_pipe_reports_a_missing_source_first(
         timeout=60,
     )
     assert done.returncode == 2, done.stderr  # an input that cannot be opened: I/O
-    assert done.stderr.decode() == (
-        f"agent-rollout normalise: [Errno 2] No such file or directory: '{missing}'\n"
-    )
+    assert done.stderr.decode() == (f"{missing}: cannot read file: No such file or directory\n")
     assert fifo.is_fifo()
 
 

@@ -64,7 +64,10 @@ def test_report_counts_every_bad_row_across_chunks_and_writes_nothing(
     text = str(exc).splitlines()
     assert text[0].startswith(f"{src}:10: row 9: prompt: must be a str")
     assert text[1].startswith(f"{src}:20:15: invalid JSON")
-    assert text[-1] == f"{src}: 3,000 bad rows of 30,000 (the first {BAD_ROWS_KEPT} listed)"
+    assert text[-1] == (
+        f"{src}: 3,000 bad rows of 30,000 (the first {BAD_ROWS_KEPT} listed: "
+        "prompt of a wrong type: 7, invalid JSON: 7, not a mapping: 6)"
+    )
     assert isinstance(exc, RolloutFileError) and isinstance(exc, ValueError)
     assert isinstance(exc, AgentRolloutError)
     assert dst.read_text() == "old\n"
@@ -100,7 +103,8 @@ def test_a_fault_of_the_file_after_bad_rows_stops_the_read(engine: str, tmp_path
     assert exc.stopped is not None
     assert (exc.stopped.code, exc.stopped.line) == ("file_too_many_rows", 21)
     assert str(exc).splitlines()[-1] == (
-        f"{src}: 2 bad rows, then the error above stopped the read"
+        f"{src}: 2 bad rows (prompt of a wrong type: 1, invalid JSON: 1), "
+        "then the error above stopped the read"
     )
     assert not dst.exists()
 

@@ -79,7 +79,8 @@ def test_github_format_annotations(cli: Cli, files: dict[str, Path]) -> None:
     assert done.code == 1
     first = done.out.splitlines()[0]
     assert first.startswith(
-        f"::error file={files['bad']},line=2,col=20,title=agent-rollout check::"
+        f"::error file={files['bad']},line=2,endLine=2,col=20,endColumn=24,"
+        "title=agent-rollout check::"
     )
     assert first.endswith("valid: art, nemo_gym, openenv, ruler")
 
@@ -87,7 +88,8 @@ def test_github_format_annotations(cli: Cli, files: dict[str, Path]) -> None:
 def test_github_escaping() -> None:
     issue = ConfigIssue("a,b:c%.yaml", 3, 4, "training.x", "100% bad\r\nnext, line: here", "value")
     assert github_annotation(issue) == (
-        "::error file=a%2Cb%3Ac%25.yaml,line=3,col=4,title=agent-rollout check::"
+        "::error file=a%2Cb%3Ac%25.yaml,line=3,endLine=3,col=4,endColumn=4,"
+        "title=agent-rollout check::"
         "training.x: 100%25 bad%0D%0Anext, line: here"
     )
 
@@ -149,7 +151,7 @@ def test_warnings_pass_unless_strict(cli: Cli, tmp_path: Path) -> None:
     strict = cli("check", "--strict", str(path))
     assert strict.code == 1
     assert strict.out.splitlines()[-1] == (
-        "checked 1 file: 0 valid, 1 invalid, 0 errors, 1 warning"
+        "checked 1 file: 0 valid, 1 invalid, 0 errors, 1 warning; --strict: 1 warning fails the run"
     )
 
 
@@ -169,7 +171,9 @@ def test_warnings_in_json_and_github(cli: Cli, tmp_path: Path) -> None:
     strict = json.loads(cli("check", "--strict", "--format", "json", str(path)).out)
     assert strict["valid"] is False and strict["files"][0]["valid"] is False
     github = cli("check", "--format", "github", str(path)).out.splitlines()
-    assert github[0].startswith(f"::warning file={path},line=1,col=1,title=agent-rollout check::")
+    assert github[0].startswith(
+        f"::warning file={path},line=1,endLine=1,col=1,endColumn=9,title=agent-rollout check::"
+    )
 
 
 def test_yaml_version_flag_and_warnings(cli: Cli, tmp_path: Path) -> None:

@@ -115,10 +115,22 @@ def test_existing_output_is_replaced(engine: str, rollouts: Path, tmp_path: Path
 BAD_FILES = [
     (
         ['{"prompt": "a"}', '{"prompt": "b", "answer": 3}'],
-        [":2: row 1: answer: must be a str or None, got 'int'", ": 1 bad row of 2; nothing"],
+        [
+            ":2: row 1: answer: must be a str or None, got 'int'",
+            ": 1 bad row of 2 (answer of a wrong type: 1); nothing",
+        ],
     ),
-    (['{"prompt": "a"}', "", '{"prompt": "b",'], [":3:16: invalid JSON", ": 1 bad row of 2;"]),
-    (['{"prompt": ""}'], [":1: row 0: prompt: empty prompt", ": 1 bad row of 1;"]),
+    (
+        ['{"prompt": "a"}', "", '{"prompt": "b",'],
+        [
+            ":3:16: invalid JSON: the line ends inside an object",
+            ": 1 bad row of 2 (invalid JSON: 1);",
+        ],
+    ),
+    (
+        ['{"prompt": ""}'],
+        [":1: row 0: prompt: empty prompt", ": 1 bad row of 1 (empty prompt: 1);"],
+    ),
     (["", "  "], [": no rows (the file is empty or blank)"]),
 ]
 
@@ -188,12 +200,12 @@ def test_every_bad_row_is_counted_the_first_20_shown(engine: str, tmp_path: Path
     assert result.code == 1
     err = result.err.splitlines()
     assert len(err) == 21, err
-    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[0] == f"{src}:4:12: invalid JSON: the line ends inside an object"
     assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str or a list")
     assert err[19].startswith(f"{src}:23: row 22: prompt:")
     assert err[20] == (
-        f"{src}: 25 bad rows of 28 (the first 20 listed); nothing written "
-        "(--skip-bad writes the good rows)"
+        f"{src}: 25 bad rows of 28 (the first 20 listed: invalid JSON: 10, prompt of a wrong "
+        "type: 10); nothing written (--skip-bad writes the good rows)"
     )
     assert out.read_text() == "previous contents\n"
     assert temp_files(tmp_path) == []
@@ -208,9 +220,9 @@ def test_skip_bad_writes_the_good_rows_and_lists_the_skipped(
     assert result.code == 0, result.err
     assert out.read_bytes() == canonical([{"prompt": "ok", "answer": "a"}] * 3)
     err = result.err.splitlines()
-    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[0] == f"{src}:4:12: invalid JSON: the line ends inside an object"
     assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str")
-    assert err[2] == f"{src}: 2 bad rows of 5, skipped"
+    assert err[2] == f"{src}: 2 bad rows of 5 (invalid JSON: 1, prompt of a wrong type: 1), skipped"
     assert err[3].startswith("normalised 5 rows in, 3 rows out, 2 bad rows and 0 blank lines ")
     assert len(err) == 4
 
@@ -222,7 +234,9 @@ def test_skip_bad_given_is_not_suggested_again(engine: str, tmp_path: Path, cli:
     src.write_text('{"prompt": ""}\n[1]\n', encoding="utf-8")
     result = cli("normalise", str(src), "-o", str(tmp_path / "out.jsonl"), "--skip-bad")
     assert result.code == 1
-    assert result.err.splitlines()[-1] == f"{src}: 2 bad rows of 2; nothing written"
+    assert result.err.splitlines()[-1] == (
+        f"{src}: 2 bad rows of 2 (empty prompt: 1, not a mapping: 1); nothing written"
+    )
     src = bad_file(tmp_path / "bad.jsonl", 4)
     out = tmp_path / "out.jsonl"
     result = cli("normalise", str(src), "-o", str(out), "--max-rows", "5", "--skip-bad")
@@ -237,7 +251,10 @@ def test_bad_rows_then_a_fault_of_the_file(engine: str, tmp_path: Path, cli: Cli
     err = result.err.splitlines()
     assert [line.split(": ")[0] for line in err[:3]] == [f"{src}:4:12", f"{src}:5", f"{src}:6"]
     assert err[2] == f"{src}:6: more than 5 rows (max_rows=5; raise the limit with --max-rows N)"
-    assert err[3].startswith(f"{src}: 2 bad rows, then the error above stopped the read;")
+    assert err[3].startswith(
+        f"{src}: 2 bad rows (invalid JSON: 1, prompt of a wrong type: 1), then the error above "
+        "stopped the read;"
+    )
 
 
 def test_skip_bad_writes_parquet_of_the_good_rows(engine: str, tmp_path: Path, cli: Cli) -> None:
@@ -248,9 +265,9 @@ def test_skip_bad_writes_parquet_of_the_good_rows(engine: str, tmp_path: Path, c
     assert result.code == 0, result.err
     assert pq.read_table(out).to_pylist() == [{"prompt": "ok", "answer": "a"}] * 3
     err = result.err.splitlines()
-    assert err[0] == f"{src}:4:12: invalid JSON: expected a JSON value"
+    assert err[0] == f"{src}:4:12: invalid JSON: the line ends inside an object"
     assert err[1].startswith(f"{src}:5: row 4: prompt: must be a str")
-    assert err[2] == f"{src}: 2 bad rows of 5, skipped"
+    assert err[2] == f"{src}: 2 bad rows of 5 (invalid JSON: 1, prompt of a wrong type: 1), skipped"
     assert err[3].startswith("normalised 5 rows in, 3 rows out, 2 bad rows and 0 blank lines ")
     assert temp_files(tmp_path) == []
 
@@ -266,7 +283,10 @@ def test_bad_rows_into_parquet_are_all_listed_and_nothing_written(
     assert result.code == 1
     err = result.err.splitlines()
     assert [line.split(": ")[0] for line in err[:3]] == [f"{src}:4:12", f"{src}:5", f"{src}:6:12"]
-    assert err[3] == f"{src}: 3 bad rows of 6; nothing written (--skip-bad writes the good rows)"
+    assert err[3] == (
+        f"{src}: 3 bad rows of 6 (invalid JSON: 2, prompt of a wrong type: 1); nothing written "
+        "(--skip-bad writes the good rows)"
+    )
     assert out.read_bytes() == b"previous contents"
     assert temp_files(tmp_path) == []
 
@@ -314,9 +334,7 @@ def test_unreadable_input_exits_2(engine: str, tmp_path: Path, cli: Cli) -> None
     missing = tmp_path / "missing.jsonl"
     result = cli("normalise", str(missing), "-o", str(tmp_path / "out.jsonl"))
     assert result.code == 2
-    err = result.err
-    assert err.startswith("agent-rollout normalise: [Errno 2] No such file or directory")
-    assert str(missing) in err
+    assert result.err == f"{missing}: cannot read file: No such file or directory\n"
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -324,9 +342,7 @@ def test_unwritable_output_exits_2(engine: str, rollouts: Path, tmp_path: Path, 
     out = tmp_path / "no-such-dir" / "out.jsonl"
     result = cli("normalise", str(rollouts), "-o", str(out))
     assert result.code == 2
-    err = result.err
-    assert err.startswith("agent-rollout normalise: [Errno 2] No such file or directory")
-    assert "no-such-dir" in err
+    assert result.err == f"{out}: cannot write file: No such file or directory\n"
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)

@@ -140,16 +140,18 @@ def test_parquet_without_pyarrow_is_a_usage_error(
     assert result.code == 2
     assert "internal error" not in result.err
     assert result.err.count("\n") == 1, result.err
-    assert result.err.startswith("agent-rollout: ")
-    assert "pyarrow" in result.err and result.err.endswith(f"{install_hint('arrow')}\n")
+    assert (
+        result.err
+        == f"agent-rollout normalise: pyarrow is not installed: {install_hint('arrow')}\n"
+    )
     assert not out.exists()
 
 
 def test_a_half_installed_extra_is_a_usage_error_too() -> None:
-    """pygls is there but its lsprotocol is not: the import that fails inside pygls
-    reaches ``main``, which names the extra's packages. (A process: the test replaces a
-    third-party package for the whole import.)"""
-    # initialize is answered before pygls loads; shutdown is the full server's.
+    """pygls is there but its lsprotocol is not: the server, which answers its first
+    messages before it loads pygls, does not start; the line names the module missing
+    and what installs the extra. (A process: the test replaces a third-party package
+    for the whole import.)"""
     messages = (
         b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}',
         b'{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}',
@@ -169,4 +171,5 @@ def test_a_half_installed_extra_is_a_usage_error_too() -> None:
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert "internal error" not in err and "Traceback" not in err
-    assert "lsprotocol" in err and err.endswith(f"{install_hint('lsp')}\n")
+    assert err == f"agent-rollout lsp: lsprotocol is not installed: {install_hint('lsp')}\n"
+    assert done.stdout == b""  # not one answer: nothing started

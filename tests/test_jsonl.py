@@ -109,12 +109,20 @@ def test_bad_utf8_names_the_line_and_the_byte(
 @pytest.mark.parametrize(
     ("data", "where", "reason"),
     [
-        # a truncated last line, cut at different places
-        (GOOD + b'{"prompt":"tr', "2:11", "unterminated string"),
-        (GOOD + b'{"prompt":"x"', "2:14", "expected ',' or '}' after an object member"),
-        (GOOD + b'{"prompt":', "2:11", "expected a JSON value"),
-        (GOOD + b'{"prompt"', "2:10", "expected ':' after an object key"),
-        (GOOD + b'{"prompt":[{"role":"u"}', "2:24", "expected ',' or ']' after an array item"),
+        # a truncated last line, cut at different places: what it ends inside, at its end
+        # (a string: where the string starts)
+        (GOOD + b'{"prompt":"tr', "2:11", "the line ends inside a string"),
+        (GOOD + b'{"prompt":"x"', "2:14", "the line ends inside an object"),
+        (GOOD + b'{"prompt":', "2:11", "the line ends inside an object"),
+        (GOOD + b'{"prompt"', "2:10", "the line ends inside an object"),
+        (GOOD + b'{"prompt":"x",', "2:15", "the line ends inside an object"),
+        (GOOD + b'{"prompt":[{"role":"u"}', "2:24", "the line ends inside an array"),
+        (GOOD + b'{"prompt":[', "2:12", "the line ends inside an array"),
+        (GOOD + b'{"prompt":[1, \r\n', "2:16", "the line ends inside an array"),
+        # the same expectations inside the line: what was expected there
+        (b'{"prompt":"x" "a":1}', "1:15", "expected ',' or '}' after an object member"),
+        (b'{"prompt" 1}', "1:11", "expected ':' after an object key"),
+        (b'{"prompt":[{"role":"u"} 2]}', "1:25", "expected ',' or ']' after an array item"),
         (GOOD + b'{"prompt":"x","answer":1.', "2:24", "invalid number"),
         (GOOD + b'{"prompt":"x\\', "2:13", "invalid escape in string"),
         # columns count characters, not bytes
@@ -937,7 +945,7 @@ def test_a_moderately_large_file_gives_identical_bytes(tmp_path: Path) -> None:
         (b'{"prompt":"x","answer":7}\n', 100_000,
          ":50002: row 50000: answer: must be a str or None, got 'int'"),
         (b'{"prompt":"x"\n', 100_000,
-         ":50002:14: invalid JSON: expected ',' or '}' after an object member"),
+         ":50002:14: invalid JSON: the line ends inside an object"),
         (b"", 39_999, ":40000: more than 39,999 rows (max_rows=39999; raise the limit "
                       "with max_rows= or --max-rows)"),
     ],

@@ -221,16 +221,29 @@ def test_everything_but_code_actions_is_answered_while_pygls_loads(
 
 
 HOLD_LSPROTOCOL = """
-import importlib.abc, os, sys, time
+import importlib.abc, importlib.util, os, sys, time
 
 class Hold(importlib.abc.MetaPathFinder):
-    # importing lsprotocol (pygls's base) waits until the test says so
+    # importing lsprotocol (pygls's base) waits until the test says so: it is found at
+    # once (the server looks for it before it starts), its code runs when released
     def find_spec(self, name, path, target=None):
-        if name == "lsprotocol":
+        if name != "lsprotocol":
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        run = spec.loader.exec_module
+
+        def held(module):
             end = time.monotonic() + 60
             while not os.path.exists(os.environ["AR_RELEASE"]) and time.monotonic() < end:
                 time.sleep(0.01)
-        return None
+            run(module)
+
+        spec.loader.exec_module = held
+        return spec
 
 sys.meta_path.insert(0, Hold())
 from agent_rollout.cli import main

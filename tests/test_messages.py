@@ -408,8 +408,8 @@ def test_bad_rows_error_text(engine: str, tmp_path: Any) -> None:
         normalise_rollout_file(src, tmp_path / "o.jsonl", on_bad="report")
     assert str(info.value) == (
         f"{src}:1: row 0: prompt: must be a str or a list of chat messages, got 'int'\n"
-        f"{src}:3:12: invalid JSON: expected a JSON value\n"
-        f"{src}: 2 bad rows of 3"
+        f"{src}:3:12: invalid JSON: the line ends inside an object\n"
+        f"{src}: 2 bad rows of 3 (prompt of a wrong type: 1, invalid JSON: 1)"
     )
     assert isinstance(info.value, AgentRolloutError)
 
@@ -420,12 +420,13 @@ def test_counts_in_messages_have_thousands_separators(engine: str, cli: Cli, tmp
     with pytest.raises(RolloutBadRowsError) as info:
         normalise_rollout_file(src, tmp_path / "o.jsonl", on_bad="report")
     assert str(info.value).splitlines()[-1] == (
-        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed)"
+        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed: prompt of a wrong type: 20)"
     )
     done = cli("normalise", str(src), "-o", str(tmp_path / "o.jsonl"))
     assert done.code == 1
     assert done.err.splitlines()[-1] == (
-        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed); nothing written "
+        f"{src}: 1,001 bad rows of 2,001 (the first 20 listed: prompt of a wrong type: 20); "
+        "nothing written "
         "(--skip-bad writes the good rows)"
     )
     src.write_text('{"prompt": "ok"}\n' * 1001)

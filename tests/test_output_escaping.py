@@ -199,7 +199,7 @@ def test_usage_errors_show_arguments_escaped(cli: Cli, tmp_path: Path) -> None:
     done = cli("check", str(tmp_path / "a.yaml"), "--bogus\n::warning::argv")
     assert done.code == 2
     lines = safe_lines(done.err)
-    assert lines[-1] == "agent-rollout: error: unrecognized arguments: --bogus\\n::warning::argv"
+    assert lines[-1] == "agent-rollout: unrecognized arguments: --bogus\\n::warning::argv"
 
 
 # ---- normalise -------------------------------------------------------------------------------
@@ -213,18 +213,19 @@ def test_normalise_errors_name_a_hostile_file_on_one_line(
     done = cli("normalise", str(source))
     assert done.code == 1
     # Every bad row, then the count: each line names the file, escaped.
-    summary = f"{printable(str(source))}: 1 bad row of 2; no row written after the first bad one"
+    summary = f"{printable(str(source))}: 1 bad row of 2"
+    left = "; no row written after the first bad one (--skip-bad writes the good rows)"
     assert safe_lines(done.err) == [
         f"{printable(str(source))}:2: row 1: prompt: must be a str or a list of chat messages, "
         "got 'int'",
-        f"{summary} (--skip-bad writes the good rows)",
+        f"{summary} (prompt of a wrong type: 1){left}",
     ]
     source.write_text('{"prompt": "ok"}\n{"prompt": \n', encoding="utf-8")
     done = cli("normalise", str(source))
     assert done.code == 1
     assert safe_lines(done.err) == [
-        f"{printable(str(source))}:2:12: invalid JSON: expected a JSON value",
-        f"{summary} (--skip-bad writes the good rows)",
+        f"{printable(str(source))}:2:12: invalid JSON: the line ends inside an object",
+        f"{summary} (invalid JSON: 1){left}",
     ]
 
 
@@ -237,8 +238,7 @@ def test_normalise_io_errors_and_summary_name_a_hostile_output_on_one_line(
     done = cli("normalise", str(source), "-o", str(missing))
     assert done.code == 2
     (line,) = safe_lines(done.err)
-    assert line.startswith("agent-rollout normalise: [Errno 2] No such file or directory: ")
-    assert printable(str(missing)) in line
+    assert line == f"{printable(str(missing))}: cannot write file: No such file or directory"
     out = tmp_path / f"{HOSTILE_NAME}.jsonl"
     done = cli("normalise", str(source), "-o", str(out))
     assert done.code == 0, done.err
@@ -258,13 +258,13 @@ def test_normalise_shows_an_undecodable_file_name_as_bytes(
     assert safe_lines(done.err) == [
         f"{tmp_path}/in\\xff.jsonl:1: row 0: prompt: missing "
         "(every row needs a 'prompt': a str or a list of chat messages)",
-        f"{tmp_path}/in\\xff.jsonl: 1 bad row of 1; no row written after the first bad one "
-        "(--skip-bad writes the good rows)",
+        f"{tmp_path}/in\\xff.jsonl: 1 bad row of 1 (prompt missing: 1); no row written after "
+        "the first bad one (--skip-bad writes the good rows)",
     ]
     done = cli("normalise", str(tmp_path / os.fsdecode(b"gone\xff.jsonl")))
     assert done.code == 2
     (line,) = safe_lines(done.err)
-    assert line.endswith(f": '{tmp_path}/gone\\xff.jsonl'")
+    assert line == f"{tmp_path}/gone\\xff.jsonl: cannot read file: No such file or directory"
 
 
 # ---- run -------------------------------------------------------------------------------------
@@ -296,12 +296,12 @@ def test_run_io_errors_name_a_hostile_file_on_one_line(
     done = cli("run", str(gym_config), "--prompts", str(prompts))
     assert done.code == 2
     (line,) = safe_lines(done.err)
-    assert line.startswith("agent-rollout run: [Errno 2] No such file or directory: ")
+    assert line == f"{printable(str(prompts))}: cannot read file: No such file or directory"
     prompts.write_text('"ok"\n{"bad": \n', encoding="utf-8")
     done = cli("run", str(gym_config), "--prompts", str(prompts))
     assert done.code == 1
     assert safe_lines(done.err) == [
-        f"{printable(str(prompts))}:2:9: invalid JSON: expected a JSON value"
+        f"{printable(str(prompts))}:2:9: invalid JSON: the line ends inside an object"
     ]
 
 

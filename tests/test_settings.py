@@ -98,7 +98,7 @@ def test_check_reads_the_settings_and_its_options_win(cli: Cli, tmp_path: Path) 
     config.write_text("rl:\n  rollout_backend: art\n", encoding="utf-8")
     done = cli("check", str(config))
     assert done.code == 1  # strict: the warning fails
-    assert ": warning: rl.rollout_func:" in done.out
+    assert ": error (strict): rl.rollout_func:" in done.out
     assert cli("check", "--section", "training", str(config)).out.startswith(
         f"{config}:1:1: training: section 'training' is missing"
     )
@@ -200,8 +200,8 @@ def test_check_refuses_a_long_section_flag_as_a_usage_error(cli: Cli, tmp_path: 
     done = cli("check", "--section", LONG_SECTION, str(config))
     assert done.code == 2
     assert (
-        "error: argument --section: must be a dotted path of at most 199 keys, got 20,000 keys"
-        in done.err
+        "agent-rollout check: argument --section: must be a dotted path of at most 199 keys, "
+        "got 20,000 keys" in done.err
     )
     done = cli("schema", "--section", LONG_SECTION)
     assert done.code == 2 and "argument --section: must be a dotted path" in done.err
@@ -249,7 +249,10 @@ def test_a_huge_pyproject_is_refused_unread(tmp_path: Path, which: str) -> None:
     )
     code, peak_mib = map(int, done.stdout.split())
     assert code == 2
-    assert f"{project}:1:1: larger than the 1,048,576-byte limit (268,435,456 bytes)" in done.stderr
+    # Found, not named, under the current folder: named relative to it.
+    assert "\npyproject.toml:1:1: larger than the 1,048,576-byte limit (268,435,456 bytes)" in (
+        "\n" + done.stderr
+    )
     assert peak_mib < 200  # read whole, it took 550 MB
 
 

@@ -31,6 +31,13 @@ from ._limits import (
     int_digits_limit,
 )
 
+# Text as output shows it lives in _printable; the package's modules import it from here.
+from ._printable import error_text as error_text
+from ._printable import printable as printable
+from ._printable import printable_json as printable_json
+from ._printable import printable_lines as printable_lines
+from ._printable import shown_path as shown_path
+
 JSON_LIKE = "str, int, float, bool, None, list, dict with str keys"
 
 # The knobs messages name, as a caller of the library sets them; the command line
@@ -226,7 +233,7 @@ JSON_REASONS: dict[str, str] = {
     "expected_object_sep": "expected ',' or '}' after an object member",
     "expected_colon": "expected ':' after an object key",
     "expected_key": "expected a string key in double quotes",
-    "unterminated_string": "unterminated string",
+    "unterminated_string": "the line ends inside a string",
     "bad_escape": "invalid escape in string",
     "bad_unicode_escape": "invalid \\u escape (four hex digits expected)",
     "lone_surrogate": "lone surrogate in \\u escape",
@@ -238,6 +245,10 @@ JSON_REASONS: dict[str, str] = {
     "too_deep": f"nested deeper than {MAX_JSON_DEPTH} levels (MAX_JSON_DEPTH)",
     "byte_order_mark": "the line starts with a UTF-8 byte order mark (BOM); "
     "write the file without one",
+    # A line cut short: it ends before what it opened is closed (at its end, in place of
+    # what was expected next; a string's reason points at where the string starts).
+    "ends_in_object": "the line ends inside an object",
+    "ends_in_array": "the line ends inside an array",
 }
 
 FILE_MESSAGES: dict[str, str] = {
@@ -265,17 +276,6 @@ reads Parquet, never the Rust engine, so these codes are not the engine's)."""
 ROWS_AT_THE_MOST = "more than {rows} (max_rows={max_rows}, the most allowed: split the file)"
 """``file_too_many_rows`` when ``max_rows`` is already ``MAX_ROWS_LIMIT`` (the file
 commands' default): no knob raises it, so the message names none."""
-
-
-def shown_path(path: str) -> str:
-    """A file's path as messages show it: as given, but with the bytes of a name that
-    are no text in the filesystem's encoding (a name that is not UTF-8, which Python
-    holds as lone surrogates) as ``\\xNN``, as ``printable`` shows them:
-    ``r\\xe9sultats.jsonl:2: ...``. Such text
-    can be printed and written anywhere, where a lone surrogate cannot be encoded.
-    An ``OSError`` keeps the path itself, as Python's own ``open`` does (its message
-    shows it with ``repr``)."""
-    return _UNDECODED.sub(_escape, path)
 
 
 class RolloutFileError(RolloutValueError):
@@ -348,14 +348,64 @@ class RolloutBadRowsError(RolloutFileError):
         return (_rebuild, (type(self), (str(self),), facts))
 
 
-def bad_rows_summary(source: str, bad_rows: int, rows: Optional[int], listed: int) -> str:
-    """``rollouts.jsonl: 3 bad rows of 1,000`` (with how many are listed, when not all);
-    ``rows`` None: the read stopped early, at the error listed last."""
+BAD_ROW_KINDS: dict[str, str] = {
+    "json_syntax": "invalid JSON",
+    "utf8": "invalid UTF-8",
+    "row_not_mapping": "not a mapping",
+    "prompt_missing": "prompt missing",
+    "prompt_type": "prompt of a wrong type",
+    "prompt_empty": "empty prompt",
+    "message_not_mapping": "message not a mapping",
+    "key_not_str": "key not a str",
+    "role_missing": "role missing",
+    "role_type": "role of a wrong type",
+    "role_empty": "empty role",
+    "value_type": "unsupported value",
+    "float_not_finite": "non-finite float",
+    "too_deep": "nested too deep",
+    "answer_type": "answer of a wrong type",
+    "prompt_not_text": "message prompt in a text table",
+    "prompt_not_messages": "str prompt in a message table",
+    "not_utf8": "lone surrogate",
+    "int_too_long": "int too long for Arrow",
+    "json_text": "bad JSON text",
+    "text_utf8": "text not UTF-8",
+    "schema_mismatch": "value outside the schema",
+}
+"""What the summary of a read past bad rows calls each kind of bad row, by its code
+(``3 bad rows of 4 (invalid JSON: 2, prompt missing: 1)``)."""
+
+
+def bad_row_kinds(errors: tuple[ValueError, ...]) -> str:
+    """``invalid JSON: 2, prompt missing: 1``: the errors counted by kind
+    (``BAD_ROW_KINDS``), the most common first, then in the order first met (as ``run``
+    counts dropped prompts by reason)."""
+    counts: dict[str, int] = {}
+    for error in errors:
+        code = str(getattr(error, "code", "") or "")
+        kind = BAD_ROW_KINDS.get(code, code.replace("_", " ") or type(error).__name__)
+        counts[kind] = counts.get(kind, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])  # stable: first met first
+    return ", ".join(f"{kind}: {count:,}" for kind, count in ranked)
+
+
+def bad_rows_summary(
+    source: str, bad_rows: int, rows: Optional[int], errors: tuple[ValueError, ...]
+) -> str:
+    """``rollouts.jsonl: 3 bad rows of 1,000 (invalid JSON: 2, prompt missing: 1)``, the
+    ``errors`` listed counted by kind (``bad_row_kinds``; when only the first are listed,
+    those: ``(the first 20 listed: ...)``); ``rows`` None: the read stopped early, at
+    the error listed last."""
     text = f"{shown_path(source)}: {plural(bad_rows, 'bad row')}"
     if rows is not None:
         text += f" of {rows:,}"
-    if listed < bad_rows:
-        text += f" (the first {listed:,} listed)"
+    kinds = bad_row_kinds(errors)
+    if kinds:
+        text += (
+            f" (the first {len(errors):,} listed: {kinds})"
+            if len(errors) < bad_rows
+            else f" ({kinds})"
+        )
     if rows is None:
         text += ", then the error above stopped the read"
     return text
@@ -373,7 +423,7 @@ def bad_rows_error(
     lines = [str(error) for error in errors]
     if stopped is not None:
         lines.append(str(stopped))
-    lines.append(bad_rows_summary(source, bad_rows, rows, len(errors)))
+    lines.append(bad_rows_summary(source, bad_rows, rows, errors))
     return RolloutBadRowsError(
         "\n".join(lines),
         source=source,
@@ -471,6 +521,11 @@ longer what was read (``path`` shown with ``shown_path``). The others: why ``che
 
 # ---- config files ----------------------------------------------------------------------------
 
+STRICT_WARNING = "error (strict): "
+"""The word of a warning's line when it fails the run (``check --strict``, or ``strict =
+true`` in ``pyproject.toml``): an error by the run's rule, a warning by its own (``--format
+json`` keeps ``"severity": "warning"`` and says ``"fails": true``)."""
+
 
 @dataclass(frozen=True)
 class ConfigIssue:
@@ -499,11 +554,22 @@ class ConfigIssue:
     ``None``: not known, the issue is a point. Read from the text after the issue is
     placed, it is left out of comparisons: an issue is the same wherever it was found."""
 
-    def format(self) -> str:
-        """``path:line:col: [warning: ]location: message``: one line, made ``printable``."""
+    def format(self, strict: bool = False) -> str:
+        """``path:line:col: [warning: ]location: message``: one line, made ``printable``.
+
+        ``strict``: a warning fails the run (``check --strict``), and its line says so,
+        ``error (strict): `` where ``warning: `` would be (``cli._lines.MESSAGE_SHAPES``)."""
         where = f"{self.location}: " if self.location else ""
-        level = "warning: " if self.severity == "warning" else ""
-        return printable(f"{self.path}:{self.line}:{self.col}: {level}{where}{self.message}")
+        return printable(
+            f"{self.path}:{self.line}:{self.col}: {self.level(strict)}{where}{self.message}"
+        )
+
+    def level(self, strict: bool = False) -> str:
+        """The word a line puts before the location: ``""`` for an error, ``"warning: "``,
+        or ``"error (strict): "`` for a warning that fails the run."""
+        if self.severity != "warning":
+            return ""
+        return STRICT_WARNING if strict else "warning: "
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -562,92 +628,6 @@ def loc_key(key: str) -> str:
     lone surrogate (U+D800..U+DFFF), which it writes as one U+FFFD per byte of the
     key's UTF-8 form; any other key is itself."""
     return key.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-# ---- text on a terminal or in a CI log -------------------------------------------------------
-
-# What cannot be shown as it is: C0 controls, DEL, C1 controls (U+0085 among them), the
-# Unicode line and paragraph separators, the bidirectional controls (marks, embeddings,
-# overrides, isolates: they reorder the rest of a terminal's line), lone surrogates (a byte
-# Python could not decode in a file name, kept by surrogateescape, is U+DC80..U+DCFF); and
-# GitHub Actions' legacy workflow-command prefix, which its runner obeys anywhere in a line.
-_UNPRINTABLE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]|##\["
-)
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_UNDECODED = re.compile(r"[\ud800-\udfff]")
-_COMMAND = "::"  # a line starting with it (after white space) is a GitHub Actions command
-
-
-def _escape(match: re.Match[str]) -> str:
-    text = match.group()
-    if text == "##[":
-        return "##\\x5b"
-    point = ord(text)
-    if text in _SHORT_ESCAPES:
-        return _SHORT_ESCAPES[text]
-    if point < 0x100:
-        return f"\\x{point:02x}"
-    if 0xDC80 <= point <= 0xDCFF:
-        return f"\\x{point - 0xDC00:02x}"  # the undecodable byte itself
-    return f"\\u{point:04x}"
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print as (part of) one line of output, whatever it holds.
-
-    The one escaping of every printer: keys, values and file names read from
-    input or the command line go through it (or the whole line holding them
-    does), so that no text of a user's can end a line, move the cursor, fail
-    to encode, or start a CI workflow command. Shown escaped: control
-    characters (``\\n``, ``\\r``, ``\\t``, else ``\\xNN``, C1 included), DEL, the
-    line separators U+2028 and U+2029 (``\\u2028``), the bidirectional controls
-    (U+200E, U+200F, U+061C, U+202A..U+202E, U+2066..U+2069: ``\\u202e``, which
-    would reverse the rest of the line on a terminal), lone surrogates (a byte a
-    file name could not decode, held by ``surrogateescape``, as that byte's
-    ``\\xNN``), the ``##[`` of GitHub Actions' legacy commands (``##\\x5b``),
-    and the first ``:`` of a ``::`` that starts the text after white space
-    (``\\x3a:``). Everything else, accented letters and emoji included, is kept.
-    Applying it twice changes nothing more.
-    """
-    shown = _UNPRINTABLE.sub(_escape, text)
-    rest = shown.lstrip()
-    if rest.startswith(_COMMAND):
-        at = len(shown) - len(rest)
-        shown = shown[:at] + "\\x3a" + shown[at + 1 :]
-    return shown
-
-
-def printable_lines(text: str) -> str:
-    """``text`` that may hold several lines (a log's tail), each made ``printable``."""
-    return "\n".join(printable(line) for line in text.split("\n"))
-
-
-def printable_json(text: str) -> str:
-    """JSON text as ``json.dumps`` wrote it, with ``##[`` written ``##\\u005b``.
-
-    The same value to any JSON reader (``#`` occurs in JSON only inside
-    strings), and no legacy workflow command in a CI log. Control characters
-    and line separators are already escaped by ``json.dumps`` (ASCII output).
-    """
-    return text.replace("##[", "##\\u005b")
-
-
-def error_text(exc: BaseException) -> str:
-    """``str(exc)``, but an ``OSError``'s file names are shown by ``printable`` (a byte
-    that did not decode as ``\\xNN``, as in every message) where ``str`` would ``repr`` them."""
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        import os
-
-        number = getattr(exc, "winerror", None)
-        kind = "WinError" if number is not None else "Errno"
-        names = [exc.filename] if exc.filename2 is None else [exc.filename, exc.filename2]
-        shown = " -> ".join(
-            f"'{printable(os.fsdecode(name) if isinstance(name, bytes) else str(name))}'"
-            for name in names
-        )
-        return f"[{kind} {exc.errno if number is None else number}] {exc.strerror}: {shown}"
-    return str(exc)
 
 
 # ---- backends and the command line -----------------------------------------------------------

@@ -10,13 +10,19 @@ pygls, openenv-core, NeMo Gym.
 The hints name the packages themselves (``pip install 'pyarrow>=19'``), not
 the extra: agent-rollout is not published yet, so ``pip install
 'agent-rollout[arrow]'`` finds nothing (PyPI's ``agent-rollouts`` is another
-project). Once a release exists, :func:`install_hint` is the one place to
-switch to the extra. An extra that installs only on newer Pythons
-(``nemo-gym``: 3.12+) says so when the running Python is older.
+project), and the README's ``pip install '.[arrow]'`` installs the extra of
+whatever project is in the current folder: right in a clone, where the README
+runs it, wrong wherever else a command says it. The packages by name, pinned as
+the extra pins them, install the same thing from any folder (docs/messages.md).
+Once a release exists, :func:`install_hint` is the one place to switch to the
+extra. An extra that installs only on newer Pythons (``nemo-gym``: 3.12+) says
+so when the running Python is older. :func:`missing_text` is what a command
+says of a missing one.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from collections.abc import Mapping
@@ -77,6 +83,38 @@ def install_hint(extra: str) -> str:
     return pip_command(extra) + python_needed(extra)
 
 
+def missing_text(exc: BaseException) -> Optional[str]:
+    """What a command says of a package that is not installed, after its
+    ``agent-rollout COMMAND: `` prefix: ``pyarrow is not installed: pip install
+    'pyarrow>=19'``, when ``exc`` is (or was raised from, or while handling) an
+    ``ImportError`` naming a module an extra installs (``lsprotocol`` names the
+    ``lsp`` extra, whose hint installs both its packages); else ``None``."""
+    seen: set[int] = set()
+    found: Optional[BaseException] = exc
+    while found is not None and id(found) not in seen:
+        seen.add(id(found))
+        name = getattr(found, "name", None) if isinstance(found, ImportError) else None
+        extra = extra_for_module(name)
+        if name and extra is not None:
+            return f"{name.partition('.')[0]} is not installed: {install_hint(extra)}"
+        found = found.__cause__ or found.__context__
+    return None
+
+
+def first_missing(extra: str) -> Optional[str]:
+    """The first module of ``extra`` that cannot be imported (``"lsprotocol"`` where
+    pygls is installed without it), or ``None`` when all are there: looked for, not
+    imported, so that a command says what is missing before it starts anything."""
+    for module in EXTRAS[extra].imports:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):  # a parent missing, or a module without a spec
+            found = None
+        if found is None:
+            return module
+    return None
+
+
 def extra_for_module(module: Optional[str]) -> Optional[str]:
     """The extra that installs the top-level package of ``module`` (``'pyarrow.parquet'``:
     ``'arrow'``), or ``None`` when no extra does."""
@@ -91,7 +129,9 @@ __all__ = [
     "EXTRAS",
     "Extra",
     "extra_for_module",
+    "first_missing",
     "install_hint",
+    "missing_text",
     "pip_command",
     "python_needed",
 ]

@@ -39,8 +39,27 @@ def scan(text: str) -> Optional[tuple[str, int]]:
         if end != len(text):
             raise JsonSyntaxError("trailing_data", end)
     except JsonSyntaxError as err:
-        return err.reason, err.offset
+        return _cut_short(text, err.reason, err.offset), err.offset
     return None
+
+
+_IN_OBJECT = frozenset({"expected_object_sep", "expected_colon", "expected_key"})
+
+
+def _cut_short(text: str, reason: str, offset: int) -> str:
+    """The reason of an error at the end of the line, where the line ends inside an
+    object or an array (a line cut short): that, not what the grammar expected next.
+    Which one is open: the reason says it, or, for a value expected, the character
+    before (``:`` in an object; ``[`` or ``,`` in an array, since an object expects a
+    key after ``,``). The Rust parser does the same (``cut_short`` in ``json.rs``)."""
+    if offset != len(text):
+        return reason
+    before = text[:offset].rstrip(_WS)[-1:]
+    if reason in _IN_OBJECT or (reason == "expected_value" and before == ":"):
+        return "ends_in_object"
+    if reason == "expected_array_sep" or (reason == "expected_value" and before in ("[", ",")):
+        return "ends_in_array"
+    return reason
 
 
 def _skip_ws(text: str, pos: int) -> int:

@@ -27,15 +27,17 @@ if TYPE_CHECKING:
 # same for a Ctrl-C while it runs, see agent_rollout/__init__.py).
 
 COMMANDS: dict[str, str] = {
-    "check": "validate training config files (positioned errors, CI formats)",
-    "schema": "print the JSON Schema of a training config",
-    "normalise": "normalise a rollout JSONL file into canonical {prompt, answer} rows",
+    "check": "check the rollout settings of training config files",
+    "schema": "print the JSON Schema of a training config file",
+    "normalise": "check every row of a rollout file and write it as canonical rows",
     "stats": "show what a rollout file holds: rows, answers, messages, dropped keys, lengths",
-    "run": "load a config, launch its rollout backend and write the rows as JSONL",
-    "demo": "validate the bundled config, run its rollout and time both engines",
-    "lsp": "run the language server (diagnostics, fixes, hover) over stdin/stdout",
+    "run": "run a training config's rollout backend and write its rows",
+    "demo": "run the bundled example: check its config, run its rollout, time both engines",
+    "lsp": "run the language server: check's diagnostics, fixes and hover in an editor",
 }
-"""Each command and its summary; its module is ``agent_rollout.cli.<name>``."""
+"""Each command and its summary; its module is ``agent_rollout.cli.<name>``. Each summary
+is a verb phrase, and the command's ``--help`` description starts with the same verb,
+capitalised (``tests/test_message_style.py``)."""
 
 DEBUG_ENV = "AGENT_ROLLOUT_DEBUG"
 
@@ -66,18 +68,24 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            # argparse quotes most values it names, but not the unrecognised arguments.
-            super().error(printable(message))
+            # The usage, then the command's line as every other (``MESSAGE_SHAPES``: no
+            # ``error:`` word); argparse quotes most values it names, but not the
+            # unrecognised arguments: printable.
+            self.print_usage(sys.stderr)
+            self.exit(2, printable(f"{self.prog}: {message}") + "\n")
 
     parser = Parser(
         prog="agent-rollout",
-        description="Rollout-backend config checks and fast rollout row normalisation.",
+        description="Check training configs' rollout settings, and check, convert and "
+        "inspect rollout rows.",
     )
-    parser.add_argument("--version", action="version", version=version_text())
+    parser.add_argument("-V", "--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _command_of(argv)
     for name, summary in COMMANDS.items():
-        command = sub.add_parser(name, help=summary, description=summary)
+        command = sub.add_parser(
+            name, help=summary, description=f"{summary[:1].upper()}{summary[1:]}."
+        )
         if name == chosen:
             module = import_module(f"{__name__}.{name}")
             module.add_arguments(command)
@@ -116,12 +124,14 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _main(args_in: list[str]) -> int:
+    command = _command_of(args_in)
+    prog = "agent-rollout" if command is None else f"agent-rollout {command}"
     try:
         parser = build_parser(args_in)
         args = parser.parse_args(args_in)
         code: int = args._run(args)
     except KeyboardInterrupt:
-        print("agent-rollout: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`... | head`): not an error of ours.
@@ -133,13 +143,13 @@ def _main(args_in: list[str]) -> int:
 
         missing = _missing_package(exc)
         if missing is not None:  # a usage error: one line, what to install
-            print(printable_lines(f"agent-rollout: {missing}"), file=sys.stderr)
+            print(printable_lines(f"{prog}: {missing}"), file=sys.stderr)
             return 2
         if os.environ.get(DEBUG_ENV):
             raise
         text = f"internal error: {type(exc).__name__}: {error_text(exc)}"
         print(
-            printable_lines(f"agent-rollout: {text} (set {DEBUG_ENV}=1 for a traceback)"),
+            printable_lines(f"{prog}: {text} (set {DEBUG_ENV}=1 for a traceback)"),
             file=sys.stderr,
         )
         return 2
@@ -147,16 +157,18 @@ def _main(args_in: list[str]) -> int:
 
 
 def _missing_package(exc: Exception) -> Optional[str]:
-    """The message of a missing optional package (``MissingPackageError``'s own, or an
-    import of one of the extras' packages that failed), else ``None``."""
+    """What to say of a missing optional package: ``pyarrow is not installed: pip install
+    'pyarrow>=19'`` (``_extras.missing_text``) when the import that failed names a module
+    an extra installs, else a ``MissingPackageError``'s own message; ``None`` for any
+    other exception."""
     from agent_rollout._errors import error_text
     from agent_rollout._exceptions import MissingPackageError
-    from agent_rollout._extras import extra_for_module, install_hint
+    from agent_rollout._extras import missing_text
 
-    if isinstance(exc, MissingPackageError):
-        return error_text(exc)
-    extra = extra_for_module(exc.name) if isinstance(exc, ModuleNotFoundError) else None
-    return None if extra is None else f"{error_text(exc)}: {install_hint(extra)}"
+    text = missing_text(exc)
+    if text is None and isinstance(exc, MissingPackageError):
+        text = error_text(exc)
+    return text
 
 
 if __name__ == "__main__":

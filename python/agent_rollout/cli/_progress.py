@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Optional, TextIO
 
 from agent_rollout._errors import Terminated, error_text, printable
+from agent_rollout.cli._lines import file_problem, os_filename
 
 __all__ = [
     "Progress",
@@ -285,12 +286,16 @@ class Progress:
             self.enabled = False  # the terminal went away: stop drawing, keep working
 
 
-def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
+def end_on(
+    exc: BaseException, prog: str, dest: str, progress: Progress, source: Optional[str] = None
+) -> int:
     """The exit code for Ctrl-C (130), SIGTERM/SIGHUP (128 + signal) or an I/O error (2).
 
-    Says so on stderr first. A ``BrokenPipeError`` (the reader of standard
-    output went away) is raised again, for the dispatcher to end quietly;
-    anything else is a bug here.
+    Says so on stderr first: ``PROG: interrupted``, or an I/O error as a line about
+    its file (``rows.jsonl: cannot read file: No such file or directory``, ``cannot
+    write`` for ``dest``: ``cli._lines.file_problem``). A ``BrokenPipeError`` (the
+    reader of standard output went away) is raised again, for the dispatcher to end
+    quietly; anything else is a bug here.
     """
     progress.finish()
     left = "" if dest == "-" else f"; {dest} was not written"
@@ -303,13 +308,20 @@ def end_on(exc: BaseException, prog: str, dest: str, progress: Progress) -> int:
     if isinstance(exc, BrokenPipeError):
         raise exc
     if isinstance(exc, OSError):
-        say(f"{prog}: {error_text(exc)}")
+        name = os_filename(exc)
+        doing = "read" if name == source else "write" if name == dest else ""
+        text = file_problem(exc, doing)
+        say(text if text is not None else f"{prog}: {error_text(exc)}")
         return 2
     raise exc
 
 
 def say(line: str) -> None:
-    """One line on standard error, made ``printable``: the names in it are the user's text."""
+    """One line on standard error, made ``printable``: the names in it are the user's text.
+
+    Every line a command says has one of the shapes of ``cli._lines.MESSAGE_SHAPES``
+    (docs/messages.md): ``agent-rollout COMMAND: MESSAGE`` for the command as a whole,
+    ``PATH: MESSAGE`` or ``PATH:LINE[:COL]: MESSAGE`` for a file, a summary."""
     sys.stderr.write(printable(line) + "\n")
 
 

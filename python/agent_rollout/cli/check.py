@@ -30,6 +30,7 @@ from agent_rollout._errors import (
     printable_json,
 )
 from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout._printable import found_path
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
 from agent_rollout.cli._color import BOLD, CYAN, GREEN, RED, YELLOW, add_color, paint, use_color
@@ -59,7 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strict",
         action="store_true",
         default=None,
-        help="warnings (a config incomplete for the built-in adapter) fail too",
+        help="warnings (a config incomplete for the built-in adapter, a value read otherwise "
+        "than written) fail the run too: their lines say 'error (strict):', and the summary "
+        "says where strictness came from (this flag, or strict = true in pyproject.toml)",
     )
     parser.add_argument(
         "--allow-key",
@@ -72,8 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-unrelated",
         action="store_true",
         default=None,
-        help="skip files that are not training configs: no settings found and none of "
-        "our keys in their top two levels (counted as skipped); the pre-commit hook "
+        help="skip files that are not training configs: no mapping holds one of our keys or "
+        "a look-alike (read by key, never by word; counted as skipped); the pre-commit hook "
         "runs with it",
     )
     parser.add_argument(
@@ -141,13 +144,20 @@ def _escape_property(text: str) -> str:
     return printable(_github_data(text).replace(":", "%3A").replace(",", "%2C"))
 
 
-def github_annotation(issue: ConfigIssue) -> str:
-    """One ``::error`` (or ``::warning``) workflow command, escaped as GitHub Actions reads it."""
+def github_annotation(issue: ConfigIssue, strict: bool = False) -> str:
+    """One ``::error`` workflow command for an issue that fails the run (an error, or a
+    warning under ``strict``, titled ``agent-rollout check (strict)``), else ``::warning``;
+    with the span ``--format json`` gives (``endLine``, ``endColumn``), escaped as GitHub
+    Actions reads it."""
     where = f"{issue.location}: " if issue.location else ""
-    command = "warning" if issue.severity == "warning" else "error"
+    warning = issue.severity == "warning"
+    command = "warning" if warning and not strict else "error"
+    title = "agent-rollout check (strict)" if warning and strict else "agent-rollout check"
+    span = issue.as_dict()
     return (
-        f"::{command} file={_escape_property(issue.path)},line={issue.line},col={issue.col},"
-        f"title={_escape_property('agent-rollout check')}::{_escape_data(where + issue.message)}"
+        f"::{command} file={_escape_property(issue.path)},line={issue.line},"
+        f"endLine={span['end_line']},col={issue.col},endColumn={span['end_col']},"
+        f"title={_escape_property(title)}::{_escape_data(where + issue.message)}"
     )
 
 
@@ -270,6 +280,9 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
 
     results = []
     strict = False
+    # Where strictness came from, for the summary: the flag, else the first pyproject.toml
+    # whose settings say strict = true (any file's makes the run strict).
+    args.strict_source = "--strict" if args.strict else None
     for name, in_folder, problem in _paths(args.files):
         if problem is not None:
             result = CheckResult(name, None, [problem], {})
@@ -283,6 +296,8 @@ def _check_all(args: argparse.Namespace) -> list[CheckResult]:
         if in_folder:  # found, not named: skipped when it is not a training config
             settings = settings.merged({"skip_unrelated": True})
         strict = strict or settings.strict
+        if settings.strict and args.strict_source is None and settings.origin is not None:
+            args.strict_source = found_path(settings.origin)
         options = settings.check_options()
         if name == "-":
             result = _check_stdin(args.stdin_format, options)
@@ -322,16 +337,17 @@ def _summary(results: list[CheckResult], strict: bool) -> dict[str, int]:
     }
 
 
-def _painted(issue: ConfigIssue) -> str:
-    """``issue.format()`` with colour codes put between its parts: the text is that line,
-    escaped as it is, and a part it does not start where expected is left plain."""
-    line = issue.format()
+def _painted(issue: ConfigIssue, strict: bool = False) -> str:
+    """``issue.format(strict)`` with colour codes put between its parts: the text is that
+    line, escaped as it is, and a part it does not start where expected is left plain."""
+    line = issue.format(strict)
     parts: list[tuple[str, tuple[str, ...]]] = [
         (printable(issue.path), (BOLD,)),
         (f":{issue.line}:{issue.col}:", (CYAN,)),
     ]
-    if issue.severity == "warning":
-        parts.append((" warning:", (BOLD, YELLOW)))
+    level = issue.level(strict)
+    if level:
+        parts.append((" " + level.rstrip(), (BOLD, YELLOW if level == "warning: " else RED)))
     if issue.location:
         parts.append((" " + printable(issue.location) + ":", (BOLD,)))
     out = []
@@ -344,6 +360,23 @@ def _painted(issue: ConfigIssue) -> str:
     return "".join(out) + line[at:]
 
 
+def _issue_entry(issue: ConfigIssue, strict: bool) -> dict[str, Any]:
+    """An issue in the ``json`` report: its facts, and whether it fails the run (an error
+    always; a warning under ``strict``). ``severity`` stays the issue's own, the same
+    with or without ``--strict``: ``fails`` is the run's rule (docs/messages.md)."""
+    return {**issue.as_dict(), "fails": issue.severity != "warning" or strict}
+
+
+def _strict_note(counts: dict[str, int], strict: bool, source: Optional[str]) -> str:
+    """``; --strict: 2 warnings fail the run``, or ``; strict = true in pyproject.toml:
+    ...`` where the settings said it; nothing when no warning fails."""
+    if not strict or not counts["warnings"]:
+        return ""
+    where = "--strict" if source in (None, "--strict") else f"strict = true in {source}"
+    fail = "fails" if counts["warnings"] == 1 else "fail"
+    return f"; {where}: {plural(counts['warnings'], 'warning')} {fail} the run"
+
+
 def _report(
     results: list[CheckResult],
     style: str,
@@ -351,12 +384,14 @@ def _report(
     out: TextIO,
     fixed: Optional[list[Fixed]] = None,
     color: bool = False,
+    strict_source: Optional[str] = None,
 ) -> None:
     counts = _summary(results, strict)
     if style == "json":
         report: dict[str, Any] = {
             "valid": counts["invalid"] == 0,
             "strict": strict,
+            "strict_source": strict_source if strict else None,
             "summary": counts,
             "files": [
                 {
@@ -364,8 +399,8 @@ def _report(
                     "valid": not result.skipped and not _failed(result, strict),
                     "skipped": result.skipped,
                     "section": None if result.section is None else ".".join(result.section),
-                    "errors": [issue.as_dict() for issue in result.issues],
-                    "warnings": [issue.as_dict() for issue in result.warnings],
+                    "errors": [_issue_entry(issue, strict) for issue in result.issues],
+                    "warnings": [_issue_entry(issue, strict) for issue in result.warnings],
                 }
                 for result in results
             ],
@@ -378,9 +413,9 @@ def _report(
     for result in results:
         for issue in sorted([*result.issues, *result.warnings], key=_position):
             if style == "github":
-                text = github_annotation(issue)
+                text = github_annotation(issue, strict)
             else:
-                text = _painted(issue) if color else issue.format()
+                text = _painted(issue, strict) if color else issue.format(strict)
             out.write(text + "\n")
     line = (  # every count with thousands separators, as ``plural`` writes them
         f"checked {plural(counts['files'], 'file')}: {counts['valid']:,} valid, "
@@ -390,6 +425,7 @@ def _report(
         line += f", {plural(counts['warnings'], 'warning')}"
     if counts["skipped"]:
         line += f", {counts['skipped']:,} skipped (not training configs)"
+    line += _strict_note(counts, strict, strict_source)
     if color and style == "text":
         line = paint(line, BOLD, RED if counts["invalid"] else GREEN)
     out.write(line + "\n")
@@ -490,7 +526,7 @@ def run(args: argparse.Namespace) -> int:
             _report_fixes(args.fixed, sys.stdout)
         fixed = args.fixed if args.fix else None
         color = args.format == "text" and use_color(args.color, sys.stdout)
-        _report(results, args.format, args.strict, sys.stdout, fixed, color)
+        _report(results, args.format, args.strict, sys.stdout, fixed, color, args.strict_source)
     except ConfigError as exc:  # a bad [tool.agent-rollout] setting: a usage error
         for issue in exc.issues:
             sys.stderr.write(issue.format() + "\n")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -136,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_config(str(config_path))
     except ConfigError as exc:
-        print(f"demo: the bundled config is invalid:\n{exc}")  # each issue a printable line
+        say(f"{PROG}: the bundled config is invalid")
+        sys.stderr.write(f"{exc}\n")  # each issue a printable line
         return 1
     kwargs = settings.to_launch_kwargs()
     print(

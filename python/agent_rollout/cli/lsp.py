@@ -3,15 +3,16 @@
 An editor starts it and talks to it (see docs/editors.md); it runs until the
 editor says ``exit`` or closes the connection. Exit status 0; 1 when the
 editor said ``exit`` without ``shutdown`` first (as the protocol says); 2 when
-pygls is not installed (the message says what to install:
-``agent_rollout._extras``).
+pygls is not installed (``agent-rollout lsp: pygls is not installed: pip install
+...``, the line ``main`` writes for every missing package: ``_extras.missing_text``).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from agent_rollout._extras import install_hint
+from agent_rollout._exceptions import MissingPackageError
+from agent_rollout._extras import first_missing, install_hint
 
 __all__ = ["add_arguments", "run"]
 
@@ -31,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Looked for here, so that the line names the module (``name``) and main words it as
+    # for every missing package; ``serve`` looks again, for its callers in Python.
+    missing = first_missing("lsp")  # pygls, or its lsprotocol (the server loads them late)
+    if missing is not None:
+        raise MissingPackageError(f"{missing} is not installed", name=missing)
     from agent_rollout.lsp import serve
 
-    return serve()  # without pygls: MissingPackageError, which main reports (exit 2)
+    return serve()

@@ -106,7 +106,7 @@ def _say_error(exc: ValueError, dest: str, skip_bad: bool) -> None:
         _say_bad(exc.errors)
         if exc.stopped is not None:
             say(for_command_line(str(exc.stopped)))
-        summary = bad_rows_summary(exc.source, exc.bad_rows, exc.rows, len(exc.errors))
+        summary = bad_rows_summary(exc.source, exc.bad_rows, exc.rows, exc.errors)
         # Standard output is written as the rows come: the rows before the first bad one
         # may have gone out (as when the first bad row ends the run).
         left = "no row written after the first bad one" if dest == "-" else "nothing written"
@@ -149,12 +149,12 @@ def run(args: argparse.Namespace) -> int:
         _say_error(exc, dest, skip_bad)
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
-        return end_on(exc, PROG, dest, progress)
+        return end_on(exc, PROG, dest, progress, source)
     progress.finish()
     if report.bad_rows:
         _say_bad(report.skipped)
         rows = report.rows + report.bad_rows
-        summary = bad_rows_summary(source_name(source), report.bad_rows, rows, len(report.skipped))
+        summary = bad_rows_summary(source_name(source), report.bad_rows, rows, report.skipped)
         say(f"{summary}, skipped")
     target = "" if dest == "-" else f" -> {dest}"
     say(summary_line(report) + target)

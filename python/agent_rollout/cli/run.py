@@ -86,6 +86,7 @@ from agent_rollout.cli._args import (
     positive_rows,
 )
 from agent_rollout.cli._imports import current_folder_first
+from agent_rollout.cli._lines import file_problem
 from agent_rollout.cli._progress import Progress, end_on, format_count, say
 from agent_rollout.examples.serving import (
     EXAMPLES,
@@ -102,9 +103,9 @@ PROG = "agent-rollout run"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Load a training config, launch its rollout backend on the seed prompts and write "
-        "the normalised rows in the format OUT's name says: .jsonl (canonical JSONL), "
-        ".jsonl.gz or .parquet."
+        "Run a training config's rollout backend: load and check the config, launch the "
+        "backend on the seed prompts and write the normalised rows in the format OUT's name "
+        "says: .jsonl (canonical JSONL), .jsonl.gz or .parquet."
     )
     parser.add_argument(
         "config",
@@ -250,7 +251,8 @@ def _prompts(args: argparse.Namespace, backend: str, source: Optional[str]) -> l
     except PromptFileError as exc:
         raise _Stop(printable(for_command_line(str(exc))), 1) from None
     except OSError as exc:
-        raise _Stop(printable(f"{PROG}: {error_text(exc)}"), 2) from None
+        text = file_problem(exc, "read")
+        raise _Stop(printable(text or f"{PROG}: {error_text(exc)}"), 2) from None
 
 
 def _launch(
@@ -263,8 +265,8 @@ def _launch(
         return f"{name!r}" in text
 
     def prefixed(exc: BaseException) -> str:
-        # Name the backend once.
-        text = error_text(exc)
+        # Name the backend once; a file by its path, the reason in words.
+        text = (file_problem(exc) if isinstance(exc, OSError) else None) or error_text(exc)
         return text if names_backend(text) else f"rollout backend {name!r}: {text}"
 
     try:
@@ -410,7 +412,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(printable_lines(stop.message) + "\n")
         return stop.code
     except (KeyboardInterrupt, Terminated, OSError) as exc:
-        return end_on(exc, PROG, args.output, progress)
+        return end_on(exc, PROG, args.output, progress, args.prompts)
     progress.finish()
     seeds = plural(len(prompts), "seed prompt") if source is None else f"rollout_source {source}"
     target = "" if args.output == "-" else f" -> {args.output}"

@@ -13,9 +13,10 @@ import json
 import sys
 from typing import Optional
 
-from agent_rollout._errors import printable, printable_json
+from agent_rollout._errors import error_text, printable, printable_json
 from agent_rollout._exceptions import RolloutValueError
 from agent_rollout.cli._args import file_name, section_name
+from agent_rollout.cli._lines import file_problem
 
 __all__ = ["add_arguments", "render_schema", "run", "vscode_settings"]
 
@@ -115,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with open(args.output, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
-    except OSError as exc:
-        message = f"agent-rollout schema: cannot write {args.output}: {exc.strerror}"
+    except OSError as exc:  # the file named, the reason in words (MESSAGE_SHAPES)
+        message = file_problem(exc, "write") or f"agent-rollout schema: {error_text(exc)}"
         sys.stderr.write(printable(message) + "\n")
         return 2
     return 0

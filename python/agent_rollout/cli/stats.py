@@ -36,12 +36,14 @@ from agent_rollout import _engine
 from agent_rollout._engine.stats import is_parquet, rollout_stats
 from agent_rollout._errors import (
     Terminated,
+    bad_row_kinds,
     for_command_line,
     plural,
     printable,
     printable_json,
 )
 from agent_rollout._exceptions import MissingPackageError, RolloutValueError
+from agent_rollout._extras import missing_text
 from agent_rollout._jsonl import FileLimits
 from agent_rollout._limits import MAX_STATS_KEY_NAMES
 from agent_rollout._stats import Lengths, RolloutStats
@@ -237,10 +239,15 @@ def _lengths_line(what: str, lengths: Lengths) -> str:
 
 
 def _bad_line(stats: RolloutStats) -> str:
+    """``bad rows: 3 (invalid JSON: 2, prompt missing: 1); ...``: counted by kind, as
+    ``normalise``'s summary counts them (``_errors.bad_row_kinds``)."""
     if not stats.bad_rows:
         return "bad rows: 0"
     listed = len(stats.bad)
-    shown = "" if listed == stats.bad_rows else f" (the first {listed:,} listed)"
+    kinds = bad_row_kinds(tuple(stats.bad))
+    shown = (
+        f" ({kinds})" if listed == stats.bad_rows else f" (the first {listed:,} listed: {kinds})"
+    )
     return f"bad rows: {stats.bad_rows:,}{shown}; the counts below are of the good rows"
 
 
@@ -303,9 +310,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         limits = FileLimits(args.max_rows, args.max_bytes)
         stats = rollout_stats(source, limits, MAX_STATS_KEY_NAMES, on_progress)
-    except MissingPackageError as exc:
+    except MissingPackageError as exc:  # Parquet without pyarrow: what main would say
         progress.finish()
-        say(f"{PROG}: {exc}")
+        say(f"{PROG}: {missing_text(exc) or exc}")
         return 2
     except RolloutValueError as exc:  # a bad file: its rows; Parquet: the file, its columns
         progress.finish()
@@ -313,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
             say(for_command_line(line))
         return 1
     except (KeyboardInterrupt, Terminated, OSError) as exc:
-        return end_on(exc, PROG, "-", progress)
+        return end_on(exc, PROG, "-", progress, source)
     progress.finish()
     shown = "<stdin>" if source == "-" else source
     file_format = "parquet" if parquet else "jsonl"

@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 from agent_rollout._errors import ConfigError, ConfigIssue, shown
 from agent_rollout._limits import check_section
+from agent_rollout._printable import found_path
 from agent_rollout.config._document import AUTO_SECTION, Section, read_config_file
 from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, parse
 
@@ -161,31 +162,36 @@ def read_settings(path: str) -> Optional[CheckSettings]:
     ``MAX_CONFIG_BYTES``, its size looked at before it is read.
     """
     raw = read_config_file(path)
+    # The file was found, not named: its issues name it relative to the current folder
+    # when it is under it, as the configs checked are.
+    where = found_path(path)
     if isinstance(raw, ConfigIssue):
-        raise ConfigError([replace(raw, kind="settings")])
+        raise ConfigError([replace(raw, path=where, kind="settings")])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         message = f"cannot read the settings: {exc}"
-        raise ConfigError([ConfigIssue(path, 1, 1, "", message, "settings")]) from None
+        raise ConfigError([ConfigIssue(where, 1, 1, "", message, "settings")]) from None
     if "agent-rollout" not in text:
         return None  # most pyproject.toml files: not parsed at all
     try:
         parsed = parse(text, "toml", depth=3)
     except ParseProblem as problem:
         line, col = problem.pos
-        raise ConfigError([ConfigIssue(path, line, col, "", problem.message, "settings")]) from None
+        raise ConfigError(
+            [ConfigIssue(where, line, col, "", problem.message, "settings")]
+        ) from None
     tool = parsed.root.get("tool")
     table = tool.get("agent-rollout") if isinstance(tool, dict) else None
     if table is None:
         return None
     if not isinstance(table, dict):
         message = f"must be a table of settings, got {type(table).__name__}"
-        raise ConfigError([_issue(path, parsed, SETTINGS_TABLE, message)])
+        raise ConfigError([_issue(where, parsed, SETTINGS_TABLE, message)])
     values, problems = settings_values(table)
     if problems:
         raise ConfigError(
-            [_issue(path, parsed, (*SETTINGS_TABLE, name), message) for name, message in problems]
+            [_issue(where, parsed, (*SETTINGS_TABLE, name), message) for name, message in problems]
         )
     return CheckSettings(origin=path).merged(values)
 

@@ -22,14 +22,13 @@ answers that need no pygls), ``_actions`` (code actions), ``_server``
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
 from agent_rollout._exceptions import MissingPackageError
-from agent_rollout._extras import install_hint
+from agent_rollout._extras import first_missing, install_hint
 
 if TYPE_CHECKING:
     from agent_rollout.lsp._documents import Documents
@@ -50,7 +49,7 @@ def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -
     The session (``_session``) answers every message that needs no pygls; pygls
     (``_server``) is loaded on a thread of its own meanwhile, for the rest.
     """
-    if importlib.util.find_spec("pygls") is None:
+    if first_missing("lsp") is not None:  # pygls, or the lsprotocol it needs
         raise MissingPackageError(MISSING_PYGLS)
     from agent_rollout import __version__
     from agent_rollout.lsp._session import Session
