@@ -832,3 +832,24 @@ def test_wildmatch_of_many_stars_stays_quick() -> None:
     assert not wildmatch(b"*a" * 64 + b"b", b"a" * 2000, pathname=True)
     assert not wildmatch(b"**/" * 64 + b"b", b"a/" * 200, pathname=True)
     assert not wildmatch(b"a/**/" * 64 + b"b", b"a/" * 200, pathname=True)
+
+
+@needs_git
+def test_check_names_an_ignore_file_it_did_not_apply(
+    cli: Cli, tmp_path: Path, quiet_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files a rule file left unapplied would have kept out are checked: the run says
+    why, once, on standard error, in the command's words."""
+    write(tmp_path, {"a.yaml": BAD, "kept/b.yaml": BAD})
+    git("init", "-q", tmp_path)
+    (tmp_path / ".gitignore").write_text(
+        "kept/\n" + _hostile(MAX_IGNORE_FILE_BYTES, distinct=True), "utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = cli("check", ".")
+    assert reported(result.out) == ["a.yaml", "kept/b.yaml"]
+    assert result.err == (
+        "agent-rollout check: note: .gitignore: ignore rules not "
+        f"applied (with the others above them, over {MAX_IGNORE_GLOB_BYTES // 1024} KiB of "
+        "wildcard patterns); the files they match are checked\n"
+    )

@@ -519,6 +519,15 @@ longer what was read (``path`` shown with ``shown_path``). The others: why ``che
 (``cli._fix.CHANGED``, ``cli._fix.UNWRITABLE``; ``why``: the system's reason)."""
 
 
+WALK_MESSAGES: dict[str, str] = {
+    "empty": "no .yaml, .yml, .json or .toml file in {folder}",
+    "not_applied": "note: {path}: ignore rules not applied (with the others above them, "
+    "over {limit} of wildcard patterns); the files they match are checked",
+}
+"""What ``check DIR`` says of a folder after its prefix: none of its files is a config,
+or an ignore file the walk did not apply (``cli._walk.Found.not_applied``)."""
+
+
 # ---- config files ----------------------------------------------------------------------------
 
 STRICT_WARNING = "error (strict): "

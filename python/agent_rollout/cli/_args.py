@@ -131,15 +131,20 @@ def add_output(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_max_bytes(parser: argparse.ArgumentParser, what: str = "input") -> None:
-    """``--max-bytes``: the byte limit of a JSONL input (``read_rollout_jsonl``'s ``max_bytes``)."""
+def add_max_bytes(
+    parser: argparse.ArgumentParser, what: str = "input", parquet: bool = False
+) -> None:
+    """``--max-bytes``: the byte limit of a JSONL input (``read_rollout_jsonl``'s ``max_bytes``),
+    and with ``parquet`` of a Parquet one (its columns read, uncompressed)."""
+    also = "; of a Parquet file, the bytes of the columns read, uncompressed" if parquet else ""
     parser.add_argument(
         "--max-bytes",
         type=byte_count,
         default=MAX_ROLLOUT_BYTES,
         metavar="B",
         help=f"refuse {what} of more than B bytes after gzip decompression, blank lines "
-        f"included; KiB/MiB/GiB/TiB suffixes work (default {MAX_ROLLOUT_BYTES // 1024**3} GiB)",
+        f"included{also}; KiB/MiB/GiB/TiB suffixes work (default "
+        f"{MAX_ROLLOUT_BYTES // 1024**3} GiB)",
     )
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from agent_rollout._errors import (
+    WALK_MESSAGES,
     ConfigIssue,
     Terminated,
     error_text,
@@ -29,7 +30,7 @@ from agent_rollout._errors import (
     printable,
     printable_json,
 )
-from agent_rollout._limits import MAX_CONFIG_BYTES
+from agent_rollout._limits import MAX_CONFIG_BYTES, MAX_IGNORE_GLOB_BYTES
 from agent_rollout._printable import found_path
 from agent_rollout.backends import resolve_rollout_func
 from agent_rollout.cli._args import add_section
@@ -260,9 +261,16 @@ def _paths(names: list[str]) -> Iterator[tuple[str, bool, Optional[ConfigIssue]]
                 yield name, False, None
             continue
         found = config_files(name)
+        notes = [
+            WALK_MESSAGES["not_applied"].format(
+                path=found_path(path), limit=f"{MAX_IGNORE_GLOB_BYTES // 1024} KiB"
+            )
+            for path in found.not_applied
+        ]
         if not found.files and not found.unreadable:
-            note = f"agent-rollout check: no .yaml, .yml, .json or .toml file in {name}"
-            sys.stderr.write(printable(note) + "\n")
+            notes.append(WALK_MESSAGES["empty"].format(folder=name))
+        for note in notes:
+            sys.stderr.write(printable(f"agent-rollout check: {note}") + "\n")
         for path in found.files:
             if first(path):
                 yield path, True, None

@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="text (default): a report with histograms; json: one object for scripts",
     )
     add_file_max_rows(parser)
-    add_max_bytes(parser)
+    add_max_bytes(parser, parquet=True)
 
 
 # ---- the numbers ------------------------------------------------------------------------
