@@ -43,6 +43,7 @@ from agent_rollout.config._document import (
     parse_config_bytes,
     read_config_file,
     section_path,
+    settled_duplicates,
     too_big,
     unsupported_suffix,
     version_warnings,
@@ -464,6 +465,7 @@ def check_bytes(
             add(pos, where, message, kind)
     if issues:
         settings = None
+    issues = settled_duplicates(issues)
     text = raw.decode("utf-8")  # parsed: valid UTF-8
     issues, warnings = with_ends(text, format, issues), with_ends(text, format, warnings)
     return CheckResult(
