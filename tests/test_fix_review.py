@@ -8,6 +8,7 @@ and verdicts must not depend on which read the text.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from agent_rollout.config import (
     load_config_bytes,
     read_config_bytes,
 )
+from support import Cli
 
 RULER = "training:\n  rollout_backend: ruler\n  rollout_func: m:f\n"
 OPENENV = "training:\n  rollout_backend: openenv\n  rollout_func: m:f\n"
@@ -116,6 +118,14 @@ def test_an_odd_tagged_scalar_is_a_value_issue(value: str, yaml_version: str) ->
         load_config_bytes(text, yaml_version=yaml_version)
 
 
+def test_check_reports_an_empty_int_and_exits_1(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(OPENENV + "  rollout_max_steps: !!int\n", encoding="utf-8")
+    done = cli("check", str(path))
+    assert done.code == 1, done.err
+    assert f"{path}:4:22: training.rollout_max_steps: bad int '': not a YAML int" in done.out
+
+
 def test_an_empty_int_is_named_and_placed_at_its_tag() -> None:
     [issue] = check_bytes(OPENENV + "  rollout_max_steps: !!int\n").issues
     assert (issue.line, issue.col, issue.location) == (4, 22, "training.rollout_max_steps")
@@ -161,3 +171,65 @@ def test_a_look_alike_given_twice_is_one_issue_at_its_place() -> None:
     with pytest.raises(ConfigError) as raised:
         read_config_bytes(text).validate(RolloutSettings, under="training")
     assert [(i.line, i.col, i.kind) for i in raised.value.issues] == [(4, 3, "duplicate")]
+
+
+# ---------------------------------------------------------------- 5: a rename keeps the value
+
+
+def test_a_renamed_key_whose_value_is_bad_is_reported_after_the_fix(
+    cli: Cli, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(OPENENV + "  rolout_max_steps: 0\n", encoding="utf-8")
+    done = cli("check", "--fix", str(path))
+    assert path.read_text(encoding="utf-8") == OPENENV + "  rollout_max_steps: 0\n"
+    assert done.code == 1
+    assert f"{path}:4:22: training.rollout_max_steps: rollout_max_steps must be in" in done.out
+
+
+# ---------------------------------------------------------------- 3: environment variables
+
+
+ENV_FILES = {
+    "ci.yml": (
+        "name: ci\non: [push]\nenv:\n  ROLLOUT_BACKEND: openenv\njobs:\n  t:\n"
+        "    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n"
+    ),
+    "compose.yaml": (
+        "x-env: &env\n  ROLLOUT_BACKEND: openenv\n  ROLLOUT_FUNC: m:f\n"
+        "services:\n  app:\n    image: app\n    environment: *env\n"
+    ),
+    "launch.json": (
+        '{\n  // debug\n  "configurations": [\n'
+        '    {"name": "t", "env": {"ROLLOUT_BACKEND": "openenv"}}\n  ]\n}\n'
+    ),
+    "devcontainer.json": '{\n  "containerEnv": {"ROLLOUT_BACKEND": "openenv",},\n}\n',
+    "flat.json": '{"ROLLOUT_BACKEND": "openenv", "ROLOUT_FUNC": "m:f"}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENV_FILES))
+def test_environment_variable_names_make_no_file_ours(name: str) -> None:
+    fmt = "json" if name.endswith(".json") else "yaml"
+    assert check_bytes(ENV_FILES[name], format=fmt, skip_unrelated=True).skipped
+
+
+def test_a_config_with_a_mis_cased_key_is_still_ours() -> None:
+    text = "training:\n  Rollout_Backend: openenv\n  rollout_func: m:f\n"
+    result = check_bytes(text, skip_unrelated=True)
+    assert not result.skipped
+    assert [i.kind for i in result.issues] == ["unknown_key"]
+    # A name in capitals in a file that is ours is still a look-alike of our key.
+    text = "training:\n  ROLLOUT_BACKEND: openenv\n  rollout_func: m:f\n"
+    result = check_bytes(text, skip_unrelated=True)
+    assert [(i.location, i.kind) for i in result.issues] == [
+        ("training.ROLLOUT_BACKEND", "unknown_key")
+    ]
+
+
+def test_check_skips_a_workflow_and_a_launch_json(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "ci.yml").write_text(ENV_FILES["ci.yml"], encoding="utf-8")
+    (tmp_path / "launch.json").write_text(ENV_FILES["launch.json"], encoding="utf-8")
+    done = cli("check", "--skip-unrelated", str(tmp_path / "ci.yml"), str(tmp_path / "launch.json"))
+    assert done.code == 0, done.out
+    assert "2 skipped (not training configs)" in done.out + done.err
