@@ -7,6 +7,7 @@ and verdicts must not depend on which read the text.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,3 +234,26 @@ def test_check_skips_a_workflow_and_a_launch_json(cli: Cli, tmp_path: Path) -> N
     done = cli("check", "--skip-unrelated", str(tmp_path / "ci.yml"), str(tmp_path / "launch.json"))
     assert done.code == 0, done.out
     assert "2 skipped (not training configs)" in done.out + done.err
+
+
+# ---------------------------------------------------------------- 6: comments in JSON
+
+
+@pytest.mark.parametrize(
+    ("text", "pos"),
+    [
+        ('{\n  // c\n  "training": {}\n}\n', (2, 3)),
+        ('{\n  "name": "dev", // comment\n  "x": 1\n}\n', (2, 18)),
+        ('{"a": 1 /* c */}\n', (1, 9)),
+        ("[1,\n /* c */ 2]\n", (2, 2)),
+    ],
+)
+def test_a_comment_in_json_is_the_error_where_json_loads_finds_it(
+    text: str, pos: tuple[int, int]
+) -> None:
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json.loads(text)
+    assert (raised.value.lineno, raised.value.colno) == pos
+    [issue] = check_bytes(text, format="json").issues
+    assert (issue.line, issue.col) == pos
+    assert issue.message.endswith("(found a comment: JSON has none)")
