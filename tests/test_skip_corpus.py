@@ -38,7 +38,7 @@ OURS: dict[str, list[tuple[int, str]]] = {
     "axolotl_ours.yaml": [],  # ours at the top level; axolotl's trl.rollout_func apart
     "broken.yaml": [(3, "syntax")],
     "issue_example.yaml": [(2, "unknown_key")],  # issue 44's: the look-alike alone
-    "launch_with_rollout.json": [(1, "syntax")],  # JSONC holding our keys: refused
+    "launch_with_rollout.json": [(2, "syntax")],  # JSONC holding our keys: refused at its comment
     "lookalike_only.json": [(1, "unknown_key")],
     "multi_doc.yaml": [(4, "syntax")],
     "nested.yaml": [(2, "missing")],  # named in the error: --section trainer.rollout

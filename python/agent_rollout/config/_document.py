@@ -552,7 +552,7 @@ class ConfigDocument:
             result = model.model_validate(data, context=given or None)
         except ValidationError as exc:
             found = error_issues(self.source, self._parsed, exc.errors(), under=path, data=data)
-            raise ConfigError(_ordered([*self.problems, *found])) from None
+            raise ConfigError(_ordered(settled_duplicates([*self.problems, *found]))) from None
         if self.problems:
             raise ConfigError(_ordered(self.problems))
         return result
@@ -565,6 +565,21 @@ def _ordered(issues: list[ConfigIssue]) -> list[ConfigIssue]:
     return sorted(issues, key=lambda issue: (issue.line, issue.col))
 
 
+def settled_duplicates(issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    """``issues`` without the look-alike error (``unknown_key``) at a key given twice there.
+
+    One place, one issue: ``rolout_backend`` written twice is the duplicate's
+    error only. Which of the two values is meant is the first thing to settle,
+    and renaming the live one would bring the other back to life (a fix that
+    changes the value read); once one is gone, the look-alike is reported with
+    its fix.
+    """
+    twice = {(i.path, i.line, i.col) for i in issues if i.kind == "duplicate"}
+    if not twice:
+        return issues
+    return [i for i in issues if i.kind != "unknown_key" or (i.path, i.line, i.col) not in twice]
+
+
 def parse_config_bytes(
     raw: bytes, fmt: str, source: str, yaml_version: str, depth: int = 2
 ) -> Union[Parsed, ConfigIssue]:
@@ -574,7 +589,7 @@ def parse_config_bytes(
         parsed = parse(text, fmt, depth, yaml_version)
     except ParseProblem as problem:
         line, col = problem.pos
-        return ConfigIssue(source, line, col, "", problem.message, problem.kind)
+        return ConfigIssue(source, line, col, problem.location, problem.message, problem.kind)
     return parsed
 
 
@@ -637,6 +652,7 @@ __all__ = [
     "read_config_bytes",
     "read_config_file",
     "section_path",
+    "settled_duplicates",
     "split_location",
     "too_big",
     "unsupported_suffix",

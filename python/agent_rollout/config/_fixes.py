@@ -17,7 +17,9 @@ offered in the editor as an action of its own. Per kind, and why:
   (``rollout_ourc``: ``rollout_func`` or ``rollout_source``), one action
   each, since nothing says which was meant (check's message names the
   first, ``--unsafe-fixes`` would have to guess). Never onto a key the
-  section holds already (a key given twice);
+  section holds already (a key given twice), nor while the look-alike itself
+  is given twice (renamed, the other would be read: which is meant is the
+  user's to say);
 - a backend name spelt another way (``Nemo-Gym``, ``nemogym``) to its
   canonical name (``nemo_gym``): *safe*, the loader reads both as one backend;
 - a quoted whole number on an integer key (``rollout_max_steps: "10"``)
@@ -27,15 +29,19 @@ offered in the editor as an action of its own. Per kind, and why:
   the trainer reads it (the ``yaml_version`` checked with: ``010`` is 8 to
   ``yaml.safe_load``), the value as the other version reads it (10), and the
   text as a string (``"010"``), each written so that both versions read it
-  alike (a date has no such spelling: it is no reading). A fix never leaves
-  its key invalid: only the readings our key's type accepts are kept (on a
-  string key ``yes`` is ``"yes"``, never ``true``; on an integer key ``1e3``
-  is ``1000``). *Safe* when the key is ours and its type accepts exactly one
-  reading: that one is what the user can have meant (the trainer refuses the
-  others). *Unsafe* otherwise: on an integer key ``010`` may be 8 (what the
-  trainer runs with) or 10 (what was likely meant), and a key of the
-  trainer's own (``rollout_batch_size``) has a type we do not know. The
-  trainer's reading comes first, then the other, then the string.
+  alike (a date has no such spelling: it is no reading). Only the scalar is
+  edited (an anchor or tag before it stays); a value given by an alias
+  (``*V``) has no fix, and an anchored one that an alias also reads has no
+  safe one (the alias would read the new value too). Such a fix never leaves
+  its key invalid (a rename may: the value's error is then reported): only the
+  readings our key's type accepts are kept (on a string key ``yes`` is
+  ``"yes"``, never ``true``; on an integer key ``1e3`` is ``1000``). *Safe*
+  when the key is ours and its type accepts exactly one reading: that one is
+  what the user can have meant (the trainer refuses the others). *Unsafe*
+  otherwise: on an integer key ``010`` may be 8 (what the trainer runs with)
+  or 10 (what was likely meant), and a key of the trainer's own
+  (``rollout_batch_size``) has a type we do not know. The trainer's reading
+  comes first, then the other, then the string.
 
 Each fix is a ``Fix``: the issue it answers, a title, and ``TextEdit``s at
 positions in the text (1-based, columns in characters, ends exclusive, as
@@ -167,11 +173,41 @@ def _key_in_section(issue: ConfigIssue, section: tuple[Any, ...]) -> Optional[st
 
 
 def _token(lines: Sequence[str], fmt: str, pos: Pos) -> Optional[tuple[int, int, str]]:
-    """``(start col, end col, text)`` of the one-line key or value at ``pos``."""
+    """``(start col, end col, text)`` of the one-line key or value at ``pos``.
+
+    ``None`` for a YAML alias (``*V``: the value is written at its anchor, and
+    other keys may read it too, so no fix of this key edits it) and for an
+    anchor or a tag (``check`` places an issue after them, at the scalar; one
+    found here is an empty scalar's, nothing to edit).
+    """
     end = token_end(lines, fmt, pos)
     if end[0] != pos[0] or end[1] <= pos[1]:
         return None
-    return pos[1], end[1], lines[pos[0] - 1][pos[1] - 1 : end[1] - 1]
+    text = lines[pos[0] - 1][pos[1] - 1 : end[1] - 1]
+    if fmt == "yaml" and text[0] in "*&!":
+        return None
+    return pos[1], end[1], text
+
+
+# The anchors and tags written before a YAML value on its line (``&J !!str ``).
+_PROPERTIES_BEFORE = re.compile(r"(?:(?<=[\s:,\[{-])|^)((?:(?:![^\s]*|&[0-9A-Za-z_-]+)[ \t]+)+)$")
+
+
+def _properties(lines: Sequence[str], fmt: str, line: int, col: int) -> tuple[str, ...]:
+    """The anchor and tags written just before the YAML value at ``(line, col)``."""
+    if fmt != "yaml":
+        return ()
+    found = _PROPERTIES_BEFORE.search(lines[line - 1][: col - 1])
+    return tuple(found.group(1).split()) if found else ()
+
+
+def _aliased(text: str, properties: Sequence[str]) -> bool:
+    """Whether an anchor among ``properties`` is used by an alias anywhere in ``text``."""
+    return any(
+        re.search(rf"\*{re.escape(name[1:])}(?![0-9A-Za-z_-])", text)
+        for name in properties
+        if name.startswith("&")
+    )
 
 
 def _unquoted(text: str) -> Optional[tuple[int, str]]:
@@ -192,8 +228,10 @@ def _rename_key(
     result: CheckResult,
 ) -> Optional[Fix]:
     candidates = meant_keys(key)
-    if not candidates:
-        return None
+    if not candidates or any(
+        other.kind == "duplicate" and other.location == issue.location for other in result.issues
+    ):
+        return None  # given twice: renamed, the other one would be read (check says so)
     line = lines[issue.line - 1] if issue.line <= len(lines) else ""
     # The key itself, bare or quoted, at the position or (a TOML dotted key, placed at
     # its first part) after it in the same key: never past a ``=`` or ``:``, in a value.
@@ -296,12 +334,14 @@ def _accepts(key: str, value: Any) -> bool:
 
 
 def _yaml_version(
-    issue: ConfigIssue, key: str, lines: Sequence[str], yaml_version: str
+    issue: ConfigIssue, key: str, lines: Sequence[str], yaml_version: str, whole: str
 ) -> Optional[Fix]:
     token = _token(lines, "yaml", (issue.line, issue.col))
     if token is None or token[2][0] in "\"'[{":
         return None
     start, end, text = token
+    # An anchored scalar that an alias reads too: the fix changes that value as well.
+    shared = _aliased(whole, _properties(lines, "yaml", issue.line, start))
     other = "1.2" if yaml_version == "1.1" else "1.1"
     names = {"1.1": "yaml.safe_load", "1.2": "YAML 1.2"}
     readings = []  # (value, why): the trainer's reading, the other one, the string
@@ -324,7 +364,7 @@ def _yaml_version(
         spelt_so_far.add(spelt)
         edit = TextEdit(issue.line, start, issue.line, end, spelt)
         choices.append((f"Write {text} as {spelt} ({why})", (edit,), None))
-    sure = key in ROLLOUT_KEYS and len(choices) == 1
+    sure = key in ROLLOUT_KEYS and len(choices) == 1 and not shared
     return _choices(issue, choices, SAFE if sure else UNSAFE)
 
 
@@ -338,6 +378,8 @@ def _quoted_number(issue: ConfigIssue, key: str, lines: Sequence[str], fmt: str)
     if token is None or token[2][0] not in "\"'":
         return None
     start, end, text = token
+    if any(part.startswith("!") for part in _properties(lines, fmt, issue.line, start)):
+        return None  # ``!!str "10"``: a tag says what it is, unquoted or not
     inner = _unquoted(text)
     if inner is None or not _WHOLE_NUMBER.fullmatch(inner[1]):
         return None
@@ -374,7 +416,7 @@ def issue_fixes(
         if issue.kind == "unknown_key":
             fix = _rename_key(issue, key, lines, path, result)
         elif issue.kind == "yaml_version" and format == "yaml":
-            fix = _yaml_version(issue, key, lines, yaml_version)
+            fix = _yaml_version(issue, key, lines, yaml_version, text)
         elif key == "rollout_backend":
             fix = _backend_name(issue, lines, format)
         else:

@@ -366,22 +366,31 @@ _PIECES = (
 )
 
 
+def environment_name(key: object) -> bool:
+    """Whether ``key`` is written as environment variables are: its letters all capitals
+    (``ROLLOUT_BACKEND``). Such a name makes no file ours (``skip_unrelated``): a CI
+    workflow's ``env:``, a compose file's, a ``launch.json``'s. A key of a file that is
+    ours is still checked as any other (a look-alike there is reported)."""
+    return isinstance(key, str) and key.isupper()
+
+
 def names_our_key(text: str) -> bool:
     """Whether ``text`` (a config that does not parse, or a chunk of one too big to)
     holds, in the place of a key, one of our keys or a look-alike of one.
 
     The keys are read off the text, before each ``:`` or ``=``, as YAML, JSON
     and TOML write them; no other word counts (``training`` in a comment of a
-    ``tsconfig.json`` is no key of ours). A key in a comment that is written as
-    a key counts: the text is ours to report on when it names our keys so. Each
-    distinct key is looked at once (a data file repeats its few keys).
+    ``tsconfig.json`` is no key of ours), nor does a name in capitals
+    (``environment_name``). A key in a comment that is written as a key counts:
+    the text is ours to report on when it names our keys so. Each distinct key
+    is looked at once (a data file repeats its few keys).
     """
     folded = text.lower().replace("-", "_")  # as fold_key reads ASCII, and more
     if not any(piece in folded for piece in _PIECES):
         return False  # most data files: no key is worked out at all
     for groups in set(_KEY_TEXT.findall(text[::-1])):
         key = "".join(groups)[::-1]  # one group matched, the others are empty
-        if key in ROLLOUT_KEYS or lookalike_key(key):
+        if (key in ROLLOUT_KEYS or lookalike_key(key)) and not environment_name(key):
             return True
     return False
 
@@ -395,6 +404,7 @@ __all__ = [
     "LOOKALIKE_PAIRS_PATTERN",
     "distance_upto",
     "edit_distance",
+    "environment_name",
     "fold_key",
     "key_set",
     "lookalike_key",

@@ -43,12 +43,14 @@ from agent_rollout.config._document import (
     parse_config_bytes,
     read_config_file,
     section_path,
+    settled_duplicates,
     too_big,
     unsupported_suffix,
     version_warnings,
     warning_issue,
 )
 from agent_rollout.config._lookalike import (
+    environment_name,
     key_set,
     lookalike_key,
     lookalikes,
@@ -245,6 +247,17 @@ def _holds_rollout_keys(node: Any) -> bool:
     return isinstance(node, dict) and any(_ours(key) for key in node)
 
 
+def _names_ours(key: object) -> bool:
+    """``_ours``, for whether a file is ours (``skip_unrelated``): not a name written all in
+    capitals (``ROLLOUT_BACKEND``), which is an environment variable's (a CI workflow's
+    ``env:``, a compose file's, a ``launch.json``'s), never a key of a training config."""
+    return _ours(key) and not environment_name(key)
+
+
+def _names_rollout_keys(node: Any) -> bool:
+    return isinstance(node, dict) and any(_names_ours(key) for key in node)
+
+
 def _holds_our_keys(node: Any) -> bool:
     """One of ``ROLLOUT_KEYS`` by its exact name (no look-alike): what decides between a
     ``training`` mapping and the top level, as the default JSON schema can say it too."""
@@ -299,7 +312,9 @@ key does not make a file ours."""
 
 
 def _holds_more_than_shared(node: Any) -> bool:
-    return isinstance(node, dict) and any(_ours(key) and key not in _SHARED_KEYS for key in node)
+    return isinstance(node, dict) and any(
+        _names_ours(key) and key not in _SHARED_KEYS for key in node
+    )
 
 
 def _section_name(path: KeyPath, root: dict[Any, Any]) -> Optional[str]:
@@ -339,16 +354,17 @@ def _unrelated(root: Any, read: Optional[KeyPath]) -> bool:
     model card's, another trainer's) is not ours, and other ``rollout_*`` keys are the
     trainer's own (OpenRLHF's ``rollout_batch_size``), as is a mapping elsewhere that
     holds only a key other tools share with us (``_SHARED_KEYS``: axolotl's
-    ``trl.rollout_func``).
+    ``trl.rollout_func``), and a name in capitals is an environment variable's
+    (``_names_ours``).
     """
     if not isinstance(root, dict):
         return True
-    if _holds_rollout_keys(root):
+    if _names_rollout_keys(root):
         return False
     node: Any = root if read else None
     for part in read or ():
         node = node.get(part) if isinstance(node, dict) else None
-    if _holds_rollout_keys(node):
+    if _names_rollout_keys(node):
         return False
     return next(_holders(root, _holds_more_than_shared), None) is None
 
@@ -464,6 +480,7 @@ def check_bytes(
             add(pos, where, message, kind)
     if issues:
         settings = None
+    issues = settled_duplicates(issues)
     text = raw.decode("utf-8")  # parsed: valid UTF-8
     issues, warnings = with_ends(text, format, issues), with_ends(text, format, warnings)
     return CheckResult(

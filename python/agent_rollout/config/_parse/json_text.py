@@ -86,8 +86,11 @@ def _json_error_pos(text: str, exc: json.JSONDecodeError) -> Pos:
     when that is on a later line, the cause is where the previous token ends
     (``{"a": 1`` then ``"b": 2`` on the next line: the ``,`` belongs after
     the ``1``). A value or key missing after a ``,`` is a trailing comma
-    (``[1,]``, ``{"a": 1,}``): the comma is the cause.
+    (``[1,]``, ``{"a": 1,}``): the comma is the cause. A comment (``//``,
+    ``/*``: a JSONC file) where a token was expected is the cause itself.
     """
+    if _at_comment(text, exc):
+        return (exc.lineno, exc.colno)
     if exc.msg in _MISSING:
         before = text[: exc.pos].rstrip(" \t\r\n")
         if before.endswith(",") and exc.msg != "Expecting ',' delimiter":
@@ -97,11 +100,18 @@ def _json_error_pos(text: str, exc: json.JSONDecodeError) -> Pos:
     return (exc.lineno, exc.colno)
 
 
+def _at_comment(text: str, exc: json.JSONDecodeError) -> bool:
+    return text.startswith(("//", "/*"), exc.pos)
+
+
 def parse_json(text: str, depth: int = 2) -> Parsed:
     try:
         root = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseProblem(_json_error_pos(text, exc), f"invalid JSON: {exc.msg}") from None
+        message = f"invalid JSON: {exc.msg}"
+        if _at_comment(text, exc):
+            message += " (found a comment: JSON has none)"
+        raise ParseProblem(_json_error_pos(text, exc), message) from None
     except RecursionError:
         raise ParseProblem((1, 1), f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
     except ValueError as exc:  # an integer too long to convert

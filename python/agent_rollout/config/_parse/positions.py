@@ -20,13 +20,15 @@ KeyPath = tuple[str, ...]
 
 
 class ParseProblem(Exception):
-    """A parser stops at a problem it cannot read past: its position, message and kind."""
+    """A parser stops at a problem it cannot read past: its position, message and kind,
+    and the key path it is at (``location``) when the reader knows it (a bad scalar)."""
 
-    def __init__(self, pos: Pos, message: str, kind: str = "syntax") -> None:
+    def __init__(self, pos: Pos, message: str, kind: str = "syntax", where: str = "") -> None:
         super().__init__(message)
         self.pos = pos
         self.message = message
         self.kind = kind
+        self.location = where
 
 
 class TableWalker:

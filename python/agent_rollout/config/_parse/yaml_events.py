@@ -114,6 +114,7 @@ def compose(
     unique_anchors: bool,
     plain: set[int],
     stack: list[list[Any]],
+    aliases: dict[tuple[int, int], Pos],
 ) -> tuple[Any, bool]:
     """The node graph of a single-document YAML text, composed without recursion.
 
@@ -125,7 +126,11 @@ def compose(
     scalars whose tag was resolved (not written) go to ``plain``; ``stack``
     holds the collections still open (``[node, anchor, pending mapping key,
     is a sequence]``), so that a syntax error can be placed at the one it
-    leaves unclosed.
+    leaves unclosed. ``aliases`` gets where each alias used as a value is
+    written (an alias's node is the anchored one, placed where the anchor is):
+    a list item's under ``(id(list node), index)``, a mapping value's under
+    ``(id((key node, value node)), -1)``, the pair PyYAML's constructor keeps
+    (a ``<<`` merge moves pairs, never rebuilds them).
 
     Returns the root (``None``: no document) and whether ``yaml_text``'s size
     check has anything to check: an alias, or more nodes than ``MAX_YAML_EXPANDED_NODES``
@@ -141,7 +146,9 @@ def compose(
     try:
         # The loop is in a function of its own: see "Cleanup around loops" in
         # docs/architecture.md.
-        return _compose_events(loader, unique_anchors, plain, stack, text if fast else None)
+        return _compose_events(
+            loader, unique_anchors, plain, stack, aliases, text if fast else None
+        )
     finally:
         loader.dispose()
 
@@ -155,7 +162,12 @@ def _eof_mark(text: str) -> Any:
 
 
 def _compose_events(
-    loader: Any, unique_anchors: bool, plain: set[int], stack: list[list[Any]], fast: Optional[str]
+    loader: Any,
+    unique_anchors: bool,
+    plain: set[int],
+    stack: list[list[Any]],
+    aliases: dict[tuple[int, int], Pos],
+    fast: Optional[str],
 ) -> tuple[Any, bool]:
     """``compose``'s work, on a loader its caller disposes of.
 
@@ -316,6 +328,13 @@ def _compose_events(
                 )
             aliased = True
             attach(anchors[event.anchor])
+            if stack and (stack[-1][3] or stack[-1][2] is None):  # a list item, a value
+                held = stack[-1][0].value
+                at = (event.start_mark.line + 1, event.start_mark.column + 1)
+                if stack[-1][3]:
+                    aliases[id(stack[-1][0]), len(held) - 1] = at
+                else:
+                    aliases[id(held[-1]), -1] = at
         elif kind is events.DocumentStartEvent:
             documents += 1
             if documents > 1:

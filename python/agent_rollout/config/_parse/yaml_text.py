@@ -128,13 +128,20 @@ def _yaml_kit(version: str) -> _YamlKit:
         """
 
         state_generators: list[Any]
+        failed: Any = None
+        """The scalar the constructor refused, if it refused one."""
 
         def construct_object(self, node: Any, deep: bool = False) -> Any:
             try:
                 return super().construct_object(node, deep)
             except (ParseProblem, yaml.YAMLError):
                 raise
-            except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
+            except Exception as exc:
+                # PyYAML's constructors fail on odd scalars with whatever their code meets:
+                # ValueError (``!!int abc``), KeyError (``!!bool maybe``), IndexError
+                # (``!!int`` or ``!!float "_"``: nothing left to read), AttributeError
+                # (``!!timestamp x``), OverflowError. Every one is the scalar's fault.
+                self.failed = node  # placed and named by ``_read_yaml``, which has the text
                 raise ParseProblem(_mark(node), _bad_scalar(node, exc), "value") from None
 
         def sexagesimal_int(self, node: Any) -> Any:
@@ -312,25 +319,101 @@ def _yaml_shape(order: list[Any], tags: frozenset[str]) -> dict[int, list[Any]]:
     return own
 
 
-class _YamlWalker:
-    """Positions in a composed YAML document, read from its nodes on demand."""
+# An anchor (``&name``) or a tag (``!!str``, ``!local``, ``!<verbatim>``) before a node's
+# content, and the blanks after it (PyYAML's anchors are of these characters; a tag
+# ends at a blank).
+_PROPERTY = re.compile(r"(?:![^\s]*|&[0-9A-Za-z_-]+)[ \t]*")
+_LINE_BREAKS = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 
-    def __init__(self, root: Any, values: dict[Any, Any], plain: set[int]) -> None:
+
+def _path_to(root: Any, target: Any, values: dict[Any, Any]) -> tuple[Any, ...]:
+    """The key path (keys as constructed so far, else as written) of ``target``'s first
+    place in the document; ``()`` at the root or when it is not found."""
+    paths: dict[int, tuple[Any, ...]] = {id(root): ()}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if node is target:
+            return paths[id(node)]
+        path = paths[id(node)]
+        if node.id == "sequence":
+            children = list(enumerate(node.value))
+        elif node.id == "mapping":
+            children = []
+            for key_node, value_node in node.value:
+                key = values.get(key_node, key_node.value if key_node.id == "scalar" else "?")
+                children += [(key, key_node), (key, value_node)]
+        else:
+            continue
+        for key, child in reversed(children):
+            if id(child) not in paths:
+                paths[id(child)] = (*path, key)
+                todo.append(child)
+    return ()
+
+
+class _YamlWalker:
+    """Positions in a composed YAML document, read from its nodes on demand.
+
+    A scalar is placed at its content, after any anchor or tag (``&J yes``: at
+    ``yes``, where a fix edits; an empty one stays at them); a value given by
+    an alias (``*V``) at the alias, not at the anchored node it stands for.
+    """
+
+    def __init__(
+        self,
+        root: Any,
+        values: dict[Any, Any],
+        plain: set[int],
+        aliases: dict[tuple[int, int], Pos],
+        text: str,
+    ) -> None:
         self.root = root
         self.values = values
         self.plain = plain
+        self.aliases = aliases
+        self.text = text
+        self.lines: Optional[list[str]] = None
         self.indexes: dict[int, dict[Any, tuple[Any, Any]]] = {}
 
+    def node_pos(self, node: Any) -> Pos:
+        """Where ``node`` is: a scalar with an anchor or tag at its content."""
+        pos = _mark(node)
+        if node.id != "scalar" or not (node.value or node.style):
+            return pos
+        if self.lines is None:
+            self.lines = _LINE_BREAKS.split(self.text)
+        lines = self.lines
+        line, col = pos[0] - 1, pos[1] - 1
+        if line >= len(lines) or lines[line][col : col + 1] not in ("&", "!"):
+            return pos
+        while line < len(lines):
+            text = lines[line]
+            found = _PROPERTY.match(text, col)
+            if found is not None:
+                col = found.end()
+            elif col < len(text) and text[col] != "#":
+                break
+            else:  # the content is on a later line
+                line += 1
+                col = len(lines[line]) - len(lines[line].lstrip(" \t")) if line < len(lines) else 0
+        end = (node.end_mark.line, node.end_mark.column)
+        return (line + 1, col + 1) if (line, col) < end else pos
+
+    def value_pos(self, pair: tuple[Any, Any]) -> Pos:
+        """Where the value of a mapping's ``(key node, value node)`` is written."""
+        return self.aliases.get((id(pair), -1)) or self.node_pos(pair[1])
+
     def _index(self, node: Any) -> dict[Any, tuple[Any, Any]]:
-        """A mapping node's keys -> ``(key node, value node)``, built once per mapping
-        (the last of equal keys is kept, as the values keep it)."""
+        """A mapping node's keys -> its ``(key node, value node)`` pair, built once per
+        mapping (the last of equal keys is kept, as the values keep it)."""
         index = self.indexes.get(id(node))
         if index is None:
             index = {}
-            for key_node, value_node in node.value:
-                if key_node in self.values:
+            for pair in node.value:
+                if pair[0] in self.values:
                     try:
-                        index[self.values[key_node]] = (key_node, value_node)
+                        index[self.values[pair[0]]] = pair
                     except TypeError:  # an unhashable key: the values cannot hold it either
                         continue
             self.indexes[id(node)] = index
@@ -344,12 +427,12 @@ class _YamlWalker:
                 return None
             if found is None:
                 return None
-            key_node, value_node = found
-            return value_node, _mark(key_node), _mark(value_node)
+            return found[1], self.node_pos(found[0]), self.value_pos(found)
         if node.id == "sequence" and isinstance(part, int) and not isinstance(part, bool):
             if 0 <= part < len(node.value):
                 item = node.value[part]
-                return item, _mark(item), _mark(item)
+                at = self.aliases.get((id(node), part)) or self.node_pos(item)
+                return item, at, at
         return None
 
     def plain_text(self, node: Any) -> Optional[str]:
@@ -363,14 +446,14 @@ class _YamlWalker:
             if node.id != "mapping" or len(path) >= depth:
                 continue
             last: dict[Any, tuple[Any, Any]] = {}
-            for key_node, value_node in node.value:
-                key = self.values.get(key_node)
+            for pair in node.value:
+                key = self.values.get(pair[0])
                 if isinstance(key, str):
-                    last[key] = (key_node, value_node)
-            for key, (key_node, value_node) in last.items():
+                    last[key] = pair
+            for key, pair in last.items():
                 child = (*path, key)
-                keys[child] = (_mark(key_node), _mark(value_node))
-                todo.append((child, value_node))
+                keys[child] = (self.node_pos(pair[0]), self.value_pos(pair))
+                todo.append((child, pair[1]))
         return keys
 
     def duplicates(self, own: dict[int, list[Any]]) -> list[tuple[Pos, str, str, str]]:
@@ -399,14 +482,14 @@ class _YamlWalker:
                         line, col = first_seen[identity]
                         problems.append(
                             (
-                                _mark(key_node),
+                                self.node_pos(key_node),
                                 location((*path, key)),
                                 f"duplicate key {shown(key)} (first at line {line}, column {col}); "
                                 "YAML would silently keep this one",
                                 "duplicate",
                             )
                         )
-                    first_seen[identity] = _mark(key_node)
+                    first_seen[identity] = self.node_pos(key_node)
                 children = [(self.values.get(k), v) for k, v in node.value]
             for key, child in reversed(children):
                 if id(child) not in paths:
@@ -454,9 +537,10 @@ def _read_yaml(text: str, depth: int, kit: _YamlKit, fast: bool) -> Parsed:
 
     plain: set[int] = set()
     stack: list[list[Any]] = []
+    aliases: dict[tuple[int, int], Pos] = {}
     try:
         root, shared = compose(
-            text, kit.fast if fast else kit.loader, fast, kit.unique_anchors, plain, stack
+            text, kit.fast if fast else kit.loader, fast, kit.unique_anchors, plain, stack, aliases
         )
         if root is None:
             return Parsed(None, (1, 1), {}, [], empty=True)
@@ -464,7 +548,14 @@ def _read_yaml(text: str, depth: int, kit: _YamlKit, fast: bool) -> Parsed:
             _yaml_size(root)
         own = _yaml_shape(_document_order(root), kit.tags)
         constructor = kit.values()
-        value = constructor.document(root)
+        walker = _YamlWalker(root, constructor.constructed_objects, plain, aliases, text)
+        try:
+            value = constructor.document(root)
+        except ParseProblem as refused:
+            if constructor.failed is not None:  # a scalar refused: at it, named as others are
+                refused.pos = walker.node_pos(constructor.failed)
+                refused.location = location(_path_to(root, constructor.failed, walker.values))
+            raise
     except yaml.MarkedYAMLError as exc:
         pos = syntax_error_pos(exc, stack, len(text))
         problem = exc.problem or "invalid YAML"
@@ -479,7 +570,6 @@ def _read_yaml(text: str, depth: int, kit: _YamlKit, fast: bool) -> Parsed:
         ) from None
     except yaml.YAMLError as exc:
         raise ParseProblem((1, 1), f"invalid YAML: {exc}") from None
-    walker = _YamlWalker(root, constructor.constructed_objects, plain)
     return Parsed(value, _mark(root), walker.key_table(depth), walker.duplicates(own), walker)
 
 
