@@ -655,3 +655,91 @@ def test_four_hundred_requests_at_once_are_each_answered_once() -> None:
     replies = answers(out)
     assert set(range(400)) <= set(replies)
     assert all("result" in replies[n] for n in range(400))
+
+
+# ---- review (lsp3) 1: results matched to the text, not to the client's version ---------------
+
+
+def did_change_whole(uri: str, text: str, version: Any) -> bytes:
+    params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}
+    return notify("textDocument/didChange", params)
+
+
+def applied(text: str, edits: list[Message]) -> str:
+    """``text`` with a code action's edits applied as a client does (ASCII text: UTF-16
+    units are characters), from the last to the first."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: Message) -> int:
+        return starts[min(position["line"], len(lines))] + position["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        begin, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+        text = text[:begin] + edit["newText"] + text[end:]
+    return text
+
+
+MOVED = "training:\n  rollout_backend: art\n\n\n  rollout_fucn: m:f\n"
+"""``YAML`` with its issue two lines further down."""
+
+
+def fix_all(server: Server, ident: Any, uri: str) -> list[Message]:
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    context = {"diagnostics": [], "only": ["source.fixAll.agent-rollout"]}
+    params = {"textDocument": {"uri": uri}, "range": everywhere, "context": context}
+    server.send(request(ident, "textDocument/codeAction", params))
+    [action] = server.answer(ident)["result"]
+    edits: list[Message] = action["edit"]["changes"][uri]
+    return edits
+
+
+def test_a_version_sent_again_gets_the_diagnostics_and_fixes_of_the_new_text() -> None:
+    """A client that sends version 1 again (or null) with new text: what the server
+    answers is computed on the new text, and a fix-all applies to it cleanly."""
+    uri = "file:///w/again.yaml"
+    server = InProcess()
+    server.send(initialize(1, {"textDocument": {"diagnostic": {}}}) + notify("initialized", {}))
+    server.send(did_open(uri, YAML))
+    pull = {"textDocument": {"uri": uri}}
+    server.send(request("first", "textDocument/diagnostic", pull))
+    [issue] = server.answer("first")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 2
+    assert applied(YAML, fix_all(server, "fix-first", uri)) == YAML.replace("fucn", "func")
+    server.send(did_change_whole(uri, MOVED, 1))  # the same version, other text
+    server.send(request("again", "textDocument/diagnostic", pull))
+    [issue] = server.answer("again")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 4
+    assert applied(MOVED, fix_all(server, "fix-again", uri)) == MOVED.replace("fucn", "func")
+    server.send(did_change_whole(uri, YAML, None))  # no version at all: applied all the same
+    server.send(request("null", "textDocument/diagnostic", pull))
+    [issue] = server.answer("null")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 2
+    assert applied(YAML, fix_all(server, "fix-null", uri)) == YAML.replace("fucn", "func")
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()
+
+
+def test_each_edit_with_a_null_version_is_published() -> None:
+    uri = "file:///w/null.yaml"
+    server = InProcess()
+    server.send(initialize(1) + notify("initialized", {}) + did_open(uri, YAML))
+    assert server.publish(uri, 1)["diagnostics"][0]["range"]["start"]["line"] == 2
+
+    def published_line() -> int:
+        server.seen.clear()  # the next publish, not one seen before
+        found = server.publish(uri, timeout=10)["diagnostics"]
+        return int(found[0]["range"]["start"]["line"])
+
+    server.send(did_change_whole(uri, MOVED, None))
+    assert published_line() == 4
+    server.send(did_change_whole(uri, YAML, None))
+    assert published_line() == 2
+    server.send(did_change_whole(uri, MOVED, 1))  # a version number sent before
+    assert published_line() == 4
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()

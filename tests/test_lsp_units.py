@@ -288,11 +288,11 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
     started: list[int] = []
     release = threading.Event()
 
-    def slow_check(self: Documents, document: Document, text: str, version: Any) -> Any:
+    def slow_check(self: Documents, document: Document, text: str, version: Any, edit: int) -> Any:
         started.append(version)
         if version == 1:
             release.wait(30)  # held until every edit has arrived
-        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text)), []
+        return Checked(version, edit, text, "yaml", CheckSettings(), check_bytes(text)), []
 
     monkeypatch.setattr(Documents, "_check", slow_check)
     big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
@@ -326,9 +326,9 @@ def test_only_documents_within_the_inline_bound_are_checked_on_the_message_threa
     checked_on: list[tuple[str, Any, threading.Thread]] = []
     real = Documents._check
 
-    def recording(self: Documents, document: Document, text: str, version: Any) -> Any:
+    def recording(self: Documents, document: Document, text: str, version: Any, edit: int) -> Any:
         checked_on.append((document.uri, version, threading.current_thread()))
-        return real(self, document, text, version)
+        return real(self, document, text, version, edit)
 
     monkeypatch.setattr(Documents, "_check", recording)
     head = "training:\n  rollout_fucn: m:f\n"

@@ -16,7 +16,8 @@ are read as ``_start`` reads them (``readable_initialize``). A request whose
 params the protocol's types do not take is answered ``InvalidParams``
 (-32602) (pygls's reader raises before it knows the id, and shows "Error in
 server"). Code actions on a large document are computed on a worker thread,
-as its checks are.
+as its checks are; one whose document was edited meanwhile is answered
+``ContentModified`` (-32801), never with edits for a text it no longer has.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Optional
 from cattrs.errors import ClassValidationError
 from cattrs.v import transform_error
 from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
@@ -188,7 +190,12 @@ def build_server(
         if len(checked.text) <= INLINE_CHARS:
             return code_actions(*arguments)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
+        found = await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
+        now = server.documents.open.get(uri)
+        if now is not document or now.edits != checked.edit:
+            # edited meanwhile: the edits are for a text the client no longer has
+            raise JsonRpcContentModified(f"{uri} changed while its code actions were computed")
+        return found
 
     server.start(initialize)
     return server

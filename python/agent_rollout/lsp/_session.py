@@ -37,7 +37,7 @@ that does not carry the section itself, never twice at once (an answer
 still to come is given after the change, so it holds it). Until the first
 answer (or ``_SETTLE_SECONDS``), diagnostics are held, so the first ones
 published are those of the client's settings; after it, a document is
-published again only when its version or its settings changed. Saving a
+published again only when its text or its settings changed. Saving a
 ``pyproject.toml`` checks every open document again.
 """
 
@@ -592,7 +592,7 @@ class Session:
         lines = self.documents.lines(document, self.encoding())
         checked = document.checked
         notes: list[str] = []
-        if checked is not None and checked.version == document.version:
+        if checked is not None and checked.edit == document.edits:
             notes = cut_messages(checked, lines, line, character)
         assert self.client is not None
         self.answer(ident, hover_reply(lines, line, character, notes, self.client.hover_formats))
