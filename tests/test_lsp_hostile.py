@@ -743,3 +743,17 @@ def test_each_edit_with_a_null_version_is_published() -> None:
     server.send(GOODBYE)
     server.answer("bye")
     server.end()
+
+
+# ---- review (lsp3) 2: the id of a message that is not JSON is the top-level object's ----------
+
+
+def test_an_id_inside_the_params_of_a_broken_message_is_never_answered() -> None:
+    """A notification cut short whose params end with ``{"id": 5}``: nothing to answer
+    (the request 5 that follows is answered once, by its own answer)."""
+    uri = "file:///w/c.yaml"
+    cut = b'{"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {"x": {"id": 5}'
+    data = initialize() + notify("initialized", {}) + did_open(uri, YAML) + frame(cut)
+    data += request(5, "textDocument/hover", at(uri, 1, 4)) + GOODBYE
+    _, out = serve_bytes(data)
+    assert "rollout_backend" in json.dumps(answers(out)[5]["result"])

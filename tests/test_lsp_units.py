@@ -182,6 +182,11 @@ def test_the_reader_resumes_at_the_next_header_whatever_came_before() -> None:
         (b'{"method": "x", "params": "%s", "id": "last"}', "last"),
         (b'{"jsonrpc": "2.0", "id": 8, "result": "%s"}', None),  # a response: never answered
         (b'{"params": {"id": 9, "x": "%s"}, "method": "x"}', None),  # an id, but not the request's
+        # a response whose result holds a "method": a response still, never answered
+        (b'{"jsonrpc": "2.0", "id": 8, "result": {"method": "x", "y": "%s"}}', None),
+        # an "id" in the text, and a nested one last: neither is the request's
+        (b'{"method": "x", "id": 3, "params": {"text": "\\"id\\": 4, %s", "id": 5}}', 3),
+        (b'{"method": "x", "params": ["%s", {"id": 6}]}', None),
     ],
 )
 def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_can_be(
@@ -194,6 +199,24 @@ def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_ca
     assert isinstance(skipped, Refused) and skipped.code == -32600
     assert skipped.id == ident
     assert isinstance(receive(stream), Refused)  # the next frame is read where it starts
+
+
+@pytest.mark.parametrize(
+    ("body", "ident"),
+    [
+        (b'{"jsonrpc": "2.0", "method": "n", "params": {"x": {"id": 5}', None),
+        (b'{"jsonrpc": "2.0", "method": "n", "params": {"x": {"id": 5}}, "id": 6', 6),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "n", "params": {"x": {"id": 5}', 7),
+        (b'{"jsonrpc": "2.0", "id": 8, "result": {"method": "n", "x": ', None),
+        (b'{"jsonrpc": "2.0", "method": "n", "params": "\\"id\\": 9}', None),
+    ],
+)
+def test_a_message_that_is_not_json_is_answered_at_its_own_id_only(body: bytes, ident: Any) -> None:
+    """The id of a body that does not parse is a member of the top-level object read
+    before the error, never an ``"id"`` of a param."""
+    refused = receive(io.BytesIO(_framed(body)))
+    assert isinstance(refused, Refused) and refused.code == -32700, refused
+    assert refused.id == ident
 
 
 def test_params_are_read_where_the_protocol_puts_them_or_refused_saying_where() -> None:
