@@ -757,3 +757,57 @@ def test_an_id_inside_the_params_of_a_broken_message_is_never_answered() -> None
     data += request(5, "textDocument/hover", at(uri, 1, 4)) + GOODBYE
     _, out = serve_bytes(data)
     assert "rollout_backend" in json.dumps(answers(out)[5]["result"])
+
+
+# ---- review (lsp3) 3: a header line at and over its bound ------------------------------------
+
+
+def padded_header(
+    body: bytes, line_bytes: int, ending: bytes = b"\r\n", first: bool = False
+) -> bytes:
+    """A frame of ``body`` with an extra header line of ``line_bytes`` bytes, its line
+    break (``ending``) included; ``first``: the Content-Length line itself, padded."""
+    length = b"Content-Length: %d" % len(body)
+    if first:
+        return length + b" " * (line_bytes - len(length) - len(ending)) + ending + b"\r\n" + body
+    pad = b"X-Pad: " + b"a" * (line_bytes - 7 - len(ending)) + ending
+    return length + b"\r\n" + pad + b"\r\n" + body
+
+
+@pytest.mark.parametrize(
+    ("line_bytes", "ending", "first", "read"),
+    [
+        (8191, b"\r\n", False, True),
+        (8192, b"\r\n", False, True),
+        (8192, b"\n", False, True),
+        (8193, b"\r\n", False, False),  # 8191 bytes and CRLF: read as 8192, then a lone LF
+        (8194, b"\r\n", False, False),
+        (20_000, b"\r\n", False, False),
+        (8192, b"\r\n", True, True),
+        (8193, b"\r\n", True, False),
+    ],
+)
+def test_a_header_line_over_its_bound_refuses_its_message_and_reading_goes_on(
+    line_bytes: int, ending: bytes, first: bool, read: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A header line of at most 8 KiB (its break included) is read; a longer one is
+    refused, with its message skipped whole (never its body read from a shifted start)
+    and its request answered; the message after it is read as it is."""
+    caplog.set_level(logging.WARNING)
+    uri = "file:///w/c.yaml"
+    hover = json.dumps(
+        {"jsonrpc": "2.0", "id": "padded", "method": "textDocument/hover", "params": at(uri, 1, 4)}
+    ).encode("utf-8")
+    data = initialize() + notify("initialized", {}) + did_open(uri, YAML)
+    data += padded_header(hover, line_bytes, ending, first)
+    data += request("after", "textDocument/hover", at(uri, 1, 4)) + GOODBYE
+    _, out = serve_bytes(data)
+    replies = answers(out)
+    assert "rollout_backend" in json.dumps(replies["after"]["result"])
+    if read:
+        assert "rollout_backend" in json.dumps(replies["padded"]["result"])
+        assert "header line" not in logged(caplog)
+    else:
+        assert replies["padded"]["error"]["code"] == -32600
+        assert "header line longer than 8,192 bytes" in replies["padded"]["error"]["message"]
+        assert logged(caplog).count("header line longer") == 1

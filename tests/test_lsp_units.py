@@ -175,6 +175,17 @@ def test_the_reader_resumes_at_the_next_header_whatever_came_before() -> None:
     assert receive(stream) is None
 
 
+def test_a_header_line_over_its_bound_with_no_length_resyncs_at_the_next_header() -> None:
+    good = _framed(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}')
+    stream = io.BytesIO(b"Content-Length: 5" + b"x" * 9_000 + b"\r\n\r\n{}{}}" + good)
+    first = receive(stream)
+    assert isinstance(first, Refused) and "header line longer" in first.reason
+    assert first.id is None
+    assert receive(stream) == {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    assert receive(stream) is None
+    assert receive(io.BytesIO(b"Content-Length: 5\r\nX: " + b"x" * 20_000)) is None
+
+
 @pytest.mark.parametrize(
     ("body", "ident"),
     [

@@ -5,7 +5,12 @@ runs it on the reader thread, feeding the session's event loop. Nothing a
 client sends ends the reader or makes it hold more than
 ``MAX_LSP_MESSAGE_BYTES`` of one message:
 
-- a header line is read at most ``_HEADER_LINE_BYTES`` at a time;
+- a header line is at most ``_HEADER_LINE_BYTES`` long, its line break
+  included; a longer one is read to its end in pieces of that size and
+  refuses its header block: the message is skipped (exactly, when its
+  length is known: its request answered), else reading goes on at the next
+  header; a longer line before any header is a lost body's, and a header
+  at its end starts the next block;
 - a frame longer than the limit is read in ``_CHUNK_BYTES`` pieces and
   dropped (its id, when its first or last bytes show one, is kept so the
   request can be answered);
@@ -141,22 +146,41 @@ def write(stream: BinaryIO, message: dict[str, Any]) -> None:
 
 def _header(stream: BinaryIO) -> Union[int, Refused, None]:
     """The length a header block names; a ``Refused`` for a block whose length is
-    not a number; ``None`` at the end of input. Lines before a header are skipped."""
+    not a number, or with a line over ``_HEADER_LINE_BYTES``; ``None`` at the end of
+    input. Lines before a header are skipped."""
     length: Optional[int] = None
     bad: Optional[bytes] = None
+    over = False
     while True:
         line = stream.readline(_HEADER_LINE_BYTES)
         if not line:
             return None
+        if len(line) == _HEADER_LINE_BYTES and not line.endswith(b"\n"):
+            long = _long_line(stream, line)
+            if long is None:
+                return None
+            head, tail, rest_blank = long
+            found = _LENGTH.search(tail)  # never the line's start: the line is longer
+            if not head.strip() and rest_blank:
+                line = b"\n"  # only blanks: a blank line
+            elif length is None and bad is None and found is not None:
+                line = tail[found.start() :]  # a header after a lost body, on its line
+            elif rest_blank:
+                over, line = True, head  # a header padded past the bound: its length kept
+            else:
+                over = True
+                continue
         if not line.strip():
-            if length is not None:
-                return length
             if bad is not None:
                 shown = bad[:40].decode("ascii", "replace")
                 return Refused(
                     f"a message whose Content-Length is not a length ({shown!r}) was skipped",
                     INVALID_REQUEST,
                 )
+            if over:
+                return _over_long(stream, length)
+            if length is not None:
+                return length
             continue  # no header yet: a blank line between messages
         found = _LENGTH.search(line)
         if found is not None:
@@ -165,6 +189,38 @@ def _header(stream: BinaryIO) -> Union[int, Refused, None]:
                 length, bad = int(value), None
             else:
                 length, bad = None, value
+
+
+def _long_line(stream: BinaryIO, first: bytes) -> Optional[tuple[bytes, bytes, bool]]:
+    """The rest of a line longer than ``_HEADER_LINE_BYTES`` read and dropped: its first
+    piece, its last ``_HEADER_LINE_BYTES`` bytes, and whether all after its first piece
+    is blank; ``None`` when the input ends first."""
+    tail = first
+    rest_blank = True
+    while True:
+        piece = stream.readline(_HEADER_LINE_BYTES)
+        if not piece:
+            return None
+        rest_blank = rest_blank and not piece.strip()
+        tail = (tail + piece)[-_HEADER_LINE_BYTES:]
+        if piece.endswith(b"\n"):
+            return first, tail, rest_blank
+
+
+def _over_long(stream: BinaryIO, length: Optional[int]) -> Optional[Refused]:
+    """A header block with a line over ``_HEADER_LINE_BYTES``, refused: its message
+    skipped when its length is known (the request answered, when its id shows), else
+    reading goes on at the next header; ``None`` when the input ends inside it."""
+    reason = (
+        f"a message with a header line longer than {_HEADER_LINE_BYTES:,} bytes "
+        "(_HEADER_LINE_BYTES) was skipped"
+    )
+    if length is None:
+        return Refused(reason + "; reading goes on at the next Content-Length", INVALID_REQUEST)
+    head, tail, ended = _skip(stream, length)
+    if ended:
+        return None
+    return Refused(reason, INVALID_REQUEST, _find_id(head, tail))
 
 
 def _read(stream: BinaryIO, length: int) -> Optional[bytes]:
