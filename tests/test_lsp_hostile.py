@@ -811,3 +811,39 @@ def test_a_header_line_over_its_bound_refuses_its_message_and_reading_goes_on(
         assert replies["padded"]["error"]["code"] == -32600
         assert "header line longer than 8,192 bytes" in replies["padded"]["error"]["message"]
         assert logged(caplog).count("header line longer") == 1
+
+
+# ---- review (lsp3) 4: a malformed $/cancelRequest ---------------------------------------------
+
+
+BAD_CANCELS = [None, {}, {"id": None}, {"id": [1]}, {"id": {"a": 1}}, {"id": 1.5}, [5], "x"]
+
+
+@pytest.mark.parametrize("phase", ["first answers", "pygls"])
+def test_a_malformed_cancel_is_logged_in_one_line_and_a_cancel_request_answered(
+    phase: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    uri = "file:///w/c.yaml"
+    server = InProcess()
+    server.send(initialize(1) + notify("initialized", {}) + did_open(uri, YAML))
+    server.publish(uri)
+    if phase == "pygls":
+        everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+        params = {"textDocument": {"uri": uri}, "range": everywhere, "context": {"diagnostics": []}}
+        server.send(request("actions", "textDocument/codeAction", params))
+        server.answer("actions")
+    caplog.clear()
+    for params in BAD_CANCELS:
+        server.send(notify("$/cancelRequest", params))
+    server.send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest"}))
+    server.send(request("as-request", "$/cancelRequest", {"id": 3}))
+    assert server.answer("as-request")["error"]["code"] == -32600
+    server.send(request("hover", "textDocument/hover", at(uri, 1, 4)))
+    assert "rollout_backend" in json.dumps(server.answer("hover")["result"])
+    records = [r for r in caplog.records if "cancelRequest" in r.getMessage()]
+    assert len(records) == len(BAD_CANCELS) + 1
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in records)
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()

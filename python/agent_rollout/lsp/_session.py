@@ -513,6 +513,10 @@ class Session:
         self.answer(ident, None)
 
     def cancel(self, ident: Optional[Union[int, str]], params: Any) -> None:
+        if ident is not None:  # a notification sent as a request: answered, not acted on
+            reason = "$/cancelRequest: a notification, sent as a request"
+            self.answer_error(ident, INVALID_REQUEST, reason)
+            return
         target = take(params, "id", "id")
         task = self.pulls.pop(target, None)
         if task is not None:
