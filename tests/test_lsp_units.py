@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
 from agent_rollout.lsp import _start as start
-from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
+from agent_rollout.lsp._documents import Checked, Document, Documents
 from agent_rollout.lsp._text import (
     Change,
     Lines,
@@ -329,7 +330,7 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
         return Checked(version, edit, text, "yaml", CheckSettings(), check_bytes(text)), []
 
     monkeypatch.setattr(Documents, "_check", slow_check)
-    big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
+    big = "training:\n  rollout_fucn: m:f\n" + "#" * LSP_INLINE_CHARS + "\n"
 
     async def scenario() -> None:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -353,7 +354,7 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
 def test_only_documents_within_the_inline_bound_are_checked_on_the_message_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A document of ``INLINE_CHARS`` characters is checked on the thread that handles
+    """A document of ``LSP_INLINE_CHARS`` characters is checked on the thread that handles
     messages, once none waits (edits meanwhile: one check, of the last); one character
     more, on a worker thread, so no larger check holds up a message."""
     seen = Recorder()
@@ -366,8 +367,8 @@ def test_only_documents_within_the_inline_bound_are_checked_on_the_message_threa
 
     monkeypatch.setattr(Documents, "_check", recording)
     head = "training:\n  rollout_fucn: m:f\n"
-    at_bound = head + "#" * (INLINE_CHARS - len(head) - 1) + "\n"
-    assert len(at_bound) == INLINE_CHARS
+    at_bound = head + "#" * (LSP_INLINE_CHARS - len(head) - 1) + "\n"
+    assert len(at_bound) == LSP_INLINE_CHARS
 
     async def scenario() -> None:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -594,3 +595,35 @@ def test_the_reply_to_initialize_is_the_protocols_and_names_only_methods_answere
     assert PYGLS_METHODS <= pygls_methods
     assert pygls_methods <= answered
     server.shutdown()
+
+
+def test_the_servers_limits_live_in_limits() -> None:
+    """One rule, one home: no module of the server defines a size or count of its own
+    (the JSON-RPC error codes, severities and the session's timings in seconds aside)."""
+    import ast
+    from pathlib import Path
+
+    import agent_rollout.lsp
+
+    kept = re.compile(
+        r"^(ERROR|WARNING|[A-Z_]*_SECONDS|[A-Z_]*(ERROR|REQUEST|FOUND|PARAMS|"
+        r"INITIALIZED|CANCELLED|FAILED))$"
+    )
+    found = []
+    for path in sorted(Path(agent_rollout.lsp.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.Assign):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            names += [
+                e.id
+                for t in node.targets
+                if isinstance(t, ast.Tuple)
+                for e in t.elts
+                if isinstance(e, ast.Name)
+            ]
+            parts = list(ast.walk(node.value))
+            arithmetic = all(isinstance(n, (ast.Constant, ast.BinOp, ast.operator)) for n in parts)
+            if arithmetic and all(isinstance(getattr(n, "value", 0), int) for n in parts):
+                found += [f"{path.name}: {n}" for n in names if not kept.match(n.lstrip("_"))]
+    assert found == []

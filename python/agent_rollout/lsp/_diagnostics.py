@@ -10,7 +10,7 @@ range runs from the issue's start to its end (``ConfigIssue.end_line``,
 The message is written for a line of an editor (Neovim's virtual text,
 Flymake's echo area): ``check``'s message without the key path, which the
 range already shows, and cut short (``short_message``) when it runs past
-``MESSAGE_CHARS``. The full text, as ``check`` prints it (``location:
+``LSP_MESSAGE_CHARS``. The full text, as ``check`` prints it (``location:
 message``), goes in ``relatedInformation`` to a client that takes it, and
 in the hover over the range (``cut_messages``).
 """
@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from agent_rollout._limits import LSP_MESSAGE_CHARS
 from agent_rollout.config import ConfigIssue
 from agent_rollout.lsp._documents import Checked
 from agent_rollout.lsp._text import Lines
 
 __all__ = [
-    "MESSAGE_CHARS",
     "SOURCE",
     "cut_messages",
     "diagnostic",
@@ -40,9 +40,6 @@ __all__ = [
 SOURCE = "agent-rollout"
 ERROR, WARNING = 1, 2
 
-MESSAGE_CHARS = 100
-"""The longest message a diagnostic carries; a longer one is cut (``short_message``)."""
-
 _ASIDE = re.compile(r" \([^()]*\)")
 
 
@@ -56,7 +53,7 @@ def message_of(issue: ConfigIssue) -> str:
     return short_message(issue.message)
 
 
-def short_message(message: str, limit: int = MESSAGE_CHARS) -> str:
+def short_message(message: str, limit: int = LSP_MESSAGE_CHARS) -> str:
     """``message`` in at most ``limit`` characters, cut where its sentence breaks.
 
     First the asides in parentheses go. Then, of the clauses (between ``; ``),

@@ -15,7 +15,7 @@ not read keeps no text at all, and its edits cost nothing. One larger than
 or skip it as unrelated) is checked when opened, saved or pulled, not at
 each edit, unless the edit takes it across the limit.
 
-Where a check runs: a document of at most ``INLINE_CHARS`` characters is
+Where a check runs: a document of at most ``LSP_INLINE_CHARS`` characters is
 checked on the thread that handles messages, once no message waits
 (``deferred``: the session calls ``run_due`` when its queue is empty, so a
 burst of edits costs one check, of the last): measured over stdio, as fast
@@ -51,6 +51,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.config import (
     MAX_CONFIG_BYTES,
     CheckResult,
@@ -62,17 +63,11 @@ from agent_rollout.config import (
 )
 from agent_rollout.lsp._text import Change, Lines, apply_changes, document_format, uri_path
 
-__all__ = ["INLINE_CHARS", "SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
+__all__ = ["SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
 
 SETTINGS_SECTION = "agent-rollout"
 """The section a client keeps our settings under (``workspace/configuration``, and
 optionally in ``initializationOptions``)."""
-
-INLINE_CHARS = 16 * 1024
-"""The largest document (in characters) checked, and whose code actions are computed,
-on the thread that handles messages: its check takes about 7 ms of CPU (0.45 ms a
-kilobyte), which is as long as any other message waits for it. A larger one is checked
-on a worker thread."""
 
 
 def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
@@ -279,7 +274,7 @@ class Documents:
         else once no message waits (``deferred``) or at once."""
         if document.running:
             return  # the check in flight looks at the newest text when it ends
-        if self.executor is not None and len(document.text) > INLINE_CHARS:
+        if self.executor is not None and len(document.text) > LSP_INLINE_CHARS:
             self.due.pop(document.uri, None)
             document.running = True
             text, version = document.text, document.version

@@ -34,8 +34,9 @@ from pygls.exceptions import JsonRpcContentModified
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.lsp._actions import FIX_ALL, code_actions, forget
-from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Documents
+from agent_rollout.lsp._documents import Checked, Documents
 from agent_rollout.lsp._start import Client, pygls_initialize, readable_initialize
 from agent_rollout.lsp._text import Lines
 from agent_rollout.lsp._wire import INVALID_PARAMS, error_reply, frame
@@ -187,7 +188,7 @@ def build_server(
             server.client.versioned_edits,
             list(params.context.diagnostics),
         )
-        if len(checked.text) <= INLINE_CHARS:
+        if len(checked.text) <= LSP_INLINE_CHARS:
             return code_actions(*arguments)
         loop = asyncio.get_running_loop()
         found = await loop.run_in_executor(server.documents.executor, code_actions, *arguments)

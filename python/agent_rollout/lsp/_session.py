@@ -52,6 +52,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Optional, Protocol, Union
 
+from agent_rollout._limits import (
+    LSP_CHECK_THREADS,
+    LSP_HELD_MESSAGES,
+    LSP_QUEUED_MESSAGES,
+    LSP_UNOPENED_NAMED,
+)
 from agent_rollout.lsp._diagnostics import cut_messages, diagnostics
 from agent_rollout.lsp._documents import (
     SETTINGS_SECTION,
@@ -101,17 +107,6 @@ PYGLS_METHODS = frozenset(
 )
 """The methods left to pygls (``_server``); any other is unknown."""
 
-_CHECK_THREADS = 4
-"""Checks of large documents at once, each on a worker thread of its own."""
-
-_QUEUED_MESSAGES = 8
-"""Messages read ahead of the one being handled; the reader waits past this."""
-
-_HELD_MESSAGES = 64
-"""Messages kept for pygls while it loads; a request past this is answered an error."""
-
-_UNOPENED_NAMED = 100
-"""Documents never opened whose edits are logged (each once)."""
 
 _IDLE_SECONDS = 1.0
 """pygls is loaded once no message has come for this long, after the first diagnostics
@@ -213,11 +208,11 @@ class Session:
         loop = self.loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_cancellations)
         self.documents.executor = ThreadPoolExecutor(
-            max_workers=_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
+            max_workers=LSP_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
         )
         self.documents.deferred = True
         queue: asyncio.Queue[Optional[Incoming]] = asyncio.Queue()
-        room = threading.Semaphore(_QUEUED_MESSAGES)
+        room = threading.Semaphore(LSP_QUEUED_MESSAGES)
         reader = threading.Thread(
             target=read_into,
             args=(stdin, loop, queue, room),
@@ -457,7 +452,7 @@ class Session:
             self.dispatch_to(self.delegate, item)
         elif self.load_failed:
             self.refuse(item, REQUEST_FAILED, "the server's pygls part could not be loaded")
-        elif len(self.held) >= _HELD_MESSAGES:
+        elif len(self.held) >= LSP_HELD_MESSAGES:
             self.refuse(item, REQUEST_FAILED, "too many messages while the server starts")
         else:
             self.held.append(item)
@@ -545,7 +540,7 @@ class Session:
         changes = [change(item) for item in take(params, "contentChanges", "array")]
         if self.documents.changed(uri, changes, version, self.encoding()):
             return
-        if len(self.unopened) < _UNOPENED_NAMED and uri not in self.unopened:
+        if len(self.unopened) < LSP_UNOPENED_NAMED and uri not in self.unopened:
             self.unopened.add(uri)  # named once: a file too large to open is edited often
             logger.warning("agent-rollout lsp: edits of %s, which is not open, are skipped", uri)
 

@@ -5,13 +5,13 @@ runs it on the reader thread, feeding the session's event loop. Nothing a
 client sends ends the reader or makes it hold more than
 ``MAX_LSP_MESSAGE_BYTES`` of one message:
 
-- a header line is at most ``_HEADER_LINE_BYTES`` long, its line break
+- a header line is at most ``LSP_HEADER_LINE_BYTES`` long, its line break
   included; a longer one is read to its end in pieces of that size and
   refuses its header block: the message is skipped (exactly, when its
   length is known: its request answered), else reading goes on at the next
   header; a longer line before any header is a lost body's, and a header
   at its end starts the next block;
-- a frame longer than the limit is read in ``_CHUNK_BYTES`` pieces and
+- a frame longer than the limit is read in ``LSP_SKIP_CHUNK_BYTES`` pieces and
   dropped (its id, when its first or last bytes show one, is kept so the
   request can be answered);
 - a ``Content-Length`` that is not a number (``-5``) drops its header
@@ -44,7 +44,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Optional, Union
 
-from agent_rollout._limits import MAX_LSP_MESSAGE_BYTES
+from agent_rollout._limits import (
+    LSP_HEADER_LINE_BYTES,
+    LSP_ID_EDGE_BYTES,
+    LSP_ID_SCALAR_CHARS,
+    LSP_SKIP_CHUNK_BYTES,
+    MAX_LSP_MESSAGE_BYTES,
+)
 
 __all__ = [
     "INVALID_PARAMS",
@@ -73,11 +79,6 @@ INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
 REQUEST_FAILED = -32803
-
-_HEADER_LINE_BYTES = 8 * 1024
-_CHUNK_BYTES = 64 * 1024
-_EDGE_BYTES = 4 * 1024
-"""How much of the start and end of a refused message is searched for its id."""
 
 _LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 
@@ -146,16 +147,16 @@ def write(stream: BinaryIO, message: dict[str, Any]) -> None:
 
 def _header(stream: BinaryIO) -> Union[int, Refused, None]:
     """The length a header block names; a ``Refused`` for a block whose length is
-    not a number, or with a line over ``_HEADER_LINE_BYTES``; ``None`` at the end of
+    not a number, or with a line over ``LSP_HEADER_LINE_BYTES``; ``None`` at the end of
     input. Lines before a header are skipped."""
     length: Optional[int] = None
     bad: Optional[bytes] = None
     over = False
     while True:
-        line = stream.readline(_HEADER_LINE_BYTES)
+        line = stream.readline(LSP_HEADER_LINE_BYTES)
         if not line:
             return None
-        if len(line) == _HEADER_LINE_BYTES and not line.endswith(b"\n"):
+        if len(line) == LSP_HEADER_LINE_BYTES and not line.endswith(b"\n"):
             long = _long_line(stream, line)
             if long is None:
                 return None
@@ -192,28 +193,28 @@ def _header(stream: BinaryIO) -> Union[int, Refused, None]:
 
 
 def _long_line(stream: BinaryIO, first: bytes) -> Optional[tuple[bytes, bytes, bool]]:
-    """The rest of a line longer than ``_HEADER_LINE_BYTES`` read and dropped: its first
-    piece, its last ``_HEADER_LINE_BYTES`` bytes, and whether all after its first piece
+    """The rest of a line longer than ``LSP_HEADER_LINE_BYTES`` read and dropped: its first
+    piece, its last ``LSP_HEADER_LINE_BYTES`` bytes, and whether all after its first piece
     is blank; ``None`` when the input ends first."""
     tail = first
     rest_blank = True
     while True:
-        piece = stream.readline(_HEADER_LINE_BYTES)
+        piece = stream.readline(LSP_HEADER_LINE_BYTES)
         if not piece:
             return None
         rest_blank = rest_blank and not piece.strip()
-        tail = (tail + piece)[-_HEADER_LINE_BYTES:]
+        tail = (tail + piece)[-LSP_HEADER_LINE_BYTES:]
         if piece.endswith(b"\n"):
             return first, tail, rest_blank
 
 
 def _over_long(stream: BinaryIO, length: Optional[int]) -> Optional[Refused]:
-    """A header block with a line over ``_HEADER_LINE_BYTES``, refused: its message
+    """A header block with a line over ``LSP_HEADER_LINE_BYTES``, refused: its message
     skipped when its length is known (the request answered, when its id shows), else
     reading goes on at the next header; ``None`` when the input ends inside it."""
     reason = (
-        f"a message with a header line longer than {_HEADER_LINE_BYTES:,} bytes "
-        "(_HEADER_LINE_BYTES) was skipped"
+        f"a message with a header line longer than {LSP_HEADER_LINE_BYTES:,} bytes "
+        "(LSP_HEADER_LINE_BYTES) was skipped"
     )
     if length is None:
         return Refused(reason + "; reading goes on at the next Content-Length", INVALID_REQUEST)
@@ -240,19 +241,19 @@ def _read(stream: BinaryIO, length: int) -> Optional[bytes]:
 
 
 def _skip(stream: BinaryIO, length: int) -> tuple[bytes, bytes, bool]:
-    """Read ``length`` bytes in pieces, keeping only the first and last ``_EDGE_BYTES``;
+    """Read ``length`` bytes in pieces, keeping only the first and last ``LSP_ID_EDGE_BYTES``;
     whether the input ended first."""
     head = b""
     tail = b""
     left = length
     while left:
-        chunk = stream.read(min(_CHUNK_BYTES, left))
+        chunk = stream.read(min(LSP_SKIP_CHUNK_BYTES, left))
         if not chunk:
             return head, tail, True
         left -= len(chunk)
-        if len(head) < _EDGE_BYTES:
-            head += chunk[: _EDGE_BYTES - len(head)]
-        tail = (tail + chunk)[-_EDGE_BYTES:]
+        if len(head) < LSP_ID_EDGE_BYTES:
+            head += chunk[: LSP_ID_EDGE_BYTES - len(head)]
+        tail = (tail + chunk)[-LSP_ID_EDGE_BYTES:]
     return head, tail, False
 
 
@@ -325,8 +326,6 @@ def _members(text: str) -> tuple[Optional[dict[str, Any]], Optional[str]]:
 
 
 _SCALAR_END = re.compile(r"(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)\Z")
-_SCALAR_CHARS = 64
-"""How far back a scalar value (a number, ``true``, ``false``, ``null``) is looked for."""
 
 
 def _last_members(text: str) -> dict[str, Any]:
@@ -344,7 +343,7 @@ def _last_members(text: str) -> dict[str, Any]:
         if text.endswith('"', 0, end):
             start = _string_start(text, end - 1)
         else:
-            scalar = _SCALAR_END.search(text[max(end - _SCALAR_CHARS, 0) : end])
+            scalar = _SCALAR_END.search(text[max(end - LSP_ID_SCALAR_CHARS, 0) : end])
             start = None if scalar is None else end - len(scalar.group())
         if start is None:
             return found
