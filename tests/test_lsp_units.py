@@ -72,6 +72,49 @@ def test_positions_past_the_end_are_clamped() -> None:
     assert lines.from_client(5, 3) == (6, 1)
 
 
+@given(
+    st.text(alphabet="ab😀é\r\n\x85\ufeff", max_size=40),
+    st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+    st.sampled_from(["yaml", "json"]),
+    st.lists(st.tuples(st.integers(-1, 12), st.integers(-1, 45)), max_size=12),
+)
+def test_positions_converted_at_once_are_those_converted_one_by_one(
+    text: str, encoding: str, fmt: str, points: list[tuple[int, int]]
+) -> None:
+    lines = Lines(text, encoding, fmt)
+    assert lines.to_client_all(points) == [lines.to_client(*point) for point in points]
+
+
+def test_many_issues_on_one_long_line_measure_the_line_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Diagnostics of 2,000 issues on one line of a minified JSON file: its text is
+    measured (in the client's units) once in all, not once up to each issue."""
+    from agent_rollout.lsp import _text
+    from agent_rollout.lsp._diagnostics import diagnostics
+
+    keys = ", ".join(['"rollout_fucn": 1'] * 2_000)
+    text = '{"training": {"é": 1, "rollout_backend": "art", "rollout_func": "m:f", ' + keys + "}}"
+    documents = Documents(lambda document, checked: None, lambda message: None)
+    documents.client_values = {"skip_unrelated": False}
+    documents.opened("file:///nowhere/one.json", text, 1, "json")
+    checked = documents.open["file:///nowhere/one.json"].checked
+    assert checked is not None
+    measured = []
+    real = _text._units
+
+    def counting(piece: str, encoding: str) -> int:
+        measured.append(len(piece))
+        return real(piece, encoding)
+
+    monkeypatch.setattr(_text, "_units", counting)
+    found = diagnostics(checked, Lines(text, "utf-16", "json"))
+    assert len(found) >= 2_000
+    last = found[-1]["range"]["end"]["character"]
+    assert last == text.rindex('": 1}}') + 1  # the last key's end ("é" is one unit)
+    assert sum(measured) <= 2 * len(text)
+
+
 def test_formats_and_paths() -> None:
     assert document_format("file:///x/c.YML", None) == "yaml"
     assert document_format("untitled:1", "toml") == "toml"
