@@ -847,3 +847,38 @@ def test_a_malformed_cancel_is_logged_in_one_line_and_a_cancel_request_answered(
     server.send(GOODBYE)
     server.answer("bye")
     server.end()
+
+
+# ---- review (lsp3) 5: completion reads the lines it needs ------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "toml", "json"])
+def test_completion_far_down_reads_only_the_lines_it_needs(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completion at line 100,000, in a section that starts two lines up: its keys are
+    found by reading upwards to the section's start (JSON: the text up to the cursor),
+    not by cutting every line above it."""
+    from agent_rollout.lsp import _text
+
+    body = {
+        "yaml": ("a: 1\n", "training:\n  rollout_backend: art\n  rollout_"),
+        "toml": ("a = 1\n", '[training]\nrollout_backend = "art"\nrollout_'),
+        "json": ('"a": 1,\n', '"training": {"rollout_backend": "art",\n"rollout_'),
+    }[fmt]
+    text = ("{" if fmt == "json" else "") + body[0] * 100_000 + body[1]
+    column = len(body[1].rsplit("\n", 1)[1])
+    uri = f"file:///w/far.{fmt}"
+    read: list[int] = []
+    real = _text.Lines.line_text
+
+    def counting(self: Any, line: int) -> str:
+        read.append(line)
+        return real(self, line)
+
+    monkeypatch.setattr(_text.Lines, "line_text", counting)
+    ask = request("complete", "textDocument/completion", at(uri, 100_002, column))
+    _, out = serve_bytes(initialize() + did_open(uri, text, fmt) + ask + GOODBYE)
+    items = answers(out)["complete"]["result"]["items"]
+    assert "rollout_func" in [item["label"] for item in items]
+    assert len(read) <= 10

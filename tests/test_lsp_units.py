@@ -101,13 +101,13 @@ def test_many_issues_on_one_long_line_measure_the_line_once(
     checked = documents.open["file:///nowhere/one.json"].checked
     assert checked is not None
     measured = []
-    real = _text._units
+    real = _text.code_units
 
     def counting(piece: str, encoding: str) -> int:
         measured.append(len(piece))
         return real(piece, encoding)
 
-    monkeypatch.setattr(_text, "_units", counting)
+    monkeypatch.setattr(_text, "code_units", counting)
     found = diagnostics(checked, Lines(text, "utf-16", "json"))
     assert len(found) >= 2_000
     last = found[-1]["range"]["end"]["character"]
@@ -670,3 +670,28 @@ def test_the_servers_limits_live_in_limits() -> None:
             if arithmetic and all(isinstance(getattr(n, "value", 0), int) for n in parts):
                 found += [f"{path.name}: {n}" for n in names if not kept.match(n.lstrip("_"))]
     assert found == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "rollout_backend: art",
+                "  rollout_backend = 'x'",
+                " ",
+                "a: 1",
+                '"rollout_backend": "b"',
+                "x rollout_backend: c",
+                "",
+            ]
+        ),
+        max_size=6,
+    )
+)
+def test_the_chosen_backend_is_found_as_a_search_of_every_line_finds_it(rows: list[str]) -> None:
+    from agent_rollout.lsp._help import chosen_backend
+
+    text = "\n".join(rows)
+    every_line = r"""^\s*["']?rollout_backend["']?\s*[:=]\s*["']?(?P<name>[A-Za-z0-9_.-]+)"""
+    want = re.search(every_line, text, re.M)
+    assert chosen_backend(text) == (want and want.group("name"))

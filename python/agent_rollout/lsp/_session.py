@@ -608,15 +608,16 @@ class Session:
         row, character = lines.clamp(line, character)
         at_line, col = lines.from_client(row, character)
         settings = self.documents.settings_for(document)
-        rows = [lines.line_text(number + 1) for number in range(row + 1)]
         read = document.checked.result.section if document.checked is not None else None
+        upto = lines.text[: lines.offset(row, character)] if document.format == "json" else None
         found = completions(
-            rows,
+            lines.rows(),
             at_line - 1,
             col - 1,
             document.format,
             completion_sections(settings.section, read),
             document.text,
+            upto,
         )
         if not found:
             self.answer(ident, None)

@@ -25,12 +25,20 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union, overload
 from urllib.parse import unquote, urlparse
 
 from agent_rollout.config import format_for_suffix, split_lines
 
-__all__ = ["Change", "Lines", "apply_changes", "document_format", "line_starts", "uri_path"]
+__all__ = [
+    "Change",
+    "Lines",
+    "apply_changes",
+    "code_units",
+    "document_format",
+    "line_starts",
+    "uri_path",
+]
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _ODD_BREAKS = re.compile(
@@ -41,7 +49,7 @@ _UTF8_FOLLOWERS = bytes(range(0x80, 0xC0))
 _LOW_SURROGATE_HIGH_BYTES = bytes(range(0xDC, 0xE0))
 
 
-def _units(text: str, encoding: str) -> int:
+def code_units(text: str, encoding: str) -> int:
     """How many code units of ``encoding`` ``text`` takes."""
     if encoding == "utf-32" or text.isascii():
         return len(text)
@@ -206,7 +214,9 @@ class Lines:
     def _offsets(self) -> Optional[list[int]]:
         """Where ``check``'s lines start, when they are not the client's (``None``)."""
         if self._odd is None:
-            self._odd = _ODD_BREAKS.search(self.text) is not None
+            text = self.text  # (each ``in`` a scan at memory speed; the pattern is slower)
+            rare = "\x85" in text or "\u2028" in text or "\u2029" in text
+            self._odd = rare or ("\r" in text and _ODD_BREAKS.search(text) is not None)
         if not self._odd:
             return None
         if self._check_starts is None:
@@ -224,13 +234,13 @@ class Lines:
             offset = odd[min(max(line, 1), len(odd)) - 1] + max(col - 1, 0)
             index = bisect_right(starts, offset) - 1
             start, end = _span(self.text, starts, index)
-            return index, _units(self.text[start : min(offset, end)], self.encoding)
+            return index, code_units(self.text[start : min(offset, end)], self.encoding)
         index = max(line - 1, 0)
         if index >= len(starts):
             return index, 0
         start, end = _span(self.text, starts, index)
         chars = max(col - 1, 0) + (self.bom if index == 0 else 0)
-        return index, _units(self.text[start : min(start + chars, end)], self.encoding)
+        return index, code_units(self.text[start : min(start + chars, end)], self.encoding)
 
     def to_client_all(self, points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
         """``to_client`` of each of ``points``, at once: each line's text is measured in one
@@ -263,7 +273,7 @@ class Lines:
                 continue
             if index != at_line:
                 at_line, at, units = index, starts[index], 0
-            units += _units(text[at:offset], self.encoding)
+            units += code_units(text[at:offset], self.encoding)
             at = offset
             result[number] = (index, units)
         return result
@@ -293,12 +303,47 @@ class Lines:
         count = self.line_count()
         if line < count:
             return line, max(character, 0)
-        return count - 1, _units(self._line(count - 1), self.encoding)
+        return count - 1, code_units(self._line(count - 1), self.encoding)
 
     def line_text(self, line: int) -> str:
         """Client line ``line`` (1-based) without a leading byte-order mark."""
         text = self._line(line - 1)
         return text[self.bom :] if line == 1 else text
+
+    def rows(self) -> Sequence[str]:
+        """The client's lines (0-based, as ``line_text`` gives them), each cut from the
+        text only when asked for: a reader that looks a few lines up from line 100,000
+        costs those lines, not a list of all."""
+        return _Rows(self)
+
+    def offset(self, line: int, character: int) -> int:
+        """The client's position as an index into the text (clamped, as an edit's)."""
+        return _offset(self.text, self.starts(), line, character, self.encoding)
+
+
+class _Rows(Sequence[str]):
+    """``Lines.rows``: the client's lines, read one at a time."""
+
+    def __init__(self, lines: Lines) -> None:
+        self.lines = lines
+
+    def __len__(self) -> int:
+        return self.lines.line_count()
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[str, Sequence[str]]:
+        if isinstance(index, slice):
+            return [self[number] for number in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.lines.line_text(index + 1)
 
 
 def uri_path(uri: str) -> Optional[str]:
