@@ -26,6 +26,7 @@ from agent_rollout.lsp._documents import Checked, Document, Documents
 from agent_rollout.lsp._text import (
     Change,
     Lines,
+    LineStarts,
     apply_changes,
     document_format,
     line_starts,
@@ -186,7 +187,36 @@ def test_edits_apply_as_the_protocol_reads_positions(
         want = want[:begin] + new + want[stop:]
     got, starts = apply_changes(text, None, changes, encoding)
     assert got == want
-    assert starts == line_starts(want)
+    assert list(starts) == line_starts(want)
+    kept = LineStarts(line_starts(text))  # one edit at a time, the starts kept between
+    for change in changes:
+        text, kept = apply_changes(text, kept, [change], encoding)
+        assert list(kept) == line_starts(text)
+        assert kept[1:3] == line_starts(text)[1:3] and kept[-1] == line_starts(text)[-1]
+    assert text == want
+
+
+def test_an_edit_costs_the_text_it_copies_not_a_list_of_every_line_start() -> None:
+    """Typing near the top of a 200,000-line file: each keystroke copies the text (at
+    memory speed) and moves no line start after it one by one; the starts stay right."""
+    import tracemalloc
+
+    text = "training:\n" + "  key: value\n" * 200_000
+    text, starts = apply_changes(text, None, [], "utf-16")
+    tracemalloc.start()
+    try:
+        for column in range(2, 50):
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            edit = [Change("x", (5, column), (5, column)), Change("\n", (7, 0), (7, 0))]
+            text, starts = apply_changes(text, starts, edit, "utf-16")
+            grew = tracemalloc.get_traced_memory()[1] - before
+            assert grew < 3 * len(text) + 100_000  # the new text (twice, while joined)
+            edit = [Change("", (7, 0), (8, 0))]
+            text, starts = apply_changes(text, starts, edit, "utf-16")
+    finally:
+        tracemalloc.stop()
+    assert list(starts) == line_starts(text)
 
 
 def test_a_position_past_the_end_is_the_end_and_a_cursor_far_down_costs_nothing() -> None:

@@ -61,7 +61,15 @@ from agent_rollout.config import (
     find_settings,
     settings_values,
 )
-from agent_rollout.lsp._text import Change, Lines, apply_changes, document_format, uri_path
+from agent_rollout.lsp._text import (
+    Change,
+    Lines,
+    LineStarts,
+    apply_changes,
+    document_format,
+    line_starts,
+    uri_path,
+)
 
 __all__ = ["SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
 
@@ -110,7 +118,7 @@ class Document:
     checked: Optional[Checked] = None
     running: bool = False
     waiters: list[asyncio.Future[Optional[Checked]]] = field(default_factory=list)
-    starts: Optional[list[int]] = None
+    starts: Optional[LineStarts] = None
     settings_epoch: int = 0
     """Bumped when the settings change: a check begun before is as outdated as one of an
     older version."""
@@ -228,9 +236,9 @@ class Documents:
     def lines(self, document: Document, encoding: str) -> Lines:
         """The document's current text for position conversions, its line starts kept
         for the next edit and the next question."""
-        lines = Lines(document.text, encoding, document.format or "yaml", document.starts)
-        document.starts = lines.starts()
-        return lines
+        if document.starts is None:
+            document.starts = LineStarts(line_starts(document.text))
+        return Lines(document.text, encoding, document.format or "yaml", document.starts)
 
     # ---- checking
 

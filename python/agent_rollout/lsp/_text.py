@@ -11,11 +11,13 @@ counted on line 1 as the client counts it.
 The client breaks lines at CR, LF and CRLF only (``line_starts``), never at
 the other characters ``str.splitlines`` takes (NEL, LS, PS, form feed...).
 ``apply_changes`` applies ``didChange``'s edits to a document's text with
-where its lines start kept up to date, so an edit costs a copy of the text
-(at memory speed), a scan of the edited lines and a shift of the line
-starts after it: never a walk, character by character, over a long line.
-Every conversion of a column runs at the speed of ``str.encode`` over the
-line's text before it, whatever the encoding.
+where its lines start kept up to date (``LineStarts``), so an edit costs a
+copy of the text (at memory speed), a scan of the text it puts in, and the
+line starts between it and the edit before (none, typing in one place),
+never all those after it, nor a walk, character by character, over a long
+line. Every conversion of a column runs at the speed of ``str.encode`` over
+the line's text before it, whatever the encoding; many positions at once
+(``to_client_all``) measure each line once, in order.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from agent_rollout.config import format_for_suffix, split_lines
 
 __all__ = [
     "Change",
+    "LineStarts",
     "Lines",
     "apply_changes",
     "code_units",
@@ -88,7 +91,7 @@ def line_starts(text: str) -> list[int]:
     return starts
 
 
-def _span(text: str, starts: list[int], index: int) -> tuple[int, int]:
+def _span(text: str, starts: Sequence[int], index: int) -> tuple[int, int]:
     """Where client line ``index`` (0-based, within ``starts``) starts and ends, its
     line break left out."""
     start = starts[index]
@@ -100,7 +103,7 @@ def _span(text: str, starts: list[int], index: int) -> tuple[int, int]:
     return start, end
 
 
-def _offset(text: str, starts: list[int], line: int, character: int, encoding: str) -> int:
+def _offset(text: str, starts: Sequence[int], line: int, character: int, encoding: str) -> int:
     """The client's position as an index into ``text``, clamped as the protocol says:
     past the end of a line, its end; past the last line, the end of the text."""
     if line < 0:
@@ -122,49 +125,88 @@ class Change:
     end: Optional[tuple[int, int]] = None
 
 
+class LineStarts(Sequence[int]):
+    """A text's ``line_starts``, kept through its edits (``apply_changes``) at the cost of
+    each edit, not of the text: the starts after an edit move by its change in length
+    lazily, as one shift pending from one line on, settled only between that line and
+    the next edit's (typing in one place settles nothing). Read like the list it stands
+    for; it is changed in place by the next edit, so a reader uses it before then."""
+
+    def __init__(self, starts: list[int]) -> None:
+        self.values = starts
+        self.pivot = len(starts)
+        """The first index whose value is off by ``shift``."""
+        self.shift = 0
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[int, Sequence[int]]:
+        if isinstance(index, slice):
+            return [self[number] for number in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self.values)
+        return self.values[index] + (self.shift if index >= self.pivot else 0)
+
+    def _pivot_at(self, index: int) -> None:
+        """The starts before ``index`` made exact, those from it on left pending."""
+        values, shift = self.values, self.shift
+        if shift and index > self.pivot:
+            values[self.pivot : index] = [start + shift for start in values[self.pivot : index]]
+        elif shift and index < self.pivot:
+            values[index : self.pivot] = [start - shift for start in values[index : self.pivot]]
+        self.pivot = index
+
+    def replace(self, first: int, last: int, starts: list[int], delta: int) -> None:
+        """The starts from index ``first`` to ``last`` (not included) replaced by ``starts``
+        (exact), and those after them moved by ``delta``."""
+        self._pivot_at(last)
+        self.values[first:last] = starts
+        self.pivot = first + len(starts)
+        self.shift = self.shift + delta if self.pivot < len(self.values) else 0
+
+
 def apply_changes(
-    text: str, starts: Optional[list[int]], changes: Iterable[Change], encoding: str
-) -> tuple[str, list[int]]:
+    text: str, starts: Optional[LineStarts], changes: Iterable[Change], encoding: str
+) -> tuple[str, LineStarts]:
     """``text`` with ``changes`` applied in order, and where its lines start.
 
-    ``starts`` are ``text``'s (``line_starts``), or None to find them. A range
-    that ends before it starts is read as empty at its start.
+    ``starts`` are ``text``'s, or None to find them (``line_starts``); they are
+    changed in place. A range that ends before it starts is read as empty at its
+    start. An edit costs a copy of the text (at memory speed), a scan of the text it
+    puts in, and the line starts between it and the edit before, not all of them.
+
+    A start before ``begin`` stays. A start from ``end + 2`` on moves by the change
+    in length: the break before it lies wholly in text the edit kept (a break is at
+    most two characters, and one that ends at ``end + 1`` may have lost or gained a
+    CR). Between the two, the new text is scanned, from one character before
+    ``begin`` (a CR kept there may now meet an LF).
     """
-    if starts is None:
-        starts = line_starts(text)
+    kept = LineStarts(line_starts(text)) if starts is None else starts
     for change in changes:
         if change.start is None or change.end is None:
             text = change.text
-            starts = line_starts(text)
+            kept = LineStarts(line_starts(text))
             continue
-        begin = _offset(text, starts, *change.start, encoding)
-        end = max(_offset(text, starts, *change.end, encoding), begin)
-        new = text[:begin] + change.text + text[end:]
-        starts = _moved_starts(starts, begin, end, new, len(change.text) - (end - begin))
+        begin = _offset(text, kept, *change.start, encoding)
+        end = max(_offset(text, kept, *change.end, encoding), begin)
+        new = "".join((text[:begin], change.text, text[end:]))
+        delta = len(change.text) - (end - begin)
+        stop = end + 2 + delta  # in the new text: where the moved starts begin
+        middle = [
+            found.end()
+            for found in _BREAK.finditer(new, max(begin - 1, 0), min(stop, len(new)))
+            if begin <= found.end() < stop
+        ]
+        kept.replace(max(bisect_left(kept, begin), 1), bisect_left(kept, end + 2), middle, delta)
         text = new
-    return text, starts
-
-
-def _moved_starts(starts: list[int], begin: int, end: int, new: str, delta: int) -> list[int]:
-    """The line starts of ``new``, the old text with ``[begin, end)`` replaced.
-
-    A start before ``begin`` stays. A start from ``end + 2`` on moves by ``delta``:
-    the break before it lies wholly in text the edit kept (a break is at most two
-    characters, and one that ends at ``end + 1`` may have lost or gained a CR).
-    Between the two, the new text is scanned, from one character before ``begin``
-    (a CR kept there may now meet an LF).
-    """
-    kept = starts[: max(bisect_left(starts, begin), 1)]
-    stop = end + 2 + delta  # in the new text: where the moved starts begin
-    middle = [
-        found.end()
-        for found in _BREAK.finditer(new, max(begin - 1, 0), min(stop, len(new)))
-        if begin <= found.end() < stop
-    ]
-    moved = starts[bisect_left(starts, end + 2) :]
-    if delta:
-        moved = [start + delta for start in moved]
-    return kept + middle + moved
+    return text, kept
 
 
 class Lines:
@@ -182,7 +224,7 @@ class Lines:
         text: str,
         encoding: str = "utf-16",
         fmt: str = "yaml",
-        starts: Optional[list[int]] = None,
+        starts: Optional[Sequence[int]] = None,
     ) -> None:
         self.text = text
         self.encoding = encoding
@@ -192,7 +234,7 @@ class Lines:
         self._check_starts: Optional[list[int]] = None
         self._odd: Optional[bool] = None
 
-    def starts(self) -> list[int]:
+    def starts(self) -> Sequence[int]:
         """Where each of the client's lines starts (``line_starts``), found once."""
         if self._starts is None:
             self._starts = line_starts(self.text)
