@@ -351,7 +351,9 @@ class Session:
         if checked is not None:
             found = diagnostics(checked, self.lines_of(checked, document), related)
         version = document.version if checked is None else checked.version
-        params = {"uri": document.uri, "diagnostics": found, "version": version}
+        params: dict[str, Any] = {"uri": document.uri, "diagnostics": found}
+        if version is not None:  # the protocol's version is an integer, or left out
+            params["version"] = version
         self.send({"method": "textDocument/publishDiagnostics", "params": params})
         self.first_answer()
 
