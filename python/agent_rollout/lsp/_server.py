@@ -16,8 +16,9 @@ are read as ``_start`` reads them (``readable_initialize``). A request whose
 params the protocol's types do not take is answered ``InvalidParams``
 (-32602) (pygls's reader raises before it knows the id, and shows "Error in
 server"). Code actions on a large document are computed on a worker thread,
-as its checks are; one whose document was edited meanwhile is answered
-``ContentModified`` (-32801), never with edits for a text it no longer has.
+as its checks are; one whose document was edited since its check was
+asked for is answered ``ContentModified`` (-32801), never with edits for a
+text the client no longer has.
 """
 
 from __future__ import annotations
@@ -189,9 +190,10 @@ def build_server(
             list(params.context.diagnostics),
         )
         if len(checked.text) <= LSP_INLINE_CHARS:
-            return code_actions(*arguments)
-        loop = asyncio.get_running_loop()
-        found = await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
+            found = code_actions(*arguments)
+        else:
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
         now = server.documents.open.get(uri)
         if now is not document or now.edits != checked.edit:
             # edited meanwhile: the edits are for a text the client no longer has
