@@ -137,6 +137,9 @@ class LineStarts(Sequence[int]):
         self.pivot = len(starts)
         """The first index whose value is off by ``shift``."""
         self.shift = 0
+        self.mark: Optional[tuple[int, int, int]] = None
+        """A column converted exactly: where its line starts, its characters and code
+        units; the next conversion on that line, further along, starts there."""
 
     def __len__(self) -> int:
         return len(self.values)
@@ -162,6 +165,29 @@ class LineStarts(Sequence[int]):
         elif shift and index < self.pivot:
             values[index : self.pivot] = [start - shift for start in values[index : self.pivot]]
         self.pivot = index
+
+    def offset(self, text: str, line: int, character: int, encoding: str) -> int:
+        """``_offset`` for an edit, from the last column converted on the same line when
+        it comes before this one: typing along a long line that is not ASCII measures the
+        text typed over, not the line up to the cursor at each keystroke."""
+        if encoding == "utf-32" or text.isascii() or not 0 <= line < len(self):
+            return _offset(text, self, line, character, encoding)
+        start, end = _span(text, self, line)
+        chars = units = 0
+        if self.mark is not None and self.mark[0] == start and self.mark[2] <= character:
+            chars, units = self.mark[1], self.mark[2]
+        more = _chars(text, start + chars, end, character - units, encoding)
+        chars += more
+        if more and start + chars < end and code_units(text[start + chars - 1], encoding) == 1:
+            self.mark = (start, chars, character)  # one unit each: the column is exact
+        elif more:
+            self.mark = None
+        return start + chars
+
+    def edited(self, begin: int) -> None:
+        """The text changed from ``begin`` on: a mark after it no longer holds."""
+        if self.mark is not None and begin < self.mark[0] + self.mark[1]:
+            self.mark = None
 
     def replace(self, first: int, last: int, starts: list[int], delta: int) -> None:
         """The starts from index ``first`` to ``last`` (not included) replaced by ``starts``
@@ -194,8 +220,9 @@ def apply_changes(
             text = change.text
             kept = LineStarts(line_starts(text))
             continue
-        begin = _offset(text, kept, *change.start, encoding)
-        end = max(_offset(text, kept, *change.end, encoding), begin)
+        begin = kept.offset(text, *change.start, encoding)
+        end = max(kept.offset(text, *change.end, encoding), begin)
+        kept.edited(begin)
         new = "".join((text[:begin], change.text, text[end:]))
         delta = len(change.text) - (end - begin)
         stop = end + 2 + delta  # in the new text: where the moved starts begin
