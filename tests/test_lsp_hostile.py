@@ -655,3 +655,231 @@ def test_four_hundred_requests_at_once_are_each_answered_once() -> None:
     replies = answers(out)
     assert set(range(400)) <= set(replies)
     assert all("result" in replies[n] for n in range(400))
+
+
+# ---- review (lsp3) 1: results matched to the text, not to the client's version ---------------
+
+
+def did_change_whole(uri: str, text: str, version: Any) -> bytes:
+    params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}
+    return notify("textDocument/didChange", params)
+
+
+def applied(text: str, edits: list[Message]) -> str:
+    """``text`` with a code action's edits applied as a client does (ASCII text: UTF-16
+    units are characters), from the last to the first."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: Message) -> int:
+        return starts[min(position["line"], len(lines))] + position["character"]
+
+    for edit in sorted(edits, key=lambda e: offset(e["range"]["start"]), reverse=True):
+        begin, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+        text = text[:begin] + edit["newText"] + text[end:]
+    return text
+
+
+MOVED = "training:\n  rollout_backend: art\n\n\n  rollout_fucn: m:f\n"
+"""``YAML`` with its issue two lines further down."""
+
+
+def fix_all(server: Server, ident: Any, uri: str) -> list[Message]:
+    everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    context = {"diagnostics": [], "only": ["source.fixAll.agent-rollout"]}
+    params = {"textDocument": {"uri": uri}, "range": everywhere, "context": context}
+    server.send(request(ident, "textDocument/codeAction", params))
+    [action] = server.answer(ident)["result"]
+    edits: list[Message] = action["edit"]["changes"][uri]
+    return edits
+
+
+def test_a_version_sent_again_gets_the_diagnostics_and_fixes_of_the_new_text() -> None:
+    """A client that sends version 1 again (or null) with new text: what the server
+    answers is computed on the new text, and a fix-all applies to it cleanly."""
+    uri = "file:///w/again.yaml"
+    server = InProcess()
+    server.send(initialize(1, {"textDocument": {"diagnostic": {}}}) + notify("initialized", {}))
+    server.send(did_open(uri, YAML))
+    pull = {"textDocument": {"uri": uri}}
+    server.send(request("first", "textDocument/diagnostic", pull))
+    [issue] = server.answer("first")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 2
+    assert applied(YAML, fix_all(server, "fix-first", uri)) == YAML.replace("fucn", "func")
+    server.send(did_change_whole(uri, MOVED, 1))  # the same version, other text
+    server.send(request("again", "textDocument/diagnostic", pull))
+    [issue] = server.answer("again")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 4
+    assert applied(MOVED, fix_all(server, "fix-again", uri)) == MOVED.replace("fucn", "func")
+    server.send(did_change_whole(uri, YAML, None))  # no version at all: applied all the same
+    server.send(request("null", "textDocument/diagnostic", pull))
+    [issue] = server.answer("null")["result"]["items"]
+    assert issue["range"]["start"]["line"] == 2
+    assert applied(YAML, fix_all(server, "fix-null", uri)) == YAML.replace("fucn", "func")
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()
+
+
+def test_each_edit_with_a_null_version_is_published() -> None:
+    uri = "file:///w/null.yaml"
+    server = InProcess()
+    server.send(initialize(1) + notify("initialized", {}) + did_open(uri, YAML))
+    assert server.publish(uri, 1)["diagnostics"][0]["range"]["start"]["line"] == 2
+
+    def published_line() -> int:
+        server.seen.clear()  # the next publish, not one seen before
+        params = server.publish(uri, timeout=10)
+        assert params.get("version", 0) is not None  # an integer, or left out
+        return int(params["diagnostics"][0]["range"]["start"]["line"])
+
+    server.send(did_change_whole(uri, MOVED, None))
+    assert published_line() == 4
+    server.send(did_change_whole(uri, YAML, None))
+    assert published_line() == 2
+    server.send(did_change_whole(uri, MOVED, 1))  # a version number sent before
+    assert published_line() == 4
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()
+
+
+# ---- review (lsp3) 2: the id of a message that is not JSON is the top-level object's ----------
+
+
+def test_an_id_inside_the_params_of_a_broken_message_is_never_answered() -> None:
+    """A notification cut short whose params end with ``{"id": 5}``: nothing to answer
+    (the request 5 that follows is answered once, by its own answer)."""
+    uri = "file:///w/c.yaml"
+    cut = b'{"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {"x": {"id": 5}'
+    data = initialize() + notify("initialized", {}) + did_open(uri, YAML) + frame(cut)
+    data += request(5, "textDocument/hover", at(uri, 1, 4)) + GOODBYE
+    _, out = serve_bytes(data)
+    assert "rollout_backend" in json.dumps(answers(out)[5]["result"])
+
+
+# ---- review (lsp3) 3: a header line at and over its bound ------------------------------------
+
+
+def padded_header(
+    body: bytes, line_bytes: int, ending: bytes = b"\r\n", first: bool = False
+) -> bytes:
+    """A frame of ``body`` with an extra header line of ``line_bytes`` bytes, its line
+    break (``ending``) included; ``first``: the Content-Length line itself, padded."""
+    length = b"Content-Length: %d" % len(body)
+    if first:
+        return length + b" " * (line_bytes - len(length) - len(ending)) + ending + b"\r\n" + body
+    pad = b"X-Pad: " + b"a" * (line_bytes - 7 - len(ending)) + ending
+    return length + b"\r\n" + pad + b"\r\n" + body
+
+
+@pytest.mark.parametrize(
+    ("line_bytes", "ending", "first", "read"),
+    [
+        (8191, b"\r\n", False, True),
+        (8192, b"\r\n", False, True),
+        (8192, b"\n", False, True),
+        (8193, b"\r\n", False, False),  # 8191 bytes and CRLF: read as 8192, then a lone LF
+        (8194, b"\r\n", False, False),
+        (20_000, b"\r\n", False, False),
+        (8192, b"\r\n", True, True),
+        (8193, b"\r\n", True, False),
+    ],
+)
+def test_a_header_line_over_its_bound_refuses_its_message_and_reading_goes_on(
+    line_bytes: int, ending: bytes, first: bool, read: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A header line of at most 8 KiB (its break included) is read; a longer one is
+    refused, with its message skipped whole (never its body read from a shifted start)
+    and its request answered; the message after it is read as it is."""
+    caplog.set_level(logging.WARNING)
+    uri = "file:///w/c.yaml"
+    hover = json.dumps(
+        {"jsonrpc": "2.0", "id": "padded", "method": "textDocument/hover", "params": at(uri, 1, 4)}
+    ).encode("utf-8")
+    data = initialize() + notify("initialized", {}) + did_open(uri, YAML)
+    data += padded_header(hover, line_bytes, ending, first)
+    data += request("after", "textDocument/hover", at(uri, 1, 4)) + GOODBYE
+    _, out = serve_bytes(data)
+    replies = answers(out)
+    assert "rollout_backend" in json.dumps(replies["after"]["result"])
+    if read:
+        assert "rollout_backend" in json.dumps(replies["padded"]["result"])
+        assert "header line" not in logged(caplog)
+    else:
+        assert replies["padded"]["error"]["code"] == -32600
+        assert "header line longer than 8,192 bytes" in replies["padded"]["error"]["message"]
+        assert logged(caplog).count("header line longer") == 1
+
+
+# ---- review (lsp3) 4: a malformed $/cancelRequest ---------------------------------------------
+
+
+BAD_CANCELS = [None, {}, {"id": None}, {"id": [1]}, {"id": {"a": 1}}, {"id": 1.5}, [5], "x"]
+
+
+@pytest.mark.parametrize("phase", ["first answers", "pygls"])
+def test_a_malformed_cancel_is_logged_in_one_line_and_a_cancel_request_answered(
+    phase: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    uri = "file:///w/c.yaml"
+    server = InProcess()
+    server.send(initialize(1) + notify("initialized", {}) + did_open(uri, YAML))
+    server.publish(uri)
+    if phase == "pygls":
+        everywhere = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+        params = {"textDocument": {"uri": uri}, "range": everywhere, "context": {"diagnostics": []}}
+        server.send(request("actions", "textDocument/codeAction", params))
+        server.answer("actions")
+    caplog.clear()
+    for params in BAD_CANCELS:
+        server.send(notify("$/cancelRequest", params))
+    server.send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest"}))
+    server.send(request("as-request", "$/cancelRequest", {"id": 3}))
+    assert server.answer("as-request")["error"]["code"] == -32600
+    server.send(request("hover", "textDocument/hover", at(uri, 1, 4)))
+    assert "rollout_backend" in json.dumps(server.answer("hover")["result"])
+    records = [r for r in caplog.records if "cancelRequest" in r.getMessage()]
+    assert len(records) == len(BAD_CANCELS) + 1
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in records)
+    server.send(GOODBYE)
+    server.answer("bye")
+    server.end()
+
+
+# ---- review (lsp3) 5: completion reads the lines it needs ------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "toml", "json"])
+def test_completion_far_down_reads_only_the_lines_it_needs(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completion at line 100,000, in a section that starts two lines up: its keys are
+    found by reading upwards to the section's start (JSON: the text up to the cursor),
+    not by cutting every line above it."""
+    from agent_rollout.lsp import _text
+
+    body = {
+        "yaml": ("a: 1\n", "training:\n  rollout_backend: art\n  rollout_"),
+        "toml": ("a = 1\n", '[training]\nrollout_backend = "art"\nrollout_'),
+        "json": ('"a": 1,\n', '"training": {"rollout_backend": "art",\n"rollout_'),
+    }[fmt]
+    text = ("{" if fmt == "json" else "") + body[0] * 100_000 + body[1]
+    column = len(body[1].rsplit("\n", 1)[1])
+    uri = f"file:///w/far.{fmt}"
+    read: list[int] = []
+    real = _text.Lines.line_text
+
+    def counting(self: Any, line: int) -> str:
+        read.append(line)
+        return real(self, line)
+
+    monkeypatch.setattr(_text.Lines, "line_text", counting)
+    ask = request("complete", "textDocument/completion", at(uri, 100_002, column))
+    _, out = serve_bytes(initialize() + did_open(uri, text, fmt) + ask + GOODBYE)
+    items = answers(out)["complete"]["result"]["items"]
+    assert "rollout_func" in [item["label"] for item in items]
+    assert len(read) <= 10

@@ -19,12 +19,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.config import MAX_CONFIG_BYTES, CheckSettings, check_bytes
 from agent_rollout.lsp import _start as start
-from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Document, Documents
+from agent_rollout.lsp._documents import Checked, Document, Documents
 from agent_rollout.lsp._text import (
     Change,
     Lines,
+    LineStarts,
     apply_changes,
     document_format,
     line_starts,
@@ -69,6 +71,49 @@ def test_positions_past_the_end_are_clamped() -> None:
     assert lines.to_client(1, 99) == (0, 2)
     assert lines.to_client(9, 1) == (8, 0)
     assert lines.from_client(5, 3) == (6, 1)
+
+
+@given(
+    st.text(alphabet="ab😀é\r\n\x85\ufeff", max_size=40),
+    st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+    st.sampled_from(["yaml", "json"]),
+    st.lists(st.tuples(st.integers(-1, 12), st.integers(-1, 45)), max_size=12),
+)
+def test_positions_converted_at_once_are_those_converted_one_by_one(
+    text: str, encoding: str, fmt: str, points: list[tuple[int, int]]
+) -> None:
+    lines = Lines(text, encoding, fmt)
+    assert lines.to_client_all(points) == [lines.to_client(*point) for point in points]
+
+
+def test_many_issues_on_one_long_line_measure_the_line_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Diagnostics of 2,000 issues on one line of a minified JSON file: its text is
+    measured (in the client's units) once in all, not once up to each issue."""
+    from agent_rollout.lsp import _text
+    from agent_rollout.lsp._diagnostics import diagnostics
+
+    keys = ", ".join(['"rollout_fucn": 1'] * 2_000)
+    text = '{"training": {"é": 1, "rollout_backend": "art", "rollout_func": "m:f", ' + keys + "}}"
+    documents = Documents(lambda document, checked: None, lambda message: None)
+    documents.client_values = {"skip_unrelated": False}
+    documents.opened("file:///nowhere/one.json", text, 1, "json")
+    checked = documents.open["file:///nowhere/one.json"].checked
+    assert checked is not None
+    measured = []
+    real = _text.code_units
+
+    def counting(piece: str, encoding: str) -> int:
+        measured.append(len(piece))
+        return real(piece, encoding)
+
+    monkeypatch.setattr(_text, "code_units", counting)
+    found = diagnostics(checked, Lines(text, "utf-16", "json"))
+    assert len(found) >= 2_000
+    last = found[-1]["range"]["end"]["character"]
+    assert last == text.rindex('": 1}}') + 1  # the last key's end ("é" is one unit)
+    assert sum(measured) <= 2 * len(text)
 
 
 def test_formats_and_paths() -> None:
@@ -142,7 +187,36 @@ def test_edits_apply_as_the_protocol_reads_positions(
         want = want[:begin] + new + want[stop:]
     got, starts = apply_changes(text, None, changes, encoding)
     assert got == want
-    assert starts == line_starts(want)
+    assert list(starts) == line_starts(want)
+    kept = LineStarts(line_starts(text))  # one edit at a time, the starts kept between
+    for change in changes:
+        text, kept = apply_changes(text, kept, [change], encoding)
+        assert list(kept) == line_starts(text)
+        assert kept[1:3] == line_starts(text)[1:3] and kept[-1] == line_starts(text)[-1]
+    assert text == want
+
+
+def test_an_edit_costs_the_text_it_copies_not_a_list_of_every_line_start() -> None:
+    """Typing near the top of a 200,000-line file: each keystroke copies the text (at
+    memory speed) and moves no line start after it one by one; the starts stay right."""
+    import tracemalloc
+
+    text = "training:\n" + "  key: value\n" * 200_000
+    text, starts = apply_changes(text, None, [], "utf-16")
+    tracemalloc.start()
+    try:
+        for column in range(2, 50):
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            edit = [Change("x", (5, column), (5, column)), Change("\n", (7, 0), (7, 0))]
+            text, starts = apply_changes(text, starts, edit, "utf-16")
+            grew = tracemalloc.get_traced_memory()[1] - before
+            assert grew < 3 * len(text) + 100_000  # the new text (twice, while joined)
+            edit = [Change("", (7, 0), (8, 0))]
+            text, starts = apply_changes(text, starts, edit, "utf-16")
+    finally:
+        tracemalloc.stop()
+    assert list(starts) == line_starts(text)
 
 
 def test_a_position_past_the_end_is_the_end_and_a_cursor_far_down_costs_nothing() -> None:
@@ -175,6 +249,17 @@ def test_the_reader_resumes_at_the_next_header_whatever_came_before() -> None:
     assert receive(stream) is None
 
 
+def test_a_header_line_over_its_bound_with_no_length_resyncs_at_the_next_header() -> None:
+    good = _framed(b'{"jsonrpc": "2.0", "method": "initialized", "params": {}}')
+    stream = io.BytesIO(b"Content-Length: 5" + b"x" * 9_000 + b"\r\n\r\n{}{}}" + good)
+    first = receive(stream)
+    assert isinstance(first, Refused) and "header line longer" in first.reason
+    assert first.id is None
+    assert receive(stream) == {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    assert receive(stream) is None
+    assert receive(io.BytesIO(b"Content-Length: 5\r\nX: " + b"x" * 20_000)) is None
+
+
 @pytest.mark.parametrize(
     ("body", "ident"),
     [
@@ -182,6 +267,11 @@ def test_the_reader_resumes_at_the_next_header_whatever_came_before() -> None:
         (b'{"method": "x", "params": "%s", "id": "last"}', "last"),
         (b'{"jsonrpc": "2.0", "id": 8, "result": "%s"}', None),  # a response: never answered
         (b'{"params": {"id": 9, "x": "%s"}, "method": "x"}', None),  # an id, but not the request's
+        # a response whose result holds a "method": a response still, never answered
+        (b'{"jsonrpc": "2.0", "id": 8, "result": {"method": "x", "y": "%s"}}', None),
+        # an "id" in the text, and a nested one last: neither is the request's
+        (b'{"method": "x", "id": 3, "params": {"text": "\\"id\\": 4, %s", "id": 5}}', 3),
+        (b'{"method": "x", "params": ["%s", {"id": 6}]}', None),
     ],
 )
 def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_can_be(
@@ -194,6 +284,24 @@ def test_a_message_over_the_limit_is_read_in_pieces_and_its_id_found_where_it_ca
     assert isinstance(skipped, Refused) and skipped.code == -32600
     assert skipped.id == ident
     assert isinstance(receive(stream), Refused)  # the next frame is read where it starts
+
+
+@pytest.mark.parametrize(
+    ("body", "ident"),
+    [
+        (b'{"jsonrpc": "2.0", "method": "n", "params": {"x": {"id": 5}', None),
+        (b'{"jsonrpc": "2.0", "method": "n", "params": {"x": {"id": 5}}, "id": 6', 6),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "n", "params": {"x": {"id": 5}', 7),
+        (b'{"jsonrpc": "2.0", "id": 8, "result": {"method": "n", "x": ', None),
+        (b'{"jsonrpc": "2.0", "method": "n", "params": "\\"id\\": 9}', None),
+    ],
+)
+def test_a_message_that_is_not_json_is_answered_at_its_own_id_only(body: bytes, ident: Any) -> None:
+    """The id of a body that does not parse is a member of the top-level object read
+    before the error, never an ``"id"`` of a param."""
+    refused = receive(io.BytesIO(_framed(body)))
+    assert isinstance(refused, Refused) and refused.code == -32700, refused
+    assert refused.id == ident
 
 
 def test_params_are_read_where_the_protocol_puts_them_or_refused_saying_where() -> None:
@@ -288,14 +396,14 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
     started: list[int] = []
     release = threading.Event()
 
-    def slow_check(self: Documents, document: Document, text: str, version: Any) -> Any:
+    def slow_check(self: Documents, document: Document, text: str, version: Any, edit: int) -> Any:
         started.append(version)
         if version == 1:
             release.wait(30)  # held until every edit has arrived
-        return Checked(version, text, "yaml", CheckSettings(), check_bytes(text)), []
+        return Checked(version, edit, text, "yaml", CheckSettings(), check_bytes(text)), []
 
     monkeypatch.setattr(Documents, "_check", slow_check)
-    big = "training:\n  rollout_fucn: m:f\n" + "#" * INLINE_CHARS + "\n"
+    big = "training:\n  rollout_fucn: m:f\n" + "#" * LSP_INLINE_CHARS + "\n"
 
     async def scenario() -> None:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -319,21 +427,21 @@ def test_a_large_document_is_checked_off_the_loop_and_old_results_dropped(
 def test_only_documents_within_the_inline_bound_are_checked_on_the_message_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A document of ``INLINE_CHARS`` characters is checked on the thread that handles
+    """A document of ``LSP_INLINE_CHARS`` characters is checked on the thread that handles
     messages, once none waits (edits meanwhile: one check, of the last); one character
     more, on a worker thread, so no larger check holds up a message."""
     seen = Recorder()
     checked_on: list[tuple[str, Any, threading.Thread]] = []
     real = Documents._check
 
-    def recording(self: Documents, document: Document, text: str, version: Any) -> Any:
+    def recording(self: Documents, document: Document, text: str, version: Any, edit: int) -> Any:
         checked_on.append((document.uri, version, threading.current_thread()))
-        return real(self, document, text, version)
+        return real(self, document, text, version, edit)
 
     monkeypatch.setattr(Documents, "_check", recording)
     head = "training:\n  rollout_fucn: m:f\n"
-    at_bound = head + "#" * (INLINE_CHARS - len(head) - 1) + "\n"
-    assert len(at_bound) == INLINE_CHARS
+    at_bound = head + "#" * (LSP_INLINE_CHARS - len(head) - 1) + "\n"
+    assert len(at_bound) == LSP_INLINE_CHARS
 
     async def scenario() -> None:
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -560,3 +668,60 @@ def test_the_reply_to_initialize_is_the_protocols_and_names_only_methods_answere
     assert PYGLS_METHODS <= pygls_methods
     assert pygls_methods <= answered
     server.shutdown()
+
+
+def test_the_servers_limits_live_in_limits() -> None:
+    """One rule, one home: no module of the server defines a size or count of its own
+    (the JSON-RPC error codes, severities and the session's timings in seconds aside)."""
+    import ast
+    from pathlib import Path
+
+    import agent_rollout.lsp
+
+    kept = re.compile(
+        r"^(ERROR|WARNING|[A-Z_]*_SECONDS|[A-Z_]*(ERROR|REQUEST|FOUND|PARAMS|"
+        r"INITIALIZED|CANCELLED|FAILED))$"
+    )
+    found = []
+    for path in sorted(Path(agent_rollout.lsp.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.Assign):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            names += [
+                e.id
+                for t in node.targets
+                if isinstance(t, ast.Tuple)
+                for e in t.elts
+                if isinstance(e, ast.Name)
+            ]
+            parts = list(ast.walk(node.value))
+            arithmetic = all(isinstance(n, (ast.Constant, ast.BinOp, ast.operator)) for n in parts)
+            if arithmetic and all(isinstance(getattr(n, "value", 0), int) for n in parts):
+                found += [f"{path.name}: {n}" for n in names if not kept.match(n.lstrip("_"))]
+    assert found == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "rollout_backend: art",
+                "  rollout_backend = 'x'",
+                " ",
+                "a: 1",
+                '"rollout_backend": "b"',
+                "x rollout_backend: c",
+                "",
+            ]
+        ),
+        max_size=6,
+    )
+)
+def test_the_chosen_backend_is_found_as_a_search_of_every_line_finds_it(rows: list[str]) -> None:
+    from agent_rollout.lsp._help import chosen_backend
+
+    text = "\n".join(rows)
+    every_line = r"""^\s*["']?rollout_backend["']?\s*[:=]\s*["']?(?P<name>[A-Za-z0-9_.-]+)"""
+    want = re.search(every_line, text, re.M)
+    assert chosen_backend(text) == (want and want.group("name"))

@@ -247,6 +247,29 @@ a control character, ``\\u0001``), fits with room to spare. A longer message is
 skipped in small pieces, never held in memory, and logged (a request among
 them is answered with an error); a document too large to open this way is one
 ``check`` would not read anyway."""
+LSP_HEADER_LINE_BYTES = 8 * 1024
+"""The longest header line of a message, its break included; a longer one refuses it."""
+LSP_SKIP_CHUNK_BYTES = 64 * 1024
+"""The pieces a message over ``MAX_LSP_MESSAGE_BYTES`` is read (and dropped) in."""
+LSP_ID_EDGE_BYTES = 4 * 1024
+"""How much of the start and end of a message that is not read whole is searched for its id."""
+LSP_ID_SCALAR_CHARS = 64
+"""The longest number (or ``true``, ``false``, ``null``) read backwards at a message's end."""
+LSP_QUEUED_MESSAGES = 8
+"""Messages read ahead of the one being handled; the reader waits past this."""
+LSP_HELD_MESSAGES = 64
+"""Messages kept for pygls while it loads; a request past this is answered an error."""
+LSP_UNOPENED_NAMED = 100
+"""Documents never opened whose edits are logged (each once)."""
+LSP_CHECK_THREADS = 4
+"""Checks (and code actions) of large documents at once, each on a worker thread of its own."""
+LSP_INLINE_CHARS = 16 * 1024
+"""The largest document (in characters) checked, and whose code actions are computed,
+on the thread that handles messages: its check takes about 7 ms of CPU (0.45 ms a
+kilobyte), which is as long as any other message waits for it. A larger one is checked
+on a worker thread."""
+LSP_MESSAGE_CHARS = 100
+"""The longest message a diagnostic carries; a longer one is cut (``short_message``)."""
 
 
 # ---- the one integer-range check -------------------------------------------------------------

@@ -26,7 +26,7 @@ from lsprotocol import types
 
 from agent_rollout.config import SAFE, Fix, fix_text, issue_fixes
 from agent_rollout.lsp._diagnostics import diagnostic as diagnostic_of
-from agent_rollout.lsp._diagnostics import issue_range, overlaps
+from agent_rollout.lsp._diagnostics import issue_range, issue_ranges, overlaps
 from agent_rollout.lsp._documents import Checked
 from agent_rollout.lsp._text import Lines
 
@@ -155,9 +155,12 @@ def code_actions(
     actions: list[types.CodeAction] = []
     fixes, fixed = _fixes_of(uri, checked)
     if _wanted(only, types.CodeActionKind.QuickFix):
-        for fix in fixes:
+        ranges = issue_ranges(lines, [fix.issue for fix in fixes])
+        for fix, found in zip(fixes, ranges, strict=True):
             issue = fix.issue
-            diagnostic = as_diagnostic(diagnostic_of(issue, lines, checked.settings.strict))
+            diagnostic = as_diagnostic(
+                diagnostic_of(issue, lines, checked.settings.strict, where=found)
+            )
             where = diagnostic.range
             named = any(d.range == where and d.message == diagnostic.message for d in asked)
             if not (named or overlaps(_json_range(where), _json_range(at))):

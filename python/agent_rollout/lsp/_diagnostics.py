@@ -10,7 +10,7 @@ range runs from the issue's start to its end (``ConfigIssue.end_line``,
 The message is written for a line of an editor (Neovim's virtual text,
 Flymake's echo area): ``check``'s message without the key path, which the
 range already shows, and cut short (``short_message``) when it runs past
-``MESSAGE_CHARS``. The full text, as ``check`` prints it (``location:
+``LSP_MESSAGE_CHARS``. The full text, as ``check`` prints it (``location:
 message``), goes in ``relatedInformation`` to a client that takes it, and
 in the hover over the range (``cut_messages``).
 """
@@ -18,20 +18,22 @@ in the hover over the range (``cut_messages``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Optional
 
+from agent_rollout._limits import LSP_MESSAGE_CHARS
 from agent_rollout.config import ConfigIssue
 from agent_rollout.lsp._documents import Checked
 from agent_rollout.lsp._text import Lines
 
 __all__ = [
-    "MESSAGE_CHARS",
     "SOURCE",
     "cut_messages",
     "diagnostic",
     "diagnostics",
     "full_message",
     "issue_range",
+    "issue_ranges",
     "message_of",
     "overlaps",
     "short_message",
@@ -39,9 +41,6 @@ __all__ = [
 
 SOURCE = "agent-rollout"
 ERROR, WARNING = 1, 2
-
-MESSAGE_CHARS = 100
-"""The longest message a diagnostic carries; a longer one is cut (``short_message``)."""
 
 _ASIDE = re.compile(r" \([^()]*\)")
 
@@ -56,7 +55,7 @@ def message_of(issue: ConfigIssue) -> str:
     return short_message(issue.message)
 
 
-def short_message(message: str, limit: int = MESSAGE_CHARS) -> str:
+def short_message(message: str, limit: int = LSP_MESSAGE_CHARS) -> str:
     """``message`` in at most ``limit`` characters, cut where its sentence breaks.
 
     First the asides in parentheses go. Then, of the clauses (between ``; ``),
@@ -111,12 +110,38 @@ def issue_range(
     }
 
 
+def issue_ranges(lines: Lines, issues: Sequence[ConfigIssue]) -> list[dict[str, Any]]:
+    """``issue_range`` of each issue, its positions converted at once (``to_client_all``:
+    a long line measured once, however many issues it holds)."""
+    points: list[tuple[int, int]] = []
+    for issue in issues:
+        end_line = issue.line if issue.end_line is None else issue.end_line
+        points += [
+            (issue.line, issue.col),
+            (end_line, issue.col if issue.end_col is None else issue.end_col),
+        ]
+    found = lines.to_client_all(points)
+    return [
+        {
+            "start": {"line": start[0], "character": start[1]},
+            "end": {"line": end[0], "character": end[1]},
+        }
+        for start, end in zip(found[::2], found[1::2], strict=True)
+    ]
+
+
 def diagnostic(
-    issue: ConfigIssue, lines: Lines, strict: bool, uri: Optional[str] = None
+    issue: ConfigIssue,
+    lines: Lines,
+    strict: bool,
+    uri: Optional[str] = None,
+    where: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
-    """One issue as a diagnostic; with ``uri`` (a client that takes
-    ``relatedInformation``), a message cut short carries the full text there."""
-    where = issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col)
+    """One issue as a diagnostic (``where``: its range, when known); with ``uri`` (a
+    client that takes ``relatedInformation``), a message cut short carries the full
+    text there."""
+    if where is None:
+        where = issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col)
     message = message_of(issue)
     found: dict[str, Any] = {
         "range": where,
@@ -142,17 +167,20 @@ def _issues(checked: Checked) -> list[ConfigIssue]:
 def diagnostics(checked: Checked, lines: Lines, uri: Optional[str] = None) -> list[dict[str, Any]]:
     """The diagnostics of one check (none for a document that is not a training config);
     ``uri``: as ``diagnostic`` takes it."""
-    return [diagnostic(issue, lines, checked.settings.strict, uri) for issue in _issues(checked)]
+    issues = _issues(checked)
+    strict = checked.settings.strict
+    return [
+        diagnostic(issue, lines, strict, uri, where)
+        for issue, where in zip(issues, issue_ranges(lines, issues), strict=True)
+    ]
 
 
 def cut_messages(checked: Checked, lines: Lines, line: int, character: int) -> list[str]:
     """The full text of each diagnostic at the client's position whose message was cut."""
     at = {"line": line, "character": character}
     found = []
-    for issue in _issues(checked):
-        if message_of(issue) == issue.message:
-            continue
-        where = issue_range(lines, issue.line, issue.col, issue.end_line, issue.end_col)
+    cut = [issue for issue in _issues(checked) if message_of(issue) != issue.message]
+    for issue, where in zip(cut, issue_ranges(lines, cut), strict=True):
         if overlaps(where, {"start": at, "end": at}):
             found.append(full_message(issue))
     return found

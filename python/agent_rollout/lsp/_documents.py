@@ -15,7 +15,7 @@ not read keeps no text at all, and its edits cost nothing. One larger than
 or skip it as unrelated) is checked when opened, saved or pulled, not at
 each edit, unless the edit takes it across the limit.
 
-Where a check runs: a document of at most ``INLINE_CHARS`` characters is
+Where a check runs: a document of at most ``LSP_INLINE_CHARS`` characters is
 checked on the thread that handles messages, once no message waits
 (``deferred``: the session calls ``run_due`` when its queue is empty, so a
 burst of edits costs one check, of the last): measured over stdio, as fast
@@ -23,13 +23,19 @@ as on a worker thread for 5% less CPU, and no other thread of ours wants
 the interpreter meanwhile. A larger one is
 checked on a worker thread (``executor``), so its check holds up no other
 document and no message; it has at most one check in flight, edits
-meanwhile only record the newest version, and a result for an older
-version than the document's is dropped and the newest checked. Without an
+meanwhile only record the newest text, and a result for an older text
+than the document's is dropped and the newest checked. Without an
 executor, and unless ``deferred``, every check runs at once. ``check`` never
 raises for bad text; should it raise anyway (a bug of ours), the document
 gets no diagnostics and the server goes on (``on_error``).
 
-Each check is published once per version and settings (``publish``): a
+Checks, their diagnostics and code actions are matched to the document's
+own count of its texts (``Document.edits``, bumped at each open and edit),
+never to the client's version alone: a client may send a version again, or
+none (null), with new text, and what was computed on one text must never
+be taken for another's (a fix-all applied to moved lines garbles them).
+
+Each check is published once per text and settings (``publish``): a
 check again with settings that read it alike (a ``pyproject.toml`` saved,
 the client's settings sent again) publishes nothing. While ``holding`` (the
 client's settings are still being asked for), results are kept, and
@@ -45,6 +51,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.config import (
     MAX_CONFIG_BYTES,
     CheckResult,
@@ -54,19 +61,21 @@ from agent_rollout.config import (
     find_settings,
     settings_values,
 )
-from agent_rollout.lsp._text import Change, Lines, apply_changes, document_format, uri_path
+from agent_rollout.lsp._text import (
+    Change,
+    Lines,
+    LineStarts,
+    apply_changes,
+    document_format,
+    line_starts,
+    uri_path,
+)
 
-__all__ = ["INLINE_CHARS", "SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
+__all__ = ["SETTINGS_SECTION", "Checked", "Document", "Documents", "client_values"]
 
 SETTINGS_SECTION = "agent-rollout"
 """The section a client keeps our settings under (``workspace/configuration``, and
 optionally in ``initializationOptions``)."""
-
-INLINE_CHARS = 16 * 1024
-"""The largest document (in characters) checked, and whose code actions are computed,
-on the thread that handles messages: its check takes about 7 ms of CPU (0.45 ms a
-kilobyte), which is as long as any other message waits for it. A larger one is checked
-on a worker thread."""
 
 
 def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
@@ -83,9 +92,11 @@ def client_values(raw: Any) -> tuple[dict[str, Any], list[str]]:
 
 @dataclass(frozen=True)
 class Checked:
-    """One check of one version of a document."""
+    """One check of one text of a document: ``edit`` is the document's count of its
+    texts (``Document.edits``) when it was this one, ``version`` the client's."""
 
     version: Optional[int]
+    edit: int
     text: str
     format: str
     settings: CheckSettings
@@ -107,12 +118,16 @@ class Document:
     checked: Optional[Checked] = None
     running: bool = False
     waiters: list[asyncio.Future[Optional[Checked]]] = field(default_factory=list)
-    starts: Optional[list[int]] = None
+    starts: Optional[LineStarts] = None
     settings_epoch: int = 0
     """Bumped when the settings change: a check begun before is as outdated as one of an
     older version."""
     published: Optional[tuple[Any, ...]] = None
-    """The version and settings of the last diagnostics published (``Documents._publish``)."""
+    """The text (``edits``) and settings of the last diagnostics published
+    (``Documents._publish``)."""
+    edits: int = 0
+    """The server's count of this document's texts, bumped at each edit: what a check is
+    matched to (``Checked.edit``), as the client's version may repeat or be null."""
 
     @property
     def readable(self) -> bool:
@@ -191,14 +206,14 @@ class Documents:
         document = self.open.get(uri)
         if document is None:
             return False
+        document.edits += 1
+        document.version = version
         if document.format is None:
-            document.version = version
             return True
         readable = document.readable
         document.text, document.starts = apply_changes(
             document.text, document.starts, changes, encoding
         )
-        document.version = version
         if readable or document.readable:
             self.schedule(document)
         # else too large before and after: check finds it too large (or unrelated) again,
@@ -221,9 +236,9 @@ class Documents:
     def lines(self, document: Document, encoding: str) -> Lines:
         """The document's current text for position conversions, its line starts kept
         for the next edit and the next question."""
-        lines = Lines(document.text, encoding, document.format or "yaml", document.starts)
-        document.starts = lines.starts()
-        return lines
+        if document.starts is None:
+            document.starts = LineStarts(line_starts(document.text))
+        return Lines(document.text, encoding, document.format or "yaml", document.starts)
 
     # ---- checking
 
@@ -237,15 +252,15 @@ class Documents:
             pass
 
     def check(self, document: Document, text: str, version: Optional[int]) -> Optional[Checked]:
-        """One check of ``text`` (``version`` of ``document``); ``None`` for a format we do
-        not read, or when the check itself failed."""
-        checked, problems = self._check(document, text, version)
+        """One check of ``text``, the document's current text (``version``: the client's
+        for it); ``None`` for a format we do not read, or when the check itself failed."""
+        checked, problems = self._check(document, text, version, document.edits)
         for problem in problems:
             self.on_error(problem)
         return checked
 
     def _check(
-        self, document: Document, text: str, version: Optional[int]
+        self, document: Document, text: str, version: Optional[int], edit: int
     ) -> tuple[Optional[Checked], list[str]]:
         """``check``'s work, on any thread: what it found, and the problems to report."""
         problems: list[str] = []
@@ -260,20 +275,21 @@ class Documents:
         except Exception as exc:  # a bug of ours: no diagnostics, the server goes on
             problems.append(f"agent-rollout: checking {source} failed: {type(exc).__name__}: {exc}")
             return None, problems
-        return Checked(version, text, document.format, settings, result), problems
+        return Checked(version, edit, text, document.format, settings, result), problems
 
     def schedule(self, document: Document) -> None:
         """Check the document's current version: on a worker thread when it is large,
         else once no message waits (``deferred``) or at once."""
         if document.running:
-            return  # the check in flight looks at the newest version when it ends
-        if self.executor is not None and len(document.text) > INLINE_CHARS:
+            return  # the check in flight looks at the newest text when it ends
+        if self.executor is not None and len(document.text) > LSP_INLINE_CHARS:
             self.due.pop(document.uri, None)
             document.running = True
-            text, version, epoch = document.text, document.version, document.settings_epoch
+            text, version = document.text, document.version
+            edit, epoch = document.edits, document.settings_epoch
             loop = asyncio.get_running_loop()
-            future = loop.run_in_executor(self.executor, self._check, document, text, version)
-            future.add_done_callback(lambda done: self._ended(document, (version, epoch), done))
+            future = loop.run_in_executor(self.executor, self._check, document, text, version, edit)
+            future.add_done_callback(lambda done: self._ended(document, (edit, epoch), done))
         elif self.deferred:
             self.due[document.uri] = document
         else:
@@ -290,7 +306,7 @@ class Documents:
     def _ended(
         self,
         document: Document,
-        began: tuple[Optional[int], int],
+        began: tuple[int, int],
         done: asyncio.Future[tuple[Optional[Checked], list[str]]],
     ) -> None:
         document.running = False
@@ -305,8 +321,8 @@ class Documents:
                     self.on_error(problem)
         if self.open.get(document.uri) is not document:
             return  # closed (or opened again) meanwhile
-        if began != (document.version, document.settings_epoch):
-            self.schedule(document)  # outdated: dropped, and the newest version goes next
+        if began != (document.edits, document.settings_epoch):
+            self.schedule(document)  # outdated: dropped, and the newest text goes next
             return
         self._finish(document, checked)
 
@@ -323,8 +339,8 @@ class Documents:
         self._wake(document, checked)
 
     def _publish(self, document: Document, checked: Checked) -> None:
-        """Publish a check unless the last one published read the same version alike."""
-        key = (checked.version, checked.settings.check_options(), checked.settings.strict)
+        """Publish a check unless the last one published read the same text alike."""
+        key = (checked.edit, checked.settings.check_options(), checked.settings.strict)
         if document.published != key:
             document.published = key
             self.publish(document, checked)
@@ -334,7 +350,7 @@ class Documents:
         self.holding = False
         for document in list(self.open.values()):
             checked = document.checked
-            if checked is not None and checked.version == document.version:
+            if checked is not None and checked.edit == document.edits:
                 self._publish(document, checked)
 
     def _wake(self, document: Document, checked: Optional[Checked]) -> None:
@@ -344,12 +360,12 @@ class Documents:
                 waiter.set_result(checked)
 
     async def current(self, uri: str) -> Optional[Checked]:
-        """The check of the document's current version, waiting for it if need be."""
+        """The check of the document's current text, waiting for it if need be."""
         document = self.open.get(uri)
         if document is None:
             return None
         checked = document.checked
-        if checked is not None and checked.version == document.version:
+        if checked is not None and checked.edit == document.edits:
             return checked
         if self.due.get(uri) is document:  # asked for now: checked now
             del self.due[uri]

@@ -38,6 +38,7 @@ from agent_rollout.lsp._text import Lines
 __all__ = [
     "Completion",
     "backend_help",
+    "chosen_backend",
     "completion_items",
     "completion_sections",
     "completions",
@@ -54,6 +55,8 @@ _BACKEND_VALUE = re.compile(
 _CHOSEN_BACKEND = re.compile(
     r"""^\s*["']?rollout_backend["']?\s*[:=]\s*["']?(?P<name>[A-Za-z0-9_.-]+)""", re.M
 )
+_PRESENT_KEY = re.compile(r"""(rollout_[A-Za-z0-9_]+)["']?\s*[:=]""")
+"""A rollout key set in the text (led by its literal name: the pattern is searched fast)."""
 _KEY_START = {
     "yaml": re.compile(r"^(?P<indent>\s*)(?P<typed>[A-Za-z0-9_-]*)$"),
     "toml": re.compile(r"^(?P<indent>\s*)(?P<typed>[A-Za-z0-9_-]*)$"),
@@ -189,7 +192,7 @@ class Completion:
     wrong: bool = False
 
 
-def _yaml_path(lines: list[str], row: int, indent: int) -> Optional[tuple[str, ...]]:
+def _yaml_path(lines: Sequence[str], row: int, indent: int) -> Optional[tuple[str, ...]]:
     """The keys whose block mapping holds a line at ``indent`` (YAML, read by indentation)."""
     path: list[str] = []
     for above in range(row - 1, -1, -1):
@@ -210,7 +213,7 @@ def _yaml_path(lines: list[str], row: int, indent: int) -> Optional[tuple[str, .
     return tuple(reversed(path))
 
 
-def _toml_path(lines: list[str], row: int) -> Optional[tuple[str, ...]]:
+def _toml_path(lines: Sequence[str], row: int) -> Optional[tuple[str, ...]]:
     for above in range(row - 1, -1, -1):
         header = re.match(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$", lines[above])
         if header is not None:
@@ -247,6 +250,18 @@ def _json_path(text: str) -> Optional[tuple[str, ...]]:
     return tuple(key for key in stack[1:] if key is not None)
 
 
+def chosen_backend(text: str) -> Optional[str]:
+    """The backend name the first line setting ``rollout_backend`` gives (as written), tried
+    only at the lines that name it (found at memory speed), not at every line."""
+    at = text.find("rollout_backend")
+    while at >= 0:
+        found = _CHOSEN_BACKEND.match(text, text.rfind("\n", 0, at) + 1)
+        if found is not None:
+            return found.group("name")
+        at = text.find("rollout_backend", at + 1)
+    return None
+
+
 def completion_sections(section: Section, read: Optional[tuple[Any, ...]]) -> list[tuple[str, ...]]:
     """Where rollout keys are completed: the ``section`` the settings name; by default
     (``AUTO_SECTION``), the one the document's last check ``read``, or, none read yet,
@@ -259,17 +274,22 @@ def completion_sections(section: Section, read: Optional[tuple[Any, ...]]) -> li
 
 
 def completions(
-    lines: list[str],
+    lines: Sequence[str],
     row: int,
     col: int,
     fmt: str,
     sections: Sequence[tuple[str, ...]],
     text: str,
+    upto: Optional[str] = None,
 ) -> list[Completion]:
     """What fits at ``(row, col)`` (0-based line, characters): backend names after
     ``rollout_backend:``, or, in one of ``sections``, the rollout keys the section lacks:
     those the chosen backend takes first, then, marked ``wrong``, those that are an
-    error beside it (a key of another backend, as the backend table says)."""
+    error beside it (a key of another backend, as the backend table says).
+
+    ``lines`` are read from ``row`` upwards only as far as the section's keys need
+    (YAML: up to the first line less indented, TOML: up to a table's header); JSON
+    reads the text up to the cursor, ``upto`` (else joined from ``lines``)."""
     before = lines[row][:col] if row < len(lines) else ""
     value = _BACKEND_VALUE.match(before)
     if value is not None:
@@ -292,14 +312,13 @@ def completions(
     elif fmt == "toml":
         path = _toml_path(lines, row)
     else:
-        path = _json_path("\n".join([*lines[:row], before]))
+        path = _json_path(upto if upto is not None else "\n".join([*lines[:row], before]))
     if path not in sections:
         return []
-    present = set(re.findall(r"""["']?(rollout_[A-Za-z0-9_]+)["']?\s*[:=]""", text))
-    chosen = _CHOSEN_BACKEND.search(text)
+    present = set(_PRESENT_KEY.findall(text))
+    name = chosen_backend(text)
     backend = None
-    if chosen is not None:
-        name = chosen.group("name")
+    if name is not None:
         backend = name.lower() if name.lower() in BACKEND_NAMES else backend_meant(name)
     items = []
     for order, key in enumerate(ROLLOUT_KEYS):

@@ -16,7 +16,9 @@ are read as ``_start`` reads them (``readable_initialize``). A request whose
 params the protocol's types do not take is answered ``InvalidParams``
 (-32602) (pygls's reader raises before it knows the id, and shows "Error in
 server"). Code actions on a large document are computed on a worker thread,
-as its checks are.
+as its checks are; one whose document was edited since its check was
+asked for is answered ``ContentModified`` (-32801), never with edits for a
+text the client no longer has.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from typing import Any, Optional
 from cattrs.errors import ClassValidationError
 from cattrs.v import transform_error
 from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 
+from agent_rollout._limits import LSP_INLINE_CHARS
 from agent_rollout.lsp._actions import FIX_ALL, code_actions, forget
-from agent_rollout.lsp._documents import INLINE_CHARS, Checked, Documents
+from agent_rollout.lsp._documents import Checked, Documents
 from agent_rollout.lsp._start import Client, pygls_initialize, readable_initialize
 from agent_rollout.lsp._text import Lines
 from agent_rollout.lsp._wire import INVALID_PARAMS, error_reply, frame
@@ -185,10 +189,16 @@ def build_server(
             server.client.versioned_edits,
             list(params.context.diagnostics),
         )
-        if len(checked.text) <= INLINE_CHARS:
-            return code_actions(*arguments)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
+        if len(checked.text) <= LSP_INLINE_CHARS:
+            found = code_actions(*arguments)
+        else:
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(server.documents.executor, code_actions, *arguments)
+        now = server.documents.open.get(uri)
+        if now is not document or now.edits != checked.edit:
+            # edited meanwhile: the edits are for a text the client no longer has
+            raise JsonRpcContentModified(f"{uri} changed while its code actions were computed")
+        return found
 
     server.start(initialize)
     return server

@@ -37,7 +37,7 @@ that does not carry the section itself, never twice at once (an answer
 still to come is given after the change, so it holds it). Until the first
 answer (or ``_SETTLE_SECONDS``), diagnostics are held, so the first ones
 published are those of the client's settings; after it, a document is
-published again only when its version or its settings changed. Saving a
+published again only when its text or its settings changed. Saving a
 ``pyproject.toml`` checks every open document again.
 """
 
@@ -52,6 +52,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Optional, Protocol, Union
 
+from agent_rollout._limits import (
+    LSP_CHECK_THREADS,
+    LSP_HELD_MESSAGES,
+    LSP_QUEUED_MESSAGES,
+    LSP_UNOPENED_NAMED,
+)
 from agent_rollout.lsp._diagnostics import cut_messages, diagnostics
 from agent_rollout.lsp._documents import (
     SETTINGS_SECTION,
@@ -101,17 +107,6 @@ PYGLS_METHODS = frozenset(
 )
 """The methods left to pygls (``_server``); any other is unknown."""
 
-_CHECK_THREADS = 4
-"""Checks of large documents at once, each on a worker thread of its own."""
-
-_QUEUED_MESSAGES = 8
-"""Messages read ahead of the one being handled; the reader waits past this."""
-
-_HELD_MESSAGES = 64
-"""Messages kept for pygls while it loads; a request past this is answered an error."""
-
-_UNOPENED_NAMED = 100
-"""Documents never opened whose edits are logged (each once)."""
 
 _IDLE_SECONDS = 1.0
 """pygls is loaded once no message has come for this long, after the first diagnostics
@@ -213,11 +208,11 @@ class Session:
         loop = self.loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_cancellations)
         self.documents.executor = ThreadPoolExecutor(
-            max_workers=_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
+            max_workers=LSP_CHECK_THREADS, thread_name_prefix="agent-rollout-check"
         )
         self.documents.deferred = True
         queue: asyncio.Queue[Optional[Incoming]] = asyncio.Queue()
-        room = threading.Semaphore(_QUEUED_MESSAGES)
+        room = threading.Semaphore(LSP_QUEUED_MESSAGES)
         reader = threading.Thread(
             target=read_into,
             args=(stdin, loop, queue, room),
@@ -356,7 +351,9 @@ class Session:
         if checked is not None:
             found = diagnostics(checked, self.lines_of(checked, document), related)
         version = document.version if checked is None else checked.version
-        params = {"uri": document.uri, "diagnostics": found, "version": version}
+        params: dict[str, Any] = {"uri": document.uri, "diagnostics": found}
+        if version is not None:  # the protocol's version is an integer, or left out
+            params["version"] = version
         self.send({"method": "textDocument/publishDiagnostics", "params": params})
         self.first_answer()
 
@@ -457,7 +454,7 @@ class Session:
             self.dispatch_to(self.delegate, item)
         elif self.load_failed:
             self.refuse(item, REQUEST_FAILED, "the server's pygls part could not be loaded")
-        elif len(self.held) >= _HELD_MESSAGES:
+        elif len(self.held) >= LSP_HELD_MESSAGES:
             self.refuse(item, REQUEST_FAILED, "too many messages while the server starts")
         else:
             self.held.append(item)
@@ -513,6 +510,10 @@ class Session:
         self.answer(ident, None)
 
     def cancel(self, ident: Optional[Union[int, str]], params: Any) -> None:
+        if ident is not None:  # a notification sent as a request: answered, not acted on
+            reason = "$/cancelRequest: a notification, sent as a request"
+            self.answer_error(ident, INVALID_REQUEST, reason)
+            return
         target = take(params, "id", "id")
         task = self.pulls.pop(target, None)
         if task is not None:
@@ -541,7 +542,7 @@ class Session:
         changes = [change(item) for item in take(params, "contentChanges", "array")]
         if self.documents.changed(uri, changes, version, self.encoding()):
             return
-        if len(self.unopened) < _UNOPENED_NAMED and uri not in self.unopened:
+        if len(self.unopened) < LSP_UNOPENED_NAMED and uri not in self.unopened:
             self.unopened.add(uri)  # named once: a file too large to open is edited often
             logger.warning("agent-rollout lsp: edits of %s, which is not open, are skipped", uri)
 
@@ -592,7 +593,7 @@ class Session:
         lines = self.documents.lines(document, self.encoding())
         checked = document.checked
         notes: list[str] = []
-        if checked is not None and checked.version == document.version:
+        if checked is not None and checked.edit == document.edits:
             notes = cut_messages(checked, lines, line, character)
         assert self.client is not None
         self.answer(ident, hover_reply(lines, line, character, notes, self.client.hover_formats))
@@ -609,15 +610,16 @@ class Session:
         row, character = lines.clamp(line, character)
         at_line, col = lines.from_client(row, character)
         settings = self.documents.settings_for(document)
-        rows = [lines.line_text(number + 1) for number in range(row + 1)]
         read = document.checked.result.section if document.checked is not None else None
+        upto = lines.text[: lines.offset(row, character)] if document.format == "json" else None
         found = completions(
-            rows,
+            lines.rows(),
             at_line - 1,
             col - 1,
             document.format,
             completion_sections(settings.section, read),
             document.text,
+            upto,
         )
         if not found:
             self.answer(ident, None)
