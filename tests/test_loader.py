@@ -373,8 +373,8 @@ def test_toml_inline_table_keys_are_placed_at_their_own(tmp_path: Path) -> None:
         ("c.yaml", "x: !!python/tuple [1]\n", ":1:4: unsupported YAML tag"),
         ("c.yaml", "a: &x 1\nb: &x 2\n", ":2:4: invalid YAML: found duplicate anchor 'x'"),
         ("c.yaml", "x: =\n", ":1:4: unsupported YAML tag 'tag:yaml.org,2002:value'"),
-        ("c.yaml", "x: !!int abc\n", ":1:4: bad int 'abc': invalid literal"),
-        ("c.yaml", "x: !!bool maybe\n", ":1:4: 'maybe' is not a YAML bool"),
+        ("c.yaml", "x: !!int abc\n", ":1:10: x: bad int 'abc': invalid literal"),
+        ("c.yaml", "x: !!bool maybe\n", ":1:11: x: 'maybe' is not a YAML bool"),
         ("c.yaml", "x: a\x01\n", ":1:5: invalid YAML: unacceptable character #x0001"),
         ("c.yaml", "x: {<<: 3}\n", ":1:9: a '<<' merge takes a mapping or a list of them"),
         ("c.yaml", "x: !custom 1\n", ":1:4: unsupported YAML tag '!custom'"),
@@ -384,7 +384,7 @@ def test_toml_inline_table_keys_are_placed_at_their_own(tmp_path: Path) -> None:
         ("c.ini", "a=1", ":1:1: unsupported file type .ini"),
         ("c.json", '{"a": ' + "1" * 5000 + "}", ":1:7: invalid JSON: "),
         ("c.toml", "a = " + "1" * 5000, ":1:5: invalid TOML: "),
-        ("c.yaml", "a: " + "1" * 5000, ":1:4: bad int '1111"),
+        ("c.yaml", "a: " + "1" * 5000, ":1:4: a: bad int '1111"),
     ],
 )
 def test_bad_files_give_one_clear_positioned_error(

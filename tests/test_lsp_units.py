@@ -110,7 +110,7 @@ def test_many_issues_on_one_long_line_measure_the_line_once(
 
     monkeypatch.setattr(_text, "code_units", counting)
     found = diagnostics(checked, Lines(text, "utf-16", "json"))
-    assert len(found) >= 2_000
+    assert len(found) >= 1_999  # each repeat of the key after the first
     last = found[-1]["range"]["end"]["character"]
     assert last == text.rindex('": 1}}') + 1  # the last key's end ("é" is one unit)
     assert sum(measured) <= 2 * len(text)
