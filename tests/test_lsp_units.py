@@ -211,7 +211,9 @@ def test_an_edit_costs_the_text_it_copies_not_a_list_of_every_line_start() -> No
             edit = [Change("x", (5, column), (5, column)), Change("\n", (7, 0), (7, 0))]
             text, starts = apply_changes(text, starts, edit, "utf-16")
             grew = tracemalloc.get_traced_memory()[1] - before
-            assert grew < 3 * len(text) + 100_000  # the new text (twice, while joined)
+            # The new text, copied while joined (about 3x its size; a list of every line's
+            # start, moved one by one, cost 22 MB here: 8.5x).
+            assert grew < 4 * len(text) + 1_000_000
             edit = [Change("", (7, 0), (8, 0))]
             text, starts = apply_changes(text, starts, edit, "utf-16")
     finally:
