@@ -555,3 +555,33 @@ def test_ctrl_c_while_the_input_stalls_python_engine(tmp_path: Path) -> None:
 @pytest.mark.skipif("rust" not in ENGINES, reason="the Rust engine is not built")
 def test_ctrl_c_while_the_input_stalls_rust_engine(tmp_path: Path) -> None:
     _interrupt_fifo(tmp_path, "rust", keep_writing=False)
+
+
+@pytest.mark.parametrize("how", ["same", "dot", "link", "skip"])
+def test_the_output_is_never_the_input(how: str, cli: Cli, tmp_path: Path) -> None:
+    """``normalise IN -o IN`` (by another spelling or a link too) would replace the rows
+    with their normalised form, the extra keys dropped and, with ``--skip-bad``, the bad
+    rows lost: refused before anything is read, the file left as it was, exit 2."""
+    src = tmp_path / "rollouts.jsonl"
+    text = '{"prompt": "a", "answer": "b", "reward": 1}\n{"prompt": [{"content": "?"}]}\n'
+    if how != "skip":
+        text = text.splitlines(keepends=True)[0]
+    src.write_text(text, encoding="utf-8")
+    out = {"same": src, "dot": tmp_path / "." / "rollouts.jsonl", "link": tmp_path / "l.jsonl"}
+    dest = out.get(how, src)
+    if how == "link":
+        dest.symlink_to(src.name)
+    result = cli("normalise", str(src), "-o", str(dest), *(["--skip-bad"] if how == "skip" else []))
+    assert result.code == 2, result.err
+    assert result.err == (f"{dest}: the output is the input file; nothing written (name another)\n")
+    assert src.read_text(encoding="utf-8") == text
+
+
+def test_the_library_refuses_the_input_as_output_too(tmp_path: Path) -> None:
+    import agent_rollout as ar
+
+    src = tmp_path / "r.jsonl.gz"
+    src.write_bytes(gzip.compress(b'{"prompt": "a", "x": 1}\n'))
+    with pytest.raises(ValueError, match="the output is the input file"):
+        ar.normalise_rollout_file(src, tmp_path / "r.jsonl.gz", on_bad="skip")
+    assert gzip.decompress(src.read_bytes()) == b'{"prompt": "a", "x": 1}\n'

@@ -263,6 +263,7 @@ FILE_MESSAGES: dict[str, str] = {
     "(max_bytes={max_bytes}; raise the limit with " + _BYTES_HINT + ")",
     "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
     "prompt set",
+    "same_file": "{path}: the output is the input file; nothing written (name another)",
 }
 
 PARQUET_MESSAGES: dict[str, str] = {

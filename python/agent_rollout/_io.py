@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from agent_rollout import _engine
 from agent_rollout._engine.jsonl import read_rows, write_jsonl
+from agent_rollout._errors import FILE_MESSAGES
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._files import (
     GZIP_LEVEL,
+    Destination,
     destination,
     output_format,
     path_text,
@@ -191,8 +193,9 @@ def normalise_rollout_file(
     Parquet output a row whose prompt is not of the table's kind (see
     ``prompt_kind``) is a bad row too.
 
-    Raises the same errors as :func:`read_rollout_jsonl`, and ``OSError`` when
-    ``dst`` cannot be written (a symlink loop: ELOOP).
+    Raises the same errors as :func:`read_rollout_jsonl`, ``OSError`` when
+    ``dst`` cannot be written (a symlink loop: ELOOP), and ``RolloutValueError``
+    when ``dst`` is ``src`` by any name, before anything is read.
     """
     src_text = path_text(src, "src")
     dst_text = path_text(dst, "dst")
@@ -210,6 +213,8 @@ def normalise_rollout_file(
     with signals_end_cleanly():
         where = destination(dst_text)
         form = output_format(dst_text, where)
+        if _same_file(src_text, where):
+            raise RolloutValueError(FILE_MESSAGES["same_file"].format(path=dst_text))
         counts: FileCounts
         # The file replaced, if any, is let go of off this thread (see `replacing`).
         with replacing(where):
@@ -234,6 +239,18 @@ def normalise_rollout_file(
         bad_rows=counts.bad_rows,
         skipped=counts.bad,
     )
+
+
+def _same_file(src: str, where: Destination) -> bool:
+    """Whether the output file is the input (by any name or link): written aside and
+    renamed over it, the rows would replace what they came from, the keys dropped and
+    (``on_bad="skip"``) the bad rows lost."""
+    if src == "-" or where.kind != "file":
+        return False
+    try:
+        return os.path.samefile(src, where.path)
+    except (OSError, ValueError):  # one of them missing, or a name the system refuses
+        return False
 
 
 def write_rollout_rows(

@@ -39,6 +39,7 @@ from agent_rollout._errors import (
     for_command_line,
     plural,
 )
+from agent_rollout._exceptions import RolloutValueError
 from agent_rollout._files import source_name
 from agent_rollout._io import normalise_rollout_file
 from agent_rollout._limits import BAD_ROWS_KEPT
@@ -148,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         _say_error(exc, dest, skip_bad)
         return 1
+    except RolloutValueError as exc:  # the output is the input: a usage error
+        progress.finish()
+        say(for_command_line(str(exc)))
+        return 2
     except (KeyboardInterrupt, Terminated, OSError) as exc:
         return end_on(exc, PROG, dest, progress, source)
     progress.finish()
