@@ -90,7 +90,19 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             module = import_module(f"{__name__}.{name}")
             module.add_arguments(command)
             command.set_defaults(_run=module.run)
+            parser.set_defaults(_command_parser=command)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; an argument nobody takes is a usage error of the command it
+    follows (its usage, then ``agent-rollout demo: unrecognized arguments: --bogus``),
+    not of ``agent-rollout`` as a whole, as argparse alone would say it."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = getattr(args, "_command_parser", parser)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _escaping_output(stream: Any) -> Optional[str]:
@@ -176,7 +188,7 @@ def _main(args_in: list[str]) -> int:
     prog = "agent-rollout" if command is None else f"agent-rollout {command}"
     try:
         parser = build_parser(args_in)
-        args = parser.parse_args(args_in)
+        args = parse(parser, args_in)
         code: int = args._run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
