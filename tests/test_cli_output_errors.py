@@ -131,3 +131,16 @@ def test_a_broken_pipe_stays_quiet(tmp_path: Path) -> None:
             err = proc.stderr.read()
             assert proc.wait(timeout=60) == 0, err
         assert b"cannot write" not in err and b"Error" not in err, err
+
+
+def test_stats_of_an_empty_file_says_what_stats_means(
+    engine: str, cli: Cli, tmp_path: Path
+) -> None:
+    """stats trains nothing: not the reader's ``refusing to train on an empty prompt set``."""
+    (tmp_path / "empty.jsonl").write_text("\n")
+    done = cli("stats", str(tmp_path / "empty.jsonl"))
+    assert (done.code, done.out) == (1, "")
+    assert (
+        done.err
+        == f"{tmp_path}/empty.jsonl: no rows (the file is empty or blank): nothing to show\n"
+    )
