@@ -140,6 +140,23 @@ def test_a_bad_setting_is_named_by_its_path_from_here(tmp_path: Path) -> None:
     no_old_style(done.stderr, tmp_path)
 
 
+def test_settings_not_utf8_read_as_a_config_does(tmp_path: Path) -> None:
+    """A ``pyproject.toml`` that is not UTF-8 is said as a config that is not (review 45b):
+    the byte and where it is, not Python's codec text."""
+    sub = tmp_path / "g"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_bytes(b"[tool.agent-rollout]\nstrict = true\n# \xc3(\n")
+    (sub / "c.yaml").write_text(WARNED)
+    (tmp_path / "bad8.yaml").write_bytes(b"training:\n  x: \xff\n")
+    done = command(tmp_path, "check", "g/c.yaml")
+    assert done.returncode == 2
+    issue, said = done.stderr.splitlines()
+    assert said == "agent-rollout check: bad settings in pyproject.toml"
+    assert issue == "g/pyproject.toml:3:3: not UTF-8: byte 0xc3", done.stderr
+    config = command(tmp_path, "check", "bad8.yaml").stdout.splitlines()[0]
+    assert config == "bad8.yaml:2:6: not UTF-8: byte 0xff"
+
+
 @pytest.mark.parametrize(
     ("args", "name", "message"),
     [
@@ -149,6 +166,17 @@ def test_a_bad_setting_is_named_by_its_path_from_here(tmp_path: Path) -> None:
         (("normalise", "--max-rows", "x", "in.jsonl"), "normalise", None),
         (("stats",), "stats", "the following arguments are required: FILE"),
         (("nope",), None, None),
+        # An unknown option is the command's usage error, not agent-rollout's (review 45b).
+        (("demo", "--rows", "10", "--bogus"), "demo", "unrecognized arguments: --bogus"),
+        (("normalise", "u.jsonl", "--bogus"), "normalise", "unrecognized arguments: --bogus"),
+        (("lsp", "--bogus", "x"), "lsp", "unrecognized arguments: --bogus x"),
+        # run's own usage errors, after its usage as argparse's (review 45b).
+        (("run",), "run", "give a CONFIG file, or --example NAME for a bundled one"),
+        (
+            ("run", "c.yaml", "--example", "nemo_gym"),
+            "run",
+            "give a CONFIG file or --example nemo_gym, not both",
+        ),
     ],
 )
 def test_usage_errors(
@@ -167,10 +195,6 @@ def test_usage_errors_of_a_command_itself(tmp_path: Path) -> None:
     done = command(tmp_path, "check", "--fix", "-")
     assert done.returncode == 2
     shaped(done.stderr.strip(), "command", command="check")
-    done = command(tmp_path, "run")
-    assert done.returncode == 2
-    shaped(done.stderr.strip(), "command", command="run",
-           message="give a CONFIG file, or --example NAME for a bundled one")  # fmt: skip
     done = command(tmp_path, "schema", "--vscode", "--glob", "a.toml")
     assert done.returncode == 2
     shaped(done.stderr.strip(), "command", command="schema")

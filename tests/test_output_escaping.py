@@ -199,7 +199,7 @@ def test_usage_errors_show_arguments_escaped(cli: Cli, tmp_path: Path) -> None:
     done = cli("check", str(tmp_path / "a.yaml"), "--bogus\n::warning::argv")
     assert done.code == 2
     lines = safe_lines(done.err)
-    assert lines[-1] == "agent-rollout: unrecognized arguments: --bogus\\n::warning::argv"
+    assert lines[-1] == "agent-rollout check: unrecognized arguments: --bogus\\n::warning::argv"
 
 
 # ---- normalise -------------------------------------------------------------------------------

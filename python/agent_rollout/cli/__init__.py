@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, TextIO, Union, cast
 
 if TYPE_CHECKING:
     import argparse
@@ -90,7 +90,19 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             module = import_module(f"{__name__}.{name}")
             module.add_arguments(command)
             command.set_defaults(_run=module.run)
+            parser.set_defaults(_command_parser=command)
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; an argument nobody takes is a usage error of the command it
+    follows (its usage, then ``agent-rollout demo: unrecognized arguments: --bogus``),
+    not of ``agent-rollout`` as a whole, as argparse alone would say it."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = getattr(args, "_command_parser", parser)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _escaping_output(stream: Any) -> Optional[str]:
@@ -110,12 +122,47 @@ def _escaping_output(stream: Any) -> Optional[str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """Run ``agent-rollout ARGV...``: the exit code (argparse's ``SystemExit`` for
+    ``--help``, ``--version`` and a usage error goes through).
+
+    Standard output is guarded (``cli._lines.GuardedOutput``) and flushed here, before the
+    interpreter's own flush at exit could fail unseen: when it cannot be written (full,
+    an I/O error, closed), every command says so in one line, ``agent-rollout COMMAND:
+    cannot write to standard output: REASON``, and exits 2; a broken pipe (``| head``)
+    ends quietly, as ever."""
+    from agent_rollout._errors import printable_lines
+    from agent_rollout.cli._lines import GuardedOutput, OutputError, output_problem
+
     args_in = sys.argv[1:] if argv is None else argv
     stdout: Any = sys.stdout
     previous = _escaping_output(stdout)
+    guard = GuardedOutput(stdout)
+    sys.stdout = cast("TextIO", guard)
     try:
-        return _main(args_in)
+        try:
+            code: Union[int, SystemExit] = _main(args_in)
+        except SystemExit as exc:  # argparse: --help, --version, a usage error
+            code = exc
+        except OutputError as exc:  # named by the command, not by the guard (normalise -o -)
+            guard.errors.append(exc)
+            code = 2
+        try:
+            guard.flush()
+        except BrokenPipeError:
+            _drop_output(stdout)
+        except OutputError:
+            pass  # in guard.error
+        if guard.error is not None:
+            _drop_output(stdout)
+            command = _command_of(args_in)
+            prog = "agent-rollout" if command is None else f"agent-rollout {command}"
+            print(printable_lines(output_problem(prog, guard.error)), file=sys.stderr)
+            code = SystemExit(2) if isinstance(code, SystemExit) else 2
+        if isinstance(code, SystemExit):
+            raise code
+        return code
     finally:
+        sys.stdout = stdout
         if previous is not None:
             try:
                 stdout.reconfigure(errors=previous)
@@ -123,12 +170,25 @@ def main(argv: Optional[list[str]] = None) -> int:
                 pass
 
 
+def _drop_output(stream: Any) -> None:
+    """Point standard output's descriptor at the null device, so that what is still
+    buffered for it goes nowhere at exit instead of failing again."""
+    if stream is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def _main(args_in: list[str]) -> int:
     command = _command_of(args_in)
     prog = "agent-rollout" if command is None else f"agent-rollout {command}"
     try:
         parser = build_parser(args_in)
-        args = parser.parse_args(args_in)
+        args = parse(parser, args_in)
         code: int = args._run(args)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
@@ -140,6 +200,10 @@ def _main(args_in: list[str]) -> int:
         return 0
     except Exception as exc:
         from agent_rollout._errors import error_text, printable_lines
+        from agent_rollout.cli._lines import OutputError
+
+        if isinstance(exc, OutputError):
+            raise  # standard output cannot be written: main says it
 
         missing = _missing_package(exc)
         if missing is not None:  # a usage error: one line, what to install

@@ -9,13 +9,22 @@ as ``check`` words an unreadable config.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from agent_rollout._errors import shown_path
 
-__all__ = ["MESSAGE_SHAPES", "Shape", "file_problem", "os_filename"]
+__all__ = [
+    "MESSAGE_SHAPES",
+    "GuardedOutput",
+    "OutputError",
+    "Shape",
+    "file_problem",
+    "os_filename",
+    "output_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -113,3 +122,83 @@ def os_filename(exc: OSError) -> Optional[str]:
     if name is None:
         return None
     return os.fsdecode(name) if isinstance(name, (bytes, os.PathLike)) else str(name)
+
+
+class OutputError(OSError):
+    """Standard output could not be written (full, an I/O error, closed): not a bug of
+    the command, and not a broken pipe (the reader went away: no error at all). Every
+    command says it the same way, once, from the dispatcher: ``output_problem``."""
+
+
+def output_problem(prog: str, exc: OSError) -> str:
+    """``agent-rollout stats: cannot write to standard output: No space left on device``:
+    the command's line for standard output that cannot be written, whatever wrote it."""
+    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    return f"{prog}: cannot write to standard output: {reason}"
+
+
+class GuardedOutput:
+    """Standard output as the commands write it: the stream Python opened (``None`` when
+    descriptor 1 was closed), each write error (but a broken pipe) raised as an
+    ``OutputError`` and kept in ``error``, so that one swallowed on the way (argparse's
+    ``--help`` and ``--version`` ignore theirs) is still said at the end. Anything else
+    is the stream's own."""
+
+    def __init__(self, stream: Any, error: Optional[list[OSError]] = None) -> None:
+        self.stream = stream
+        self.errors: list[OSError] = [] if error is None else error
+
+    @property
+    def error(self) -> Optional[OSError]:
+        """The first write error, if any."""
+        return self.errors[0] if self.errors else None
+
+    def _failed(self, exc: Optional[OSError]) -> OutputError:
+        if exc is None:  # descriptor 1 closed: Python gave no stream
+            failure = OutputError(errno.EBADF, os.strerror(errno.EBADF))
+        elif isinstance(exc, OutputError):
+            failure = exc
+        else:
+            failure = OutputError(exc.errno, exc.strerror or str(exc))
+        self.errors.append(failure)
+        return failure
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self.stream is None:
+            raise self._failed(None)
+        try:
+            return getattr(self.stream, name)(*args)
+        except BrokenPipeError:
+            raise  # the reader went away: the dispatcher ends quietly
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def write(self, data: Any) -> Any:
+        return self._call("write", data)
+
+    def writelines(self, lines: Any) -> None:
+        self._call("writelines", lines)
+
+    def flush(self) -> None:
+        if self.stream is not None:  # closed: nothing was written, nothing to flush
+            self._call("flush")
+
+    def fileno(self) -> int:
+        return int(self._call("fileno"))
+
+    def isatty(self) -> bool:
+        return self.stream is not None and bool(self.stream.isatty())
+
+    @property
+    def buffer(self) -> GuardedOutput:
+        """The bytes under the text, guarded alike (the same ``errors``); none under a
+        text stream alone (``contextlib.redirect_stdout``)."""
+        inner = None if self.stream is None else getattr(self.stream, "buffer", None)
+        if self.stream is not None and inner is None:
+            raise AttributeError("buffer")
+        return GuardedOutput(inner, self.errors)
+
+    def __getattr__(self, name: str) -> Any:
+        if self.stream is None:
+            raise AttributeError(name)
+        return getattr(self.stream, name)

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Optional, TextIO
 
 from agent_rollout._errors import Terminated, error_text, printable
-from agent_rollout.cli._lines import file_problem, os_filename
+from agent_rollout.cli._lines import OutputError, file_problem, os_filename
 
 __all__ = [
     "Progress",
@@ -295,7 +295,8 @@ def end_on(
     its file (``rows.jsonl: cannot read file: No such file or directory``, ``cannot
     write`` for ``dest``: ``cli._lines.file_problem``). A ``BrokenPipeError`` (the
     reader of standard output went away) is raised again, for the dispatcher to end
-    quietly; anything else is a bug here.
+    quietly, and standard output that cannot be written as an ``OutputError``, for the
+    dispatcher to say as every command says it; anything else is a bug here.
     """
     progress.finish()
     left = "" if dest == "-" else f"; {dest} was not written"
@@ -307,8 +308,12 @@ def end_on(
         return 128 + exc.signum
     if isinstance(exc, BrokenPipeError):
         raise exc
+    if isinstance(exc, OutputError):
+        raise exc  # standard output cannot be written: the dispatcher says it
     if isinstance(exc, OSError):
         name = os_filename(exc)
+        if name == dest == "-" and name != source:  # the rows on standard output
+            raise OutputError(exc.errno, exc.strerror or error_text(exc)) from None
         doing = "read" if name == source else "write" if name == dest else ""
         text = file_problem(exc, doing)
         say(text if text is not None else f"{prog}: {error_text(exc)}")

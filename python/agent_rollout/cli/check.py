@@ -512,6 +512,7 @@ def _report_diff(fixed: list[Fixed], out: TextIO, err: TextIO) -> int:
 def run(args: argparse.Namespace) -> int:
     from agent_rollout._errors import ConfigError
     from agent_rollout.cli._fix import UNWRITABLE
+    from agent_rollout.cli._lines import OutputError
 
     if (args.fix or args.diff) and "-" in args.files:
         sys.stderr.write("agent-rollout check: --fix and --diff take files, not '-'\n")
@@ -540,8 +541,10 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(issue.format() + "\n")
         sys.stderr.write("agent-rollout check: bad settings in pyproject.toml\n")
         return 2
-    except BrokenPipeError:
-        raise  # the reader went away (`| head`): main() ends quietly, as for every command
+    except (BrokenPipeError, OutputError):
+        # The reader went away (`| head`): main() ends quietly, as for every command; or
+        # standard output cannot be written: main() says so, as for every command.
+        raise
     except Terminated as exc:  # SIGTERM or SIGHUP while --fix wrote a file: left whole
         sys.stderr.write(f"agent-rollout check: terminated by {exc.signal_name()}\n")
         return 128 + exc.signum

@@ -53,7 +53,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from agent_rollout._errors import (
     ConfigError,
@@ -107,6 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "backend on the seed prompts and write the normalised rows in the format OUT's name "
         "says: .jsonl (canonical JSONL), .jsonl.gz or .parquet."
     )
+    parser.set_defaults(usage_error=parser.error)  # CONFIG or --example: checked in run
     parser.add_argument(
         "config",
         metavar="CONFIG",
@@ -207,15 +208,24 @@ class _Stop(Exception):
         self.code = code
 
 
+def _usage_error(args: argparse.Namespace, message: str) -> NoReturn:
+    """A usage error as argparse's own: the usage, then ``agent-rollout run: MESSAGE``
+    (exit 2; the parser's ``error``, kept by ``add_arguments``)."""
+    error = getattr(args, "usage_error", None)
+    if error is not None:
+        error(message)
+    raise _Stop(f"{PROG}: {message}", 2)
+
+
 def _pick_config(args: argparse.Namespace) -> Optional[str]:
     """Point ``args.config`` at the bundled example; return its prompt file (or ``None``)."""
     example = getattr(args, "example", None)
     if example is None:
         if args.config is None:
-            raise _Stop(f"{PROG}: give a CONFIG file, or --example NAME for a bundled one", 2)
+            _usage_error(args, "give a CONFIG file, or --example NAME for a bundled one")
         return None
     if args.config is not None:
-        raise _Stop(f"{PROG}: give a CONFIG file or --example {example}, not both", 2)
+        _usage_error(args, f"give a CONFIG file or --example {example}, not both")
     args.config, prompts = bundled_example(example)
     return prompts
 

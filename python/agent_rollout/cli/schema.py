@@ -117,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         with open(args.output, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
     except OSError as exc:  # the file named, the reason in words (MESSAGE_SHAPES)
+        if exc.filename is None:  # a write or the flush at close (/dev/full): no name
+            exc.filename = args.output
         message = file_problem(exc, "write") or f"agent-rollout schema: {error_text(exc)}"
         sys.stderr.write(printable(message) + "\n")
         return 2

@@ -316,6 +316,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except RolloutValueError as exc:  # a bad file: its rows; Parquet: the file, its columns
         progress.finish()
+        if getattr(exc, "code", None) == "file_no_rows":  # the library's words are a reader's
+            where = getattr(exc, "source", source)
+            say(f"{where}: no rows (the file is empty or blank): nothing to show")
+            return 1
         for line in str(exc).splitlines():  # a RolloutBadRowsError lists them, one a line
             say(for_command_line(line))
         return 1

@@ -36,7 +36,7 @@ from agent_rollout._errors import ConfigError, ConfigIssue, shown
 from agent_rollout._limits import check_section
 from agent_rollout._printable import found_path
 from agent_rollout.config._document import AUTO_SECTION, Section, read_config_file
-from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, parse
+from agent_rollout.config._parse import YAML_VERSIONS, ParseProblem, decode, parse
 
 __all__ = ["SETTINGS_TABLE", "CheckSettings", "find_settings", "read_settings", "settings_values"]
 
@@ -168,13 +168,10 @@ def read_settings(path: str) -> Optional[CheckSettings]:
     if isinstance(raw, ConfigIssue):
         raise ConfigError([replace(raw, path=where, kind="settings")])
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        message = f"cannot read the settings: {exc}"
-        raise ConfigError([ConfigIssue(where, 1, 1, "", message, "settings")]) from None
-    if "agent-rollout" not in text:
-        return None  # most pyproject.toml files: not parsed at all
-    try:
+        # As a config file is decoded: ``not UTF-8: byte 0xff`` where the byte is.
+        text = decode(raw)
+        if "agent-rollout" not in text:
+            return None  # most pyproject.toml files: not parsed at all
         parsed = parse(text, "toml", depth=3)
     except ParseProblem as problem:
         line, col = problem.pos
