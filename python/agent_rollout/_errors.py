@@ -263,8 +263,14 @@ FILE_MESSAGES: dict[str, str] = {
     "(max_bytes={max_bytes}; raise the limit with " + _BYTES_HINT + ")",
     "file_no_rows": "no rows (the file is empty or blank); refusing to train on an empty "
     "prompt set",
-    "same_file": "{path}: the output is the input file; nothing written (name another)",
 }
+
+SKIP_INTO_SOURCE = (
+    "{path}: the output is the input file, and skipping bad rows there loses them; "
+    "nothing written (name another output)"
+)
+"""``normalise_rollout_file(src, src, on_bad="skip")`` (``normalise IN -o IN --skip-bad``):
+refused. In place without skipping stays allowed: every row passes, or nothing is written."""
 
 PARQUET_MESSAGES: dict[str, str] = {
     "unreadable": "not a readable Parquet file ({reason})",

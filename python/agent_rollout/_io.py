@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union, overload
 
 from agent_rollout import _engine
 from agent_rollout._engine.jsonl import read_rows, write_jsonl
-from agent_rollout._errors import FILE_MESSAGES
+from agent_rollout._errors import SKIP_INTO_SOURCE
 from agent_rollout._exceptions import RolloutTypeError, RolloutValueError
 from agent_rollout._files import (
     GZIP_LEVEL,
@@ -195,7 +195,9 @@ def normalise_rollout_file(
 
     Raises the same errors as :func:`read_rollout_jsonl`, ``OSError`` when
     ``dst`` cannot be written (a symlink loop: ELOOP), and ``RolloutValueError``
-    when ``dst`` is ``src`` by any name, before anything is read.
+    for ``on_bad="skip"`` when ``dst`` is ``src`` by any name, before anything is
+    read (the skipped rows would be lost; in place otherwise: every row passes, or
+    nothing is written).
     """
     src_text = path_text(src, "src")
     dst_text = path_text(dst, "dst")
@@ -213,8 +215,8 @@ def normalise_rollout_file(
     with signals_end_cleanly():
         where = destination(dst_text)
         form = output_format(dst_text, where)
-        if _same_file(src_text, where):
-            raise RolloutValueError(FILE_MESSAGES["same_file"].format(path=dst_text))
+        if on_bad == "skip" and _same_file(src_text, where):
+            raise RolloutValueError(SKIP_INTO_SOURCE.format(path=dst_text))
         counts: FileCounts
         # The file replaced, if any, is let go of off this thread (see `replacing`).
         with replacing(where):
@@ -242,9 +244,8 @@ def normalise_rollout_file(
 
 
 def _same_file(src: str, where: Destination) -> bool:
-    """Whether the output file is the input (by any name or link): written aside and
-    renamed over it, the rows would replace what they came from, the keys dropped and
-    (``on_bad="skip"``) the bad rows lost."""
+    """Whether the output file is the input (by any name or link): renamed over it, the
+    good rows would replace the file, and with ``on_bad="skip"`` the bad rows be lost."""
     if src == "-" or where.kind != "file":
         return False
     try:

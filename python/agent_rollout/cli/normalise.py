@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish()
         _say_error(exc, dest, skip_bad)
         return 1
-    except RolloutValueError as exc:  # the output is the input: a usage error
+    except RolloutValueError as exc:  # --skip-bad into the input: a usage error
         progress.finish()
         say(for_command_line(str(exc)))
         return 2
