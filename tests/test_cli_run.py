@@ -709,8 +709,9 @@ def test_an_example_without_serve_fails_at_once_naming_serve(
     monkeypatch.delenv(URL_ENV_VAR, raising=False)
     if any(_listening(int(url.split(":")[2].split("/")[0])) for url in where):
         pytest.skip("something listens on a bundled example's port")
-    if example != "openenv" and importlib.util.find_spec("art") is None:
-        pytest.skip("needs openpipe-art: without it the missing package is said first")
+    package = "openenv" if example == "openenv" else "art"
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"needs {package}: without it the missing package is said first")
     started = time.perf_counter()
     result = cli("run", "--example", example, "-o", os.devnull)
     elapsed = time.perf_counter() - started
