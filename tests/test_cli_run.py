@@ -732,6 +732,7 @@ def test_a_silent_server_at_a_bundled_port_is_found_before_the_backend_loads(
     from agent_rollout.examples import scripted_servers
     from agent_rollout.examples.serving import bundled_example
 
+    pytest.importorskip("art")  # without it, the missing package is said first
     port = _closed_port()
     monkeypatch.setattr(scripted_servers, "BUNDLED_PORTS", {"policy": port, "judge": 8792})
     config = tmp_path / "art.yaml"
