@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from agent_rollout._exceptions import MissingPackageError
-from agent_rollout._extras import first_missing, install_hint
+from agent_rollout._extras import install_hint
 
 __all__ = ["add_arguments", "run"]
 
@@ -34,9 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # Looked for here, so that the line names the module (``name``) and main words it as
     # for every missing package; ``serve`` looks again, for its callers in Python.
-    missing = first_missing("lsp")  # pygls, or its lsprotocol (the server loads them late)
-    if missing is not None:
-        raise MissingPackageError(f"{missing} is not installed", name=missing)
     from agent_rollout.lsp import serve
 
+    # Without pygls or lsprotocol: MissingPackageError naming the module, before any answer;
+    # main words it as for every missing package (``_extras.missing_text``).
     return serve()

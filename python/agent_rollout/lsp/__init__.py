@@ -49,8 +49,9 @@ def serve(stdin: Optional[BinaryIO] = None, stdout: Optional[BinaryIO] = None) -
     The session (``_session``) answers every message that needs no pygls; pygls
     (``_server``) is loaded on a thread of its own meanwhile, for the rest.
     """
-    if first_missing("lsp") is not None:  # pygls, or the lsprotocol it needs
-        raise MissingPackageError(MISSING_PYGLS)
+    missing = first_missing("lsp")  # pygls, or its lsprotocol (loaded late, on a thread)
+    if missing is not None:  # ``name``: what ``agent-rollout lsp`` says is missing
+        raise MissingPackageError(MISSING_PYGLS, name=missing)
     from agent_rollout import __version__
     from agent_rollout.lsp._session import Session
 
